@@ -1,0 +1,50 @@
+// Schedule generators: each produces a compute-only schedule (F, B, I, W per
+// rank, no communication) from p ranks, m micro-batches and v stage chunks per
+// rank. lower() then inserts the communication. One generator per file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "baton/schedule/schedule.h"
+
+namespace baton::schedule {
+
+struct GeneratorOptions {
+  int ranks = 1;           // p
+  int microbatches = 1;    // m
+  int virtual_stages = 0;  // v; 0 = the generator's default (1, or its fixed layout)
+
+  GeneratorOptions& set_ranks(int p) { ranks = p; return *this; }
+  GeneratorOptions& set_microbatches(int m) { microbatches = m; return *this; }
+  GeneratorOptions& set_virtual_stages(int v) { virtual_stages = v; return *this; }
+};
+
+Schedule naive(const GeneratorOptions& options);        // "naive"
+Schedule gpipe(const GeneratorOptions& options);        // "gpipe"
+Schedule one_f_one_b(const GeneratorOptions& options);  // "1f1b"
+Schedule interleaved(const GeneratorOptions& options);  // "interleaved"
+Schedule looped_bfs(const GeneratorOptions& options);   // "looped-bfs"
+Schedule zb_h1(const GeneratorOptions& options);        // "zb-h1"
+Schedule zb_h2(const GeneratorOptions& options);        // "zb-h2"
+Schedule zb_v(const GeneratorOptions& options);         // "zb-v"
+Schedule chimera(const GeneratorOptions& options);      // "chimera"
+
+// Names accepted by generate(), in a stable order.
+const std::vector<std::string>& schedule_names();
+
+// Runs the named generator and validates its output; throws baton::Error for
+// an unknown name (listing the known ones) or an undefined (p, m, v).
+Schedule generate(const std::string& name, const GeneratorOptions& options);
+
+namespace detail {
+// Shared argument checks: p >= 1, m >= 1, and v either unset or `allowed`.
+// Returns the effective v.
+int check_options(const char* name, const GeneratorOptions& options, int default_v,
+                  std::vector<int> allowed_v = {});
+// An empty schedule of the given shape, ready for actions.
+Schedule empty_schedule(const char* name, const GeneratorOptions& options, int stages,
+                        StageMap map);
+}  // namespace detail
+
+}  // namespace baton::schedule

@@ -1,0 +1,76 @@
+// A Schedule is one ordered list of actions per rank: the whole training step
+// of a pipeline. Generators produce compute-only schedules (F, B, I, W);
+// lower() inserts the SEND/RECV pairs; validate() proves the result complete
+// and deadlock-free. The simulator and the runtime both execute it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "baton/schedule/action.h"
+
+namespace baton::schedule {
+
+// How stages are laid out on ranks. The layout a schedule really uses is the
+// one its actions show (see Placement); this names it for people and files.
+enum class StageMap {
+  Loop,           // stage s on rank s % p (v = stages / p chunks per rank)
+  V,              // 2p stages: s on rank s for s < p, else on rank 2p - 1 - s
+  Bidirectional,  // p stages on every rank, twice: micro-batches of the "down"
+                  // pipeline run stage s on rank s, the "up" ones on p - 1 - s
+  Custom,         // anything else a file describes
+};
+
+std::string_view to_string(StageMap map);
+// "loop", "v", "bidirectional" (or "chimera"), "custom"; throws on anything else.
+StageMap parse_stage_map(std::string_view text);
+
+struct Schedule {
+  std::string name;          // generator name ("1f1b") or "file"
+  int ranks = 0;             // p: pipeline ranks, one action list each
+  int stages = 0;            // total stages (p * v, or p for bidirectional)
+  int microbatches = 0;      // m
+  StageMap map = StageMap::Loop;
+  std::vector<std::vector<Action>> actions;  // actions[rank], in execution order
+
+  // v: stage chunks a rank holds (2 for V and bidirectional).
+  int stages_per_rank() const;
+  bool has_communication() const;
+  bool splits_backward() const;  // any I or W action
+  size_t action_count() const;
+};
+
+// Which rank runs each (stage, micro-batch), read off the compute actions.
+// A stage may run on several ranks (replicated, as in Chimera), but each
+// (stage, micro-batch) runs on one.
+class Placement {
+ public:
+  // REQUIRES: every action's stage and micro-batch are in range.
+  // Throws baton::Error if one (stage, micro-batch) has compute on two ranks.
+  explicit Placement(const Schedule& schedule);
+
+  // -1 when no compute action names (stage, microbatch).
+  int rank_of(int stage, int microbatch) const {
+    return owner_[static_cast<size_t>(stage) * microbatches_ + microbatch];
+  }
+  // Distinct ranks holding `stage`, ascending.
+  std::vector<int> ranks_of_stage(int stage) const;
+  // The stages `rank` holds, ascending.
+  std::vector<int> stages_of_rank(int rank) const;
+  int stages() const { return stages_; }
+  int microbatches() const { return microbatches_; }
+
+ private:
+  int stages_ = 0;
+  int microbatches_ = 0;
+  std::vector<int> owner_;
+};
+
+// The rank a named map puts `stage` on (for Bidirectional: in the down pipe).
+// REQUIRES: map is not Custom.
+int rank_for_stage(StageMap map, int ranks, int stage);
+
+// Classifies the layout the compute actions of `schedule` show.
+StageMap detect_stage_map(const Schedule& schedule, const Placement& placement);
+
+}  // namespace baton::schedule

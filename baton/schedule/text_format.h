@@ -1,0 +1,33 @@
+// The compact text form of a schedule: one line per rank (line r is rank r),
+// actions separated by spaces, e.g. "0F0 0F1 0B0 0F2 0B1 0B2". Lines that start
+// with '#' are comments; one of the form
+//   # baton schedule: name=1f1b pp=2 stages=2 microbatches=3 map=loop
+// declares what the file holds. Without it, p is the number of action lines,
+// m and the number of stages are read off the actions, and the stage-to-rank
+// map is the one the compute actions show.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "baton/schedule/schedule.h"
+
+namespace baton::schedule {
+
+// Header comment plus one line per rank; parse_schedule reads it back.
+std::string format_schedule(const Schedule& schedule);
+
+// Throws baton::Error naming the line and token on malformed input.
+Schedule parse_schedule(std::string_view text, std::string name = "file");
+
+// Reads and parses a schedule file; the error names the path.
+Schedule load_schedule_file(const std::string& path);
+
+// Aligned columns, one row per rank ("rank 0 | 0F0 0F1 ..."); the actions at
+// (rank, index) in `marks` are drawn as ">0B3<" so an error can point at them.
+std::string format_grid(const Schedule& schedule,
+                        const std::vector<std::pair<int, size_t>>& marks = {});
+
+}  // namespace baton::schedule

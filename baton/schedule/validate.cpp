@@ -1,0 +1,199 @@
+#include "baton/schedule/validate.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baton/core/error.h"
+#include "baton/schedule/text_format.h"
+#include "baton/schedule/walk.h"
+
+namespace baton::schedule {
+namespace {
+
+using Marks = std::vector<std::pair<int, size_t>>;
+
+[[noreturn]] void fail(const Schedule& schedule, const std::string& message, const Marks& marks) {
+  throw Error("[schedule.validate] " + message + "\n" + format_grid(schedule, marks));
+}
+
+std::string where(int stage, int mb) {
+  return detail::concat("stage ", stage, " micro-batch ", mb);
+}
+
+// Where each (kind, stage, micro-batch) occurs: count and first position.
+struct Occurrences {
+  int stages, microbatches;
+  std::vector<std::vector<int>> count;                      // [kind][s*m+mb]
+  std::vector<std::vector<std::pair<int, size_t>>> first;   // [kind][s*m+mb]
+
+  explicit Occurrences(const Schedule& schedule)
+      : stages(schedule.stages), microbatches(schedule.microbatches) {
+    const size_t cells = static_cast<size_t>(stages) * microbatches;
+    count.assign(kActionKindCount, std::vector<int>(cells, 0));
+    first.assign(kActionKindCount, std::vector<std::pair<int, size_t>>(cells, {-1, 0}));
+    for (int r = 0; r < schedule.ranks; ++r) {
+      for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
+        const Action& a = schedule.actions[r][i];
+        const size_t k = static_cast<size_t>(a.kind);
+        const size_t cell = static_cast<size_t>(a.stage) * microbatches + a.microbatch;
+        if (count[k][cell]++ == 0) first[k][cell] = {r, i};
+      }
+    }
+  }
+  int n(ActionKind kind, int s, int mb) const {
+    return count[static_cast<size_t>(kind)][static_cast<size_t>(s) * microbatches + mb];
+  }
+  std::pair<int, size_t> at(ActionKind kind, int s, int mb) const {
+    return first[static_cast<size_t>(kind)][static_cast<size_t>(s) * microbatches + mb];
+  }
+};
+
+void check_shape(const Schedule& schedule) {
+  BATON_CHECK(schedule.ranks >= 1 && schedule.stages >= 1 && schedule.microbatches >= 1,
+              "[schedule.validate] schedule \"", schedule.name, "\" needs p, stages and m >= 1 (p=",
+              schedule.ranks, ", stages=", schedule.stages, ", m=", schedule.microbatches, ")");
+  BATON_CHECK(static_cast<int>(schedule.actions.size()) == schedule.ranks,
+              "[schedule.validate] schedule \"", schedule.name, "\" has ", schedule.actions.size(),
+              " action lists for p=", schedule.ranks, " ranks");
+  for (int r = 0; r < schedule.ranks; ++r) {
+    for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
+      const Action& a = schedule.actions[r][i];
+      if (a.stage < 0 || a.stage >= schedule.stages || a.microbatch < 0 ||
+          a.microbatch >= schedule.microbatches) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " is out of range (stages 0..",
+                            schedule.stages - 1, ", micro-batches 0..", schedule.microbatches - 1,
+                            ")"),
+             {{r, i}});
+      }
+      if ((a.kind == ActionKind::RECV_F && a.stage == 0) ||
+          (a.kind == ActionKind::SEND_F && a.stage == schedule.stages - 1) ||
+          (a.kind == ActionKind::SEND_B && a.stage == 0) ||
+          (a.kind == ActionKind::RECV_B && a.stage == schedule.stages - 1)) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " has no peer stage (stages 0..",
+                            schedule.stages - 1, ")"),
+             {{r, i}});
+      }
+    }
+  }
+}
+
+void check_completeness(const Schedule& schedule, const Occurrences& seen) {
+  for (int s = 0; s < schedule.stages; ++s) {
+    for (int mb = 0; mb < schedule.microbatches; ++mb) {
+      const int f = seen.n(ActionKind::F, s, mb), b = seen.n(ActionKind::B, s, mb);
+      const int i = seen.n(ActionKind::I, s, mb), w = seen.n(ActionKind::W, s, mb);
+      Marks marks;
+      for (ActionKind k : {ActionKind::F, ActionKind::B, ActionKind::I, ActionKind::W})
+        if (seen.n(k, s, mb) > 0) marks.push_back(seen.at(k, s, mb));
+      if (f != 1) {
+        fail(schedule, detail::concat(where(s, mb), " has ", f, " F actions; it needs exactly one"),
+             marks);
+      }
+      const bool whole = b == 1 && i == 0 && w == 0;
+      const bool split = b == 0 && i == 1 && w == 1;
+      if (!whole && !split) {
+        fail(schedule,
+             detail::concat(where(s, mb), " has ", b, " B, ", i, " I and ", w,
+                            " W actions; it needs one B, or one I and one W"),
+             marks);
+      }
+    }
+  }
+}
+
+// Lowered schedules: SEND/RECV exactly where consecutive stages change rank.
+void check_communication(const Schedule& schedule, const Placement& placement,
+                         const Occurrences& seen) {
+  const bool lowered = schedule.has_communication();
+  for (int s = 0; s + 1 < schedule.stages; ++s) {
+    for (int mb = 0; mb < schedule.microbatches; ++mb) {
+      const int here = placement.rank_of(s, mb), there = placement.rank_of(s + 1, mb);
+      const bool crosses = here != there;
+      struct Edge {
+        ActionKind kind;
+        int stage;
+        int rank;
+      };
+      const Edge edges[] = {{ActionKind::SEND_F, s, here},
+                            {ActionKind::RECV_F, s + 1, there},
+                            {ActionKind::SEND_B, s + 1, there},
+                            {ActionKind::RECV_B, s, here}};
+      for (const Edge& e : edges) {
+        const int n = seen.n(e.kind, e.stage, mb);
+        const Action action{e.kind, e.stage, mb};
+        if (!lowered || (!crosses && n == 0)) continue;
+        if (!crosses) {
+          fail(schedule,
+               detail::concat(to_string(action), ": stages ", s, " and ", s + 1, " of micro-batch ",
+                              mb, " are both on rank ", here,
+                              ", so they exchange tensors directly; remove the communication"),
+               {seen.at(e.kind, e.stage, mb)});
+        }
+        if (n != 1) {
+          fail(schedule,
+               detail::concat(where(s, mb), " runs on rank ", here, " and stage ", s + 1,
+                              " on rank ", there, ": rank ", e.rank, " needs exactly one ",
+                              to_string(action), ", found ", n),
+               n ? Marks{seen.at(e.kind, e.stage, mb)} : Marks{});
+        }
+        const auto pos = seen.at(e.kind, e.stage, mb);
+        if (pos.first != e.rank) {
+          fail(schedule,
+               detail::concat(to_string(action), " is on rank ", pos.first, " but stage ",
+                              e.stage, " of micro-batch ", mb, " runs on rank ", e.rank),
+               {pos});
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void validate(const Schedule& schedule) {
+  check_shape(schedule);
+  const Occurrences seen(schedule);
+  check_completeness(schedule, seen);
+  std::optional<Placement> placement;
+  try {
+    placement.emplace(schedule);
+  } catch (const Error& e) {
+    fail(schedule, std::string(e.what()).substr(std::string("[schedule.placement] ").size()), {});
+  }
+  check_communication(schedule, *placement, seen);
+
+  const WalkResult walked = walk(schedule, *placement);
+  if (walked.complete) return;
+  // A rank stuck on an action of its own can never proceed: an order error.
+  for (int r = 0; r < schedule.ranks; ++r) {
+    if (walked.next[r] == schedule.actions[r].size()) continue;
+    const Wait& wait = walked.waits[r];
+    if (wait.rank != r) continue;
+    const Action& a = schedule.actions[r][walked.next[r]];
+    Marks marks{{r, walked.next[r]}};
+    const auto later = seen.at(wait.needs.kind, wait.needs.stage, wait.needs.microbatch);
+    if (later.first >= 0) marks.push_back(later);
+    fail(schedule,
+         detail::concat("rank ", r, ": ", where(a.stage, a.microbatch), " runs ",
+                        to_string(a.kind), " before ", to_string(wait.needs.kind), " (",
+                        to_string(a), " needs ", to_string(wait.needs), " first)"),
+         marks);
+  }
+  std::string cycle;
+  Marks marks;
+  for (int r = 0; r < schedule.ranks; ++r) {
+    if (walked.next[r] == schedule.actions[r].size()) continue;
+    const Action& a = schedule.actions[r][walked.next[r]];
+    cycle += detail::concat(cycle.empty() ? "" : "; ", "rank ", r, " waits at ", to_string(a),
+                            " for ", to_string(walked.waits[r].needs), " on rank ",
+                            walked.waits[r].rank);
+    marks.push_back({r, walked.next[r]});
+  }
+  fail(schedule, "deadlock: " + cycle, marks);
+}
+
+}  // namespace baton::schedule

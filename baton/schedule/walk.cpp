@@ -1,0 +1,127 @@
+#include "baton/schedule/walk.h"
+
+#include <deque>
+
+namespace baton::schedule {
+namespace {
+
+// Per (stage, micro-batch) flags of what has run.
+struct Progress {
+  int microbatches;
+  std::vector<std::vector<char>> done;  // [kind][stage * m + mb]
+
+  Progress(int stages, int m)
+      : microbatches(m),
+        done(kActionKindCount, std::vector<char>(static_cast<size_t>(stages) * m, 0)) {}
+
+  char& at(ActionKind kind, int stage, int mb) {
+    return done[static_cast<size_t>(kind)][static_cast<size_t>(stage) * microbatches + mb];
+  }
+  bool input_backward_done(int stage, int mb) {
+    return at(ActionKind::B, stage, mb) || at(ActionKind::I, stage, mb);
+  }
+};
+
+}  // namespace
+
+WalkResult walk(const Schedule& schedule, const Placement& placement, const WalkVisitor& visit) {
+  const int p = static_cast<int>(schedule.actions.size());
+  const int S = schedule.stages;
+  const bool lowered = schedule.has_communication();
+  Progress progress(S, schedule.microbatches);
+  WalkResult result;
+  result.next.assign(p, 0);
+  result.waits.assign(p, Wait{});
+
+  // Returns true when `a` on `rank` may run; else fills `wait`.
+  auto ready = [&](int rank, const Action& a, Wait& wait, int& producer) -> bool {
+    const int s = a.stage, mb = a.microbatch;
+    producer = -1;
+    auto need = [&](ActionKind kind, int stage, int on_rank) {
+      wait = Wait{Action{kind, stage, mb}, on_rank};
+      return false;
+    };
+    switch (a.kind) {
+      case ActionKind::F: {
+        if (s == 0) return true;
+        const int prev = placement.rank_of(s - 1, mb);
+        if (prev != rank && lowered) {
+          return progress.at(ActionKind::RECV_F, s, mb) ? true
+                                                         : need(ActionKind::RECV_F, s, rank);
+        }
+        if (!progress.at(ActionKind::F, s - 1, mb)) return need(ActionKind::F, s - 1, prev);
+        if (prev != rank) producer = prev;
+        return true;
+      }
+      case ActionKind::B:
+      case ActionKind::I: {
+        if (!progress.at(ActionKind::F, s, mb)) return need(ActionKind::F, s, rank);
+        if (s == S - 1) return true;
+        const int next = placement.rank_of(s + 1, mb);
+        if (next != rank && lowered) {
+          return progress.at(ActionKind::RECV_B, s, mb) ? true
+                                                         : need(ActionKind::RECV_B, s, rank);
+        }
+        if (!progress.input_backward_done(s + 1, mb)) {
+          const bool split = progress.at(ActionKind::I, s, mb) || a.kind == ActionKind::I;
+          return need(split ? ActionKind::I : ActionKind::B, s + 1, next);
+        }
+        if (next != rank) producer = next;
+        return true;
+      }
+      case ActionKind::W:
+        return progress.at(ActionKind::I, s, mb) ? true : need(ActionKind::I, s, rank);
+      case ActionKind::SEND_F:
+        return progress.at(ActionKind::F, s, mb) ? true : need(ActionKind::F, s, rank);
+      case ActionKind::SEND_B:
+        return progress.input_backward_done(s, mb) ? true : need(ActionKind::I, s, rank);
+      case ActionKind::RECV_F: {
+        producer = s > 0 ? placement.rank_of(s - 1, mb) : -1;
+        return progress.at(ActionKind::SEND_F, s - 1, mb) ? true
+                                                          : need(ActionKind::SEND_F, s - 1, producer);
+      }
+      case ActionKind::RECV_B: {
+        producer = s + 1 < S ? placement.rank_of(s + 1, mb) : -1;
+        return progress.at(ActionKind::SEND_B, s + 1, mb) ? true
+                                                          : need(ActionKind::SEND_B, s + 1, producer);
+      }
+    }
+    return false;
+  };
+
+  std::deque<int> queue;
+  std::vector<char> queued(p, 1);
+  for (int r = 0; r < p; ++r) queue.push_back(r);
+  auto wake = [&](int r) {
+    if (r >= 0 && r < p && !queued[r]) {
+      queued[r] = 1;
+      queue.push_back(r);
+    }
+  };
+  while (!queue.empty()) {
+    const int r = queue.front();
+    queue.pop_front();
+    queued[r] = 0;
+    const auto& list = schedule.actions[r];
+    size_t& i = result.next[r];
+    while (i < list.size()) {
+      const Action& a = list[i];
+      Wait wait;
+      int producer = -1;
+      if (!ready(r, a, wait, producer)) {
+        result.waits[r] = wait;
+        break;
+      }
+      if (visit) visit(r, i, producer);
+      progress.at(a.kind, a.stage, a.microbatch) = 1;
+      if (a.stage > 0) wake(placement.rank_of(a.stage - 1, a.microbatch));
+      if (a.stage + 1 < S) wake(placement.rank_of(a.stage + 1, a.microbatch));
+      ++i;
+    }
+  }
+  result.complete = true;
+  for (int r = 0; r < p; ++r) result.complete &= result.next[r] == schedule.actions[r].size();
+  return result;
+}
+
+}  // namespace baton::schedule

@@ -1,0 +1,35 @@
+#include "baton/sim/cost_model.h"
+
+#include "baton/core/error.h"
+
+namespace baton::sim {
+
+double CostModel::comm_time(int stage) const {
+  double t = comm_latency;
+  if (comm_bytes_per_time > 0) t += stages[stage].boundary_bytes / comm_bytes_per_time;
+  return t;
+}
+
+CostModel uniform_cost_model(const schedule::Schedule& schedule, double tf, double tb, double tw,
+                             double comm) {
+  BATON_CHECK(tf >= 0 && tb >= 0 && tw >= 0, "[sim.costs] times must be non-negative (tf=", tf,
+              ", tb=", tb, ", tw=", tw, ")");
+  BATON_CHECK(tw <= tb, "[sim.costs] the weight-gradient time tw=", tw,
+              " is part of the backward time tb=", tb, ", so it cannot exceed it");
+  BATON_CHECK(comm >= 0, "[sim.costs] communication time must be non-negative, got ", comm);
+  const double v = schedule.map == schedule::StageMap::Bidirectional
+                       ? 1.0
+                       : static_cast<double>(schedule.stages_per_rank());
+  CostModel model;
+  model.comm_latency = comm;
+  StageCost stage;
+  stage.forward = tf / v;
+  stage.input_backward = (tb - tw) / v;
+  stage.weight_backward = tw / v;
+  stage.activation_bytes = 1.0 / v;
+  stage.parameter_bytes = 1.0 / v;
+  model.stages.assign(schedule.stages, stage);
+  return model;
+}
+
+}  // namespace baton::sim

@@ -1,0 +1,36 @@
+// Discrete-event simulation of a schedule against a cost model. Each rank
+// runs its actions in order; a compute action starts when the rank is free
+// and its input is there; sends are asynchronous and cost the sender nothing;
+// an input made on another rank arrives comm_time after the action that made
+// it ends (or after its SEND, in a lowered schedule).
+#pragma once
+
+#include <vector>
+
+#include "baton/schedule/schedule.h"
+#include "baton/sim/cost_model.h"
+#include "baton/trace/timeline.h"
+
+namespace baton::sim {
+
+struct Stats {
+  double makespan = 0;         // time the last action ends; the step starts at 0
+  double bubble_fraction = 0;  // 1 - sum of busy time / (ranks * makespan)
+  std::vector<double> busy;    // per rank
+  // Per rank: idle time between its first action's start and its last's end.
+  std::vector<double> idle_within_span;
+  // Per rank: most forwards (stage chunks) whose B or I had not yet run.
+  std::vector<int> peak_inflight;
+  std::vector<double> peak_activation_bytes;  // per rank
+  std::vector<double> parameter_bytes;        // per rank: the stages it holds
+};
+
+struct Result {
+  trace::Timeline timeline;
+  Stats stats;
+};
+
+// REQUIRES: `schedule` is valid (validate() passes); one StageCost per stage.
+Result simulate(const schedule::Schedule& schedule, const CostModel& costs);
+
+}  // namespace baton::sim

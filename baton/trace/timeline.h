@@ -1,0 +1,35 @@
+// A Timeline: what each rank ran and when. The simulator predicts one; the
+// runtime measures one; the same writers draw both (grid, SVG, Chrome trace).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "baton/schedule/action.h"
+
+namespace baton::trace {
+
+struct Event {
+  int rank = 0;
+  int stage = 0;
+  int microbatch = 0;
+  schedule::ActionKind kind = schedule::ActionKind::F;
+  double start = 0;  // in Timeline::time_unit, from the step's start
+  double end = 0;
+};
+
+struct Timeline {
+  std::string title;       // e.g. "1f1b p=4 m=8 (simulated)"
+  std::string time_unit;   // "ms" for measured timelines, "" for cost-model units
+  int ranks = 0;
+  std::vector<Event> events;  // any order
+};
+
+// Time the last event ends (0 for an empty timeline); time starts at 0.
+double makespan(const Timeline& timeline);
+// Sum of event durations on each rank.
+std::vector<double> busy_time(const Timeline& timeline);
+// 1 - busy time summed over ranks / (ranks * makespan); 0 when empty.
+double bubble_fraction(const Timeline& timeline);
+
+}  // namespace baton::trace
