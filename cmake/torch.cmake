@@ -1,15 +1,29 @@
-# The torch side: comm, runtime, parallel, nn, data, train. Filled in by the
-# runtime issue; the torch-free target above never links it.
+# The torch side: comm, runtime, parallel, nn, data, train, as one target
+# baton_torch. The torch-free target baton_base never links LibTorch.
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)
   message(WARNING "LibTorch not found: building the torch-free part only")
   return()
 endif()
+# Debian's Gloo headers live in /usr/include; c10d's ProcessGroupGloo needs them.
+find_path(GLOO_INCLUDE_DIR gloo/config.h)
 file(GLOB BATON_TORCH_SOURCES CONFIGURE_DEPENDS
   baton/comm/*.cpp baton/runtime/*.cpp baton/parallel/*.cpp
   baton/nn/*.cpp baton/data/*.cpp baton/train/*.cpp)
-if(BATON_TORCH_SOURCES)
-  add_library(baton_torch STATIC ${BATON_TORCH_SOURCES})
-  target_link_libraries(baton_torch PUBLIC baton_base ${TORCH_LIBRARIES})
-  target_include_directories(baton_torch PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+# CUDA-only sources end in _cuda.cpp and build only against a CUDA LibTorch.
+if(NOT TORCH_CUDA_LIBRARIES AND NOT CUDA_FOUND)
+  list(FILTER BATON_TORCH_SOURCES EXCLUDE REGEX "_cuda\\.cpp$")
+else()
+  list(FILTER BATON_TORCH_SOURCES EXCLUDE REGEX "_nocuda\\.cpp$")
 endif()
+if(NOT BATON_TORCH_SOURCES)
+  return()
+endif()
+add_library(baton_torch STATIC ${BATON_TORCH_SOURCES})
+target_link_libraries(baton_torch PUBLIC baton_base ${TORCH_LIBRARIES})
+target_include_directories(baton_torch PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${TORCH_INCLUDE_DIRS})
+if(GLOO_INCLUDE_DIR)
+  target_include_directories(baton_torch PUBLIC ${GLOO_INCLUDE_DIR})
+endif()
+# One precompiled torch header, reused by every torch test and the CLI.
+target_precompile_headers(baton_torch PRIVATE <torch/torch.h>)

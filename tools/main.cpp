@@ -1,1 +1,47 @@
-int main() { return 0; }
+// baton: pipeline-parallel training for LibTorch. Exit codes: 0 success,
+// 1 a failure while running (a dead peer, a failed rank), 2 bad input (an
+// unknown flag, a bad value, an invalid schedule or config), 3 an internal
+// error.
+#include <iostream>
+#include <string>
+
+#include "baton/core/error.h"
+#include "tools/cli.h"
+
+namespace {
+
+// Prints "baton: error: <first line>" and any detail lines (a schedule grid).
+void print_error(const std::string& message) {
+  std::cerr << "baton: error: " << message;
+  if (message.empty() || message.back() != '\n') std::cerr << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"baton: pipeline-parallel training for LibTorch"};
+  app.require_subcommand(1);
+  const auto simulate = baton::cli::add_simulate(app);
+  const auto train = baton::cli::add_train(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    print_error(e.what());
+    return 2;
+  }
+  try {
+    if (app.got_subcommand("simulate")) return simulate();
+    if (app.got_subcommand("train")) return train();
+  } catch (const baton::Error& e) {
+    print_error(e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    print_error(std::string("internal: ") + e.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,11 +1,53 @@
+// interleaved 1F1B (Megatron-LM, Narayanan et al. 2021): each rank holds v
+// stage chunks on the loop map (stage c * p + r on rank r). Micro-batches run
+// in groups of p: a rank runs chunk 0 of a group's p micro-batches, then chunk
+// 1 of the same group, and so on; backwards walk the chunks in reverse. Rank r
+// warms up with (p - r - 1) * 2 + (v - 1) * p chunk forwards, then alternates
+// one forward and one backward, then drains. The bubble shrinks to
+// (1 / v) * (p - 1) / m of the ideal compute time.
+#include <algorithm>
+
 #include "baton/core/error.h"
 #include "baton/schedule/generator.h"
 
 namespace baton::schedule {
 
-Schedule interleaved(const GeneratorOptions&) {
-  BATON_CHECK(false, "[schedule.interleaved] not built yet");
-  return {};
+Schedule interleaved(const GeneratorOptions& options) {
+  BATON_CHECK(options.virtual_stages != 1,
+              "[schedule.interleaved] --virtual 1 is plain 1F1B (use schedule 1f1b); "
+              "interleaved needs at least 2 stage chunks per rank");
+  const int v = detail::check_options("interleaved", options, 2, {-1});
+  const int p = options.ranks, m = options.microbatches;
+  BATON_CHECK(m % p == 0, "[schedule.interleaved] micro-batches m=", m,
+              " must be a multiple of pp=", p,
+              ": Megatron's interleaved 1F1B runs micro-batches in groups of p (try m=",
+              (m / p + 1) * p, ")");
+  Schedule s = detail::empty_schedule("interleaved", options, p * v, StageMap::Loop);
+  const int total = m * v;   // chunk-micro-batches per rank
+  const int round = p * v;   // chunk-micro-batches per group of p micro-batches
+  auto microbatch = [&](int k) { return (k / round) * p + k % p; };
+  auto chunk = [&](int k, bool forward) {
+    const int c = (k % round) / p;
+    return forward ? c : v - 1 - c;
+  };
+  for (int r = 0; r < p; ++r) {
+    auto& list = s.actions[r];
+    const int warmup = m == p ? total : std::min(total, (p - r - 1) * 2 + (v - 1) * p);
+    auto forward = [&](int k) {
+      list.push_back({ActionKind::F, chunk(k, true) * p + r, microbatch(k)});
+    };
+    auto backward = [&](int k) {
+      list.push_back({ActionKind::B, chunk(k, false) * p + r, microbatch(k)});
+    };
+    int next_f = 0, next_b = 0;
+    while (next_f < warmup) forward(next_f++);
+    while (next_f < total) {
+      forward(next_f++);
+      backward(next_b++);
+    }
+    while (next_b < total) backward(next_b++);
+  }
+  return s;
 }
 
 }  // namespace baton::schedule

@@ -1,0 +1,74 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "baton/trace/event_label.h"
+#include "baton/trace/writers.h"
+
+namespace baton::trace {
+namespace {
+
+// A measured timeline may hold one very short event; past this many columns
+// the column widens so the grid still fits a terminal's scrollback.
+constexpr double kMaxColumns = 1000;
+
+// The shortest positive duration, or 0 when no event lasts any time.
+double shortest_duration(const Timeline& timeline) {
+  double shortest = std::numeric_limits<double>::infinity();
+  for (const Event& e : timeline.events) {
+    const double duration = e.end - e.start;
+    if (duration > 0) shortest = std::min(shortest, duration);
+  }
+  return std::isinf(shortest) ? 0 : shortest;
+}
+
+long to_cells(double time, double column) { return std::lround(time / column); }
+
+}  // namespace
+
+std::string to_grid(const Timeline& timeline) {
+  detail::check_events(timeline, "trace.to_grid");
+  const bool with_stage = detail::several_stages_per_rank(timeline);
+  double column = shortest_duration(timeline);
+  if (column > 0) column = std::max(column, makespan(timeline) / kMaxColumns);
+
+  // Each event's cells start where its start rounds to, or right after the
+  // rank's previous event when rounding would make the two overlap.
+  std::vector<Event> events = timeline.events;
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.start < b.start; });
+  std::vector<std::vector<std::string>> cells(timeline.ranks);
+  size_t cell_width = 1;
+  for (const Event& e : events) {
+    if (!(e.end > e.start)) continue;
+    std::vector<std::string>& row = cells[e.rank];
+    const size_t first = std::max<size_t>(to_cells(e.start, column), row.size());
+    const size_t count = std::max<long>(1, to_cells(e.end - e.start, column));
+    const std::string label = detail::event_label(e, with_stage);
+    cell_width = std::max(cell_width, label.size());
+    row.resize(first, ".");
+    row.insert(row.end(), count, label);
+  }
+  size_t columns = 0;
+  for (const auto& row : cells) columns = std::max(columns, row.size());
+  for (auto& row : cells) row.resize(columns, ".");
+
+  const std::string last_rank = std::to_string(std::max(0, timeline.ranks - 1));
+  std::ostringstream out;
+  for (int r = 0; r < timeline.ranks; ++r) {
+    std::string line = "rank " + std::to_string(r);
+    line.append(last_rank.size() - std::to_string(r).size(), ' ');
+    line += " |";
+    for (const std::string& cell : cells[r]) {
+      line += ' ';
+      line += cell;
+      line.append(cell_width - cell.size(), ' ');
+    }
+    while (line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace baton::trace

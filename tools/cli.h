@@ -1,0 +1,18 @@
+// The `baton` command line: a thin layer over the library. Each subcommand
+// registers its flags on a CLI11 app and runs when selected.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace baton::cli {
+
+// A subcommand's action, run after parsing; returns the process exit code.
+using Action = std::function<int()>;
+
+// Each adds its subcommand to `app` and returns what to run when chosen.
+Action add_simulate(CLI::App& app);
+Action add_train(CLI::App& app);  // tools/train_command.cpp (torch builds) or a stub
+
+}  // namespace baton::cli

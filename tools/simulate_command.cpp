@@ -1,0 +1,121 @@
+// baton simulate: generate (or load) a schedule, lower and validate it,
+// simulate it against uniform per-rank costs, and print, draw and trace it.
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "baton/core/error.h"
+#include "baton/schedule/generator.h"
+#include "baton/schedule/lower.h"
+#include "baton/schedule/text_format.h"
+#include "baton/schedule/validate.h"
+#include "baton/sim/simulator.h"
+#include "baton/trace/writers.h"
+#include "tools/cli.h"
+
+namespace baton::cli {
+namespace {
+
+struct SimulateFlags {
+  std::string schedule = "1f1b";
+  std::string schedule_file;
+  int pp = 4;
+  int microbatches = 8;
+  int virtual_stages = 0;
+  double tf = 1, tb = 2, tw = 1, comm = 0;
+  bool grid = false, json = false, print = false;
+  std::string svg, trace;
+};
+
+schedule::Schedule load(const SimulateFlags& f) {
+  if (f.schedule_file.empty()) {
+    const auto options = schedule::GeneratorOptions{}
+                             .set_ranks(f.pp)
+                             .set_microbatches(f.microbatches)
+                             .set_virtual_stages(f.virtual_stages);
+    return schedule::lower(schedule::generate(f.schedule, options));
+  }
+  schedule::Schedule s = schedule::load_schedule_file(f.schedule_file);
+  if (!s.has_communication()) return schedule::lower(s);
+  schedule::validate(s);
+  return s;
+}
+
+int run(const SimulateFlags& f) {
+  const schedule::Schedule s = load(f);
+  const sim::Result result = sim::simulate(s, sim::uniform_cost_model(s, f.tf, f.tb, f.tw, f.comm));
+  const sim::Stats& st = result.stats;
+  if (!f.svg.empty()) trace::write_file(f.svg, trace::to_svg(result.timeline));
+  if (!f.trace.empty()) trace::write_file(f.trace, trace::to_chrome_trace(result.timeline));
+  if (f.json) {
+    nlohmann::json out = {
+        {"schedule", s.name},
+        {"pp", s.ranks},
+        {"microbatches", s.microbatches},
+        {"stages", s.stages},
+        {"virtual", s.stages_per_rank()},
+        {"map", std::string(schedule::to_string(s.map))},
+        {"makespan", st.makespan},
+        {"bubble_fraction", st.bubble_fraction},
+        {"busy", st.busy},
+        {"idle_within_span", st.idle_within_span},
+        {"peak_inflight", st.peak_inflight},
+        {"peak_activation_bytes", st.peak_activation_bytes},
+        {"parameter_bytes", st.parameter_bytes},
+        {"actions", s.action_count()},
+    };
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  std::cout << "schedule " << s.name << "  pp=" << s.ranks << "  microbatches=" << s.microbatches
+            << "  stages=" << s.stages << "  map=" << schedule::to_string(s.map) << "\n";
+  std::cout << "makespan " << st.makespan << "  bubble " << std::fixed << std::setprecision(2)
+            << 100.0 * st.bubble_fraction << "%" << std::defaultfloat << "\n";
+  std::cout << "rank  busy  idle-in-span  peak-inflight  peak-activations\n";
+  for (int r = 0; r < s.ranks; ++r) {
+    std::cout << std::setw(4) << r << "  " << std::setw(4) << st.busy[r] << "  " << std::setw(12)
+              << st.idle_within_span[r] << "  " << std::setw(13) << st.peak_inflight[r] << "  "
+              << std::setw(16) << st.peak_activation_bytes[r] << "\n";
+  }
+  if (f.print) std::cout << schedule::format_schedule(s);
+  if (f.grid) std::cout << trace::to_grid(result.timeline);
+  if (!f.svg.empty()) std::cout << "wrote " << f.svg << "\n";
+  if (!f.trace.empty()) std::cout << "wrote " << f.trace << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Action add_simulate(CLI::App& app) {
+  auto flags = std::make_shared<SimulateFlags>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Simulate a pipeline schedule and draw its timeline");
+  std::string names;
+  for (const auto& n : schedule::schedule_names()) names += (names.empty() ? "" : ", ") + n;
+  cmd->add_option("--schedule", flags->schedule, "Schedule: " + names)->capture_default_str();
+  cmd->add_option("--schedule-file", flags->schedule_file,
+                  "Load a schedule in compact notation (one line per rank, e.g. 0F0 0F1 0B0 ...)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--pp", flags->pp, "Pipeline ranks p")->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--microbatches", flags->microbatches, "Micro-batches m per step")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--virtual", flags->virtual_stages,
+                  "Stage chunks per rank v (default 1; interleaved and looped-bfs default to 2; "
+                  "zb-v and chimera fix their own layout)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--tf", flags->tf, "Forward time of a rank's share of the model per micro-batch")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tb", flags->tb, "Full backward time (input + weight gradients)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tw", flags->tw, "Weight-gradient part of --tb (I = tb - tw)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--comm", flags->comm, "Time from an action's end to its output's arrival on another rank")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--grid", flags->grid, "Print the timeline as a text grid");
+  cmd->add_flag("--print-schedule", flags->print, "Print the lowered schedule in compact notation");
+  cmd->add_option("--svg", flags->svg, "Write an SVG Gantt chart");
+  cmd->add_option("--trace", flags->trace, "Write a Chrome trace JSON (open in Perfetto)");
+  cmd->add_flag("--json", flags->json, "Print one JSON object instead of text");
+  return [flags] { return run(*flags); };
+}
+
+}  // namespace baton::cli
