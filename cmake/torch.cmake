@@ -27,3 +27,20 @@ if(GLOO_INCLUDE_DIR)
 endif()
 # One precompiled torch header, reused by every torch test and the CLI.
 target_precompile_headers(baton_torch PRIVATE <torch/torch.h>)
+# baton/data decompresses the Fashion-MNIST .gz files with zlib.
+target_link_libraries(baton_torch PRIVATE z)
+
+# comm_peer: one rank of the multi-process tests in tests/comm/process_test.cpp,
+# which finds it next to itself in tests/.
+if(BATON_BUILD_TESTS)
+  add_executable(comm_peer tests/comm/peer_main.cpp)
+  target_link_libraries(comm_peer PRIVATE baton_torch)
+  target_precompile_headers(comm_peer REUSE_FROM baton_torch)
+  set_target_properties(comm_peer PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  function(baton_comm_peer_dependency)
+    if(TARGET comm_process_test)
+      add_dependencies(comm_process_test comm_peer)
+    endif()
+  endfunction()
+  cmake_language(DEFER CALL baton_comm_peer_dependency)
+endif()

@@ -5,8 +5,12 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace baton::cli {
+
+// The process's arguments as main() received them (argv[0] first).
+const std::vector<std::string>& command_line();
 
 // A subcommand's action, run after parsing; returns the process exit code.
 using Action = std::function<int()>;

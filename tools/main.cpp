@@ -8,6 +8,13 @@
 #include "baton/core/error.h"
 #include "tools/cli.h"
 
+namespace baton::cli {
+namespace {
+std::vector<std::string> g_command_line;
+}  // namespace
+const std::vector<std::string>& command_line() { return g_command_line; }
+}  // namespace baton::cli
+
 namespace {
 
 // Prints "baton: error: <first line>" and any detail lines (a schedule grid).
@@ -19,6 +26,7 @@ void print_error(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  baton::cli::g_command_line.assign(argv, argv + argc);
   CLI::App app{"baton: pipeline-parallel training for LibTorch"};
   app.require_subcommand(1);
   const auto simulate = baton::cli::add_simulate(app);

@@ -5,9 +5,10 @@
 // Every method REQUIRES 1 <= stages <= layers and finite, non-negative costs,
 // and throws baton::Error (naming the values) otherwise. Every method is
 // deterministic: among equally good partitions it returns the one whose stage
-// loads have the smallest sum of squares (the evenest), and among those the one
-// whose counts are lexicographically largest (earlier stages take the extra
-// layers), so that equal layers give the uniform partition.
+// loads have the smallest sum of squares (the evenest), then the one with the
+// evenest layer counts, then the one whose counts are lexicographically largest
+// (earlier stages take the extra layers); so equal layers, or layers that all
+// cost nothing, give the uniform partition.
 // Cost: O(S L^2) time, O(S L) memory.
 #pragma once
 

@@ -55,35 +55,55 @@ std::vector<int> min_max_partition(int layers, int stages, const StageCostFn& co
   const double cap = slack(limit);
 
   // Pass 2: among partitions whose stages all cost at most `cap`, the smallest
-  // sum of squared stage costs.
+  // sum of squared stage costs, then the smallest sum of squared layer counts.
   Table squares(S, L);
+  Table count_squares(S, L);
   const auto square_cost = [&](int s, int i, int end) {
     const double c = cost(s, i, end);
     return c <= cap ? c * c : kInf;
   };
-  for (int i = S - 1; i < L; ++i) squares.at(S - 1, i) = square_cost(S - 1, i, L);
+  const auto better = [](double sq, double nsq, double best_sq, double best_nsq) {
+    if (sq != best_sq && !(sq <= slack(best_sq) && best_sq <= slack(sq))) return sq < best_sq;
+    return nsq < best_nsq;
+  };
+  for (int i = S - 1; i < L; ++i) {
+    squares.at(S - 1, i) = square_cost(S - 1, i, L);
+    count_squares.at(S - 1, i) = double(L - i) * (L - i);
+  }
   for (int s = S - 2; s >= 0; --s) {
     for (int i = s; i < last_end(s); ++i) {
-      double best = kInf;
+      double best_sq = kInf;
+      double best_nsq = kInf;
       for (int end = i + 1; end <= last_end(s); ++end) {
         const double rest = squares.at(s + 1, end);
         if (!std::isfinite(rest)) continue;
-        best = std::min(best, square_cost(s, i, end) + rest);
+        const double sq = square_cost(s, i, end) + rest;
+        const double nsq = double(end - i) * (end - i) + count_squares.at(s + 1, end);
+        if (std::isfinite(sq) && better(sq, nsq, best_sq, best_nsq)) {
+          best_sq = sq;
+          best_nsq = nsq;
+        }
       }
-      squares.at(s, i) = best;
+      squares.at(s, i) = best_sq;
+      count_squares.at(s, i) = best_nsq;
     }
   }
   BATON_ASSERT(std::isfinite(squares.at(0, 0)), "pass 2 lost the pass-1 partition");
 
-  // Front to back, each stage takes the most layers that stay within tolerance of the best.
+  // Front to back, each stage takes the most layers that keep the suffix as
+  // good as pass 2 found it (the choice pass 2 made always qualifies).
   std::vector<int> counts;
   int first = 0;
   for (int s = 0; s + 1 < S; ++s) {
-    const double target = slack(squares.at(s, first));
+    const double target_sq = slack(squares.at(s, first));
+    const double target_nsq = count_squares.at(s, first);
     int chosen = -1;
     for (int end = last_end(s); end > first; --end) {
       const double rest = squares.at(s + 1, end);
-      if (std::isfinite(rest) && square_cost(s, first, end) + rest <= target) {
+      if (!std::isfinite(rest)) continue;
+      const double sq = square_cost(s, first, end) + rest;
+      const double nsq = double(end - first) * (end - first) + count_squares.at(s + 1, end);
+      if (sq <= target_sq && nsq <= target_nsq) {
         chosen = end;
         break;
       }

@@ -12,10 +12,10 @@ namespace baton::partition::detail {
 using StageCostFn = std::function<double(int stage, int first, int end)>;
 
 // Layer counts of the partition of `layers` into `stages` non-empty stages
-// that minimises the largest stage cost; ties go to the smallest sum of
-// squared stage costs, then to the lexicographically largest counts (both
-// compared with a relative tolerance of 1e-9). Empty when every partition
-// has a forbidden stage.
+// that minimises the largest stage cost. Ties go to the smallest sum of
+// squared stage costs, then to the smallest sum of squared layer counts, then
+// to the lexicographically largest counts; costs within a relative 1e-9 of
+// each other count as equal. Empty when every partition has a forbidden stage.
 // REQUIRES: 1 <= stages <= layers.
 std::vector<int> min_max_partition(int layers, int stages, const StageCostFn& cost);
 

@@ -24,12 +24,13 @@ struct GreedyPlan {
   bool split_backward = true;  // I + W per (stage, micro-batch); else one B
   // The rank that runs (stage, micro-batch); must be defined for all of them.
   std::function<int(int stage, int microbatch)> rank_of;
-  // Per rank: most micro-batches at once that have run a forward on the rank
-  // and not yet all their input backwards there. A micro-batch visiting the
-  // rank twice (ZB-V) counts once, so its second forward is never held back.
+  // Per rank: most stage chunks at once that have run (or, for a micro-batch
+  // the rank has let in, will run) a forward and not yet their input
+  // backward. A micro-batch is let in, at its first forward on the rank, only
+  // if all its chunks there fit, so its later forwards are never held back.
   std::vector<int> inflight_limit;
-  // Per rank: most micro-batches at once with a forward on the rank and not
-  // yet all their weight backwards there (the weight stash); 0 = no limit.
+  // Per rank: the same count up to the weight backward (the weight stash);
+  // 0 = no limit.
   std::vector<int> stash_limit;
   // Among ready forwards: true = highest stage first (drain towards the
   // loss), false = lowest micro-batch first.

@@ -1,8 +1,10 @@
 #include "baton/schedule/text_format.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -10,6 +12,8 @@
 
 namespace baton::schedule {
 namespace {
+
+constexpr std::string_view kParsePrefix = "[schedule.parse] ";
 
 std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;
@@ -36,6 +40,27 @@ int parse_count(std::string_view key, std::string_view value, int line_no) {
   return n;
 }
 
+// Whether every placed (stage, micro-batch) sits where `map` puts it.
+bool placement_fits(StageMap map, const Schedule& schedule, const Placement& placement) {
+  const int p = schedule.ranks, S = schedule.stages;
+  if (map == StageMap::Custom) return true;
+  if (map == StageMap::Loop && S % p != 0) return false;
+  if (map == StageMap::V && S != 2 * p) return false;
+  if (map == StageMap::Bidirectional && S != p) return false;
+  for (int mb = 0; mb < schedule.microbatches; ++mb) {
+    bool down = true, up = true;
+    for (int s = 0; s < S; ++s) {
+      const int r = placement.rank_of(s, mb);
+      if (r < 0) continue;
+      if (map != StageMap::Bidirectional && r != rank_for_stage(map, p, s)) return false;
+      down = down && r == s;
+      up = up && r == p - 1 - s;
+    }
+    if (map == StageMap::Bidirectional && !down && !up) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string format_schedule(const Schedule& schedule) {
@@ -55,6 +80,7 @@ Schedule parse_schedule(std::string_view text, std::string name) {
   Schedule schedule;
   schedule.name = std::move(name);
   std::map<std::string, std::string> declared;
+  int header_line = 0;
   int line_no = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -68,6 +94,7 @@ Schedule parse_schedule(std::string_view text, std::string name) {
     if (words[0].front() == '#') {
       const size_t header = line.find("baton schedule:");
       if (header == std::string_view::npos) continue;
+      header_line = line_no;
       for (auto word : split_words(line.substr(header + 15))) {
         const size_t eq = word.find('=');
         BATON_CHECK(eq != std::string_view::npos, "[schedule.parse] line ", line_no,
@@ -86,8 +113,11 @@ Schedule parse_schedule(std::string_view text, std::string name) {
       try {
         list.push_back(parse_action(word));
       } catch (const Error& e) {
+        std::string_view reason = e.what();
+        if (reason.substr(0, kParsePrefix.size()) == kParsePrefix)
+          reason.remove_prefix(kParsePrefix.size());
         throw Error(detail::concat("[schedule.parse] line ", line_no, " (rank ",
-                                   schedule.actions.size(), "): ", e.what()));
+                                   schedule.actions.size(), "): ", reason));
       }
     }
     schedule.actions.push_back(std::move(list));
@@ -105,28 +135,36 @@ Schedule parse_schedule(std::string_view text, std::string name) {
   schedule.microbatches = max_microbatch + 1;
   if (declared.count("name")) schedule.name = declared["name"];
   if (declared.count("pp")) {
-    const int pp = parse_count("pp", declared["pp"], 0);
+    const int pp = parse_count("pp", declared["pp"], header_line);
     BATON_CHECK(pp == schedule.ranks, "[schedule.parse] header says pp=", pp, " but the file has ",
                 schedule.ranks, " action lines (one per rank)");
   }
   if (declared.count("stages")) {
-    const int stages = parse_count("stages", declared["stages"], 0);
+    const int stages = parse_count("stages", declared["stages"], header_line);
     BATON_CHECK(stages >= schedule.stages, "[schedule.parse] header says stages=", stages,
                 " but an action names stage ", max_stage);
     schedule.stages = stages;
   }
   if (declared.count("microbatches")) {
-    const int m = parse_count("microbatches", declared["microbatches"], 0);
+    const int m = parse_count("microbatches", declared["microbatches"], header_line);
     BATON_CHECK(m >= schedule.microbatches, "[schedule.parse] header says microbatches=", m,
                 " but an action names micro-batch ", max_microbatch);
     schedule.microbatches = m;
   }
-  const Placement placement(schedule);
-  schedule.map = detect_stage_map(schedule, placement);
+  // A (stage, micro-batch) with compute on two ranks has no map; validate()
+  // reports it with the grid, so parsing still succeeds.
+  std::optional<Placement> placement;
+  try {
+    placement.emplace(schedule);
+  } catch (const Error&) {
+  }
+  schedule.map = placement ? detect_stage_map(schedule, *placement) : StageMap::Custom;
   if (declared.count("map")) {
     const StageMap map = parse_stage_map(declared["map"]);
-    BATON_CHECK(map == schedule.map || map == StageMap::Custom, "[schedule.parse] header says map=",
-                declared["map"], " but the actions place stages as map=", to_string(schedule.map));
+    // At p = 1 several maps describe the same placement (loop and v, say).
+    BATON_CHECK(map == schedule.map || (placement && placement_fits(map, schedule, *placement)),
+                "[schedule.parse] line ", header_line, ": header says map=", declared["map"],
+                " but the actions place stages as map=", to_string(schedule.map));
     schedule.map = map;
   }
   return schedule;

@@ -1,6 +1,5 @@
 #include "baton/schedule/validate.h"
 
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,6 +104,28 @@ void check_completeness(const Schedule& schedule, const Occurrences& seen) {
   }
 }
 
+// Each (stage, micro-batch) computes on one rank (Placement's precondition).
+void check_one_rank_per_cell(const Schedule& schedule) {
+  const size_t cells = static_cast<size_t>(schedule.stages) * schedule.microbatches;
+  std::vector<std::pair<int, size_t>> owner(cells, {-1, 0});
+  for (int r = 0; r < schedule.ranks; ++r) {
+    for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
+      const Action& a = schedule.actions[r][i];
+      if (!is_compute(a.kind)) continue;
+      auto& first = owner[static_cast<size_t>(a.stage) * schedule.microbatches + a.microbatch];
+      if (first.first >= 0 && first.first != r) {
+        fail(schedule,
+             detail::concat(where(a.stage, a.microbatch), " has compute on rank ", first.first,
+                            " (", to_string(schedule.actions[first.first][first.second]),
+                            ") and rank ", r, " (", to_string(a),
+                            "); each (stage, micro-batch) runs on one rank"),
+             {first, {r, i}});
+      }
+      if (first.first < 0) first = {r, i};
+    }
+  }
+}
+
 // Lowered schedules: SEND/RECV exactly where consecutive stages change rank.
 void check_communication(const Schedule& schedule, const Placement& placement,
                          const Occurrences& seen) {
@@ -134,11 +155,16 @@ void check_communication(const Schedule& schedule, const Placement& placement,
                {seen.at(e.kind, e.stage, mb)});
         }
         if (n != 1) {
+          // With none to point at, point at the compute that should send or receive.
+          const bool forward = e.kind == ActionKind::SEND_F || e.kind == ActionKind::RECV_F;
+          const ActionKind compute = forward ? ActionKind::F
+                                     : seen.n(ActionKind::B, e.stage, mb) ? ActionKind::B
+                                                                          : ActionKind::I;
           fail(schedule,
                detail::concat(where(s, mb), " runs on rank ", here, " and stage ", s + 1,
                               " on rank ", there, ": rank ", e.rank, " needs exactly one ",
                               to_string(action), ", found ", n),
-               n ? Marks{seen.at(e.kind, e.stage, mb)} : Marks{});
+               {n ? seen.at(e.kind, e.stage, mb) : seen.at(compute, e.stage, mb)});
         }
         const auto pos = seen.at(e.kind, e.stage, mb);
         if (pos.first != e.rank) {
@@ -158,15 +184,11 @@ void validate(const Schedule& schedule) {
   check_shape(schedule);
   const Occurrences seen(schedule);
   check_completeness(schedule, seen);
-  std::optional<Placement> placement;
-  try {
-    placement.emplace(schedule);
-  } catch (const Error& e) {
-    fail(schedule, std::string(e.what()).substr(std::string("[schedule.placement] ").size()), {});
-  }
-  check_communication(schedule, *placement, seen);
+  check_one_rank_per_cell(schedule);
+  const Placement placement(schedule);
+  check_communication(schedule, placement, seen);
 
-  const WalkResult walked = walk(schedule, *placement);
+  const WalkResult walked = walk(schedule, placement);
   if (walked.complete) return;
   // A rank stuck on an action of its own can never proceed: an order error.
   for (int r = 0; r < schedule.ranks; ++r) {

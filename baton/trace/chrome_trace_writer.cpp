@@ -43,7 +43,8 @@ std::string to_chrome_trace(const Timeline& timeline) {
                       {"tid", e.rank},
                       {"ts", e.start * scale},
                       {"dur", (e.end - e.start) * scale},
-                      {"args", {{"stage", e.stage}, {"microbatch", e.microbatch}, {"kind", kind}}}});
+                      {"args",
+                       {{"stage", e.stage}, {"microbatch", e.microbatch}, {"kind", kind}}}});
   }
   nlohmann::json trace = {{"traceEvents", std::move(events)},
                           {"displayTimeUnit", "ms"},
@@ -52,7 +53,7 @@ std::string to_chrome_trace(const Timeline& timeline) {
                             {"time_unit", timeline.time_unit.empty() ? "cost-model units (as ms)"
                                                                      : timeline.time_unit},
                             {"bubble_fraction", bubble_fraction(timeline)}}}};
-  return trace.dump(1) + "\n";
+  return trace.dump() + "\n";
 }
 
 }  // namespace baton::trace

@@ -13,12 +13,15 @@ namespace {
 // the column widens so the grid still fits a terminal's scrollback.
 constexpr double kMaxColumns = 1000;
 
-// The shortest positive duration, or 0 when no event lasts any time.
+// The grid draws compute only: a measured send or receive overlaps the
+// compute around it and would shift every later cell of its rank.
+bool drawn(const Event& e) { return schedule::is_compute(e.kind) && e.end > e.start; }
+
+// The shortest drawn event's duration, or 0 when none is drawn.
 double shortest_duration(const Timeline& timeline) {
   double shortest = std::numeric_limits<double>::infinity();
   for (const Event& e : timeline.events) {
-    const double duration = e.end - e.start;
-    if (duration > 0) shortest = std::min(shortest, duration);
+    if (drawn(e)) shortest = std::min(shortest, e.end - e.start);
   }
   return std::isinf(shortest) ? 0 : shortest;
 }
@@ -41,7 +44,7 @@ std::string to_grid(const Timeline& timeline) {
   std::vector<std::vector<std::string>> cells(timeline.ranks);
   size_t cell_width = 1;
   for (const Event& e : events) {
-    if (!(e.end > e.start)) continue;
+    if (!drawn(e)) continue;
     std::vector<std::string>& row = cells[e.rank];
     const size_t first = std::max<size_t>(to_cells(e.start, column), row.size());
     const size_t count = std::max<long>(1, to_cells(e.end - e.start, column));

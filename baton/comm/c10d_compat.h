@@ -1,0 +1,48 @@
+// The one place that knows how c10d's C++ API differs between LibTorch
+// versions. Everything else in baton/comm uses the names below.
+//
+//   LibTorch 1.13: ProcessGroupGloo and ProcessGroupNCCL derive from
+//                  c10d::ProcessGroup; c10d::Work lives in Work.hpp.   (tested)
+//   LibTorch 2.x:  they derive from c10d::Backend, and c10d::ProcessGroup
+//                  became a dispatcher over backends.                   (untested)
+//   LibTorch <1.13: work objects were c10d::ProcessGroup::Work.         (untested)
+//
+// baton talks to the backend object directly (send, recv, allreduce,
+// barrier), whose signatures are the same in all three.
+#pragma once
+
+#include <torch/version.h>
+
+// c10d guards its Gloo header with the macro that PyTorch's own build defines.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#endif
+
+namespace baton::comm::compat {
+
+#if TORCH_VERSION_MAJOR >= 2
+using Backend = ::c10d::Backend;
+#else
+using Backend = ::c10d::ProcessGroup;
+#endif
+
+#if TORCH_VERSION_MAJOR >= 2 || (TORCH_VERSION_MAJOR == 1 && TORCH_VERSION_MINOR >= 13)
+using Work = ::c10d::Work;
+#else
+using Work = ::c10d::ProcessGroup::Work;
+#endif
+
+using BackendPtr = c10::intrusive_ptr<Backend>;
+using WorkPtr = c10::intrusive_ptr<Work>;
+
+}  // namespace baton::comm::compat

@@ -1,0 +1,142 @@
+// Communicator: point-to-point tensors between pipeline stages and the few
+// collectives baton needs, over a c10d backend (Gloo on CPU, NCCL on GPU).
+//
+// Every tensor travels with a small header (dtype, ndim, shape), so a
+// receiver never states shapes. Every wait has a timeout; a timeout or a peer
+// that dies produces one baton::Error line naming this rank, the action that
+// waited and the peer, e.g.
+//   [comm] rank 1 timed out after 5 s waiting for stage 2 micro-batch 3 RECV_F from rank 0
+//   [comm] rank 1: peer rank 0 closed the connection while waiting for ...
+// After such an error the communicator is broken (as Gloo and NCCL are after a
+// timeout): every later call throws at once, naming the first failure.
+//
+// Thread safety: one thread issues the calls of one Communicator; handles may
+// be waited on from any thread. Ranks of a test may be threads of one process,
+// each with its own Communicator over one shared store (see from_store).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/types.h>
+
+#include "baton/comm/tag.h"
+
+namespace baton::comm {
+
+inline constexpr std::chrono::milliseconds kDefaultTimeout{300'000};
+
+namespace detail {
+struct CommState;
+struct SendState;
+struct RecvState;
+}  // namespace detail
+
+// A send in flight. wait() returns once the receiver has the tensor.
+// Destroying a handle without waiting leaves the send in flight.
+class SendHandle {
+ public:
+  SendHandle() = default;
+  // `what` names the action for error messages without the waiting rank,
+  // e.g. "stage 2 micro-batch 3 SEND_F to rank 3". Throws baton::Error on
+  // timeout or a dead peer. REQUIRES: valid(), and wait() not called before.
+  void wait(const std::string& what);
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  friend class Communicator;
+  std::shared_ptr<detail::SendState> state_;
+};
+
+// A receive posted early. wait() returns the received tensor, allocated on
+// the communicator's device with the sender's dtype and shape.
+class RecvHandle {
+ public:
+  RecvHandle() = default;
+  RecvHandle(RecvHandle&&) noexcept = default;
+  RecvHandle& operator=(RecvHandle&&) noexcept = default;
+  RecvHandle(const RecvHandle&) = delete;
+  RecvHandle& operator=(const RecvHandle&) = delete;
+  // `what` as for SendHandle::wait, e.g. "stage 3 micro-batch 3 RECV_F from
+  // rank 2". REQUIRES: valid(), and wait() not called before.
+  torch::Tensor wait(const std::string& what);
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  friend class Communicator;
+  std::shared_ptr<detail::RecvState> state_;
+};
+
+class Communicator {
+ public:
+  // Made by connect(), from_store() or connect_nccl(); not for direct use.
+  explicit Communicator(std::shared_ptr<detail::CommState> state);
+  Communicator(Communicator&&) noexcept = default;
+  Communicator& operator=(Communicator&&) noexcept = default;
+  ~Communicator();
+
+  int rank() const;
+  int world_size() const;
+  std::chrono::milliseconds timeout() const;
+  // "gloo" or "nccl".
+  std::string backend_name() const;
+
+  // Starts sending `tensor` (any dtype, any shape up to 13 dimensions; made
+  // contiguous and detached) to rank `dst`. The handle keeps the tensor alive.
+  // REQUIRES: dst != rank(), and no other message with the same (dst, tag)
+  // is in flight.
+  SendHandle isend(const torch::Tensor& tensor, int dst, const Tag& tag);
+
+  // Posts the receive of the tensor that rank `src` sends with `tag`. With
+  // Gloo the payload receive is posted as soon as the header arrives, without
+  // waiting for wait(), so a sender's wait never depends on when the receiver
+  // calls wait(); receives may be waited on in any order. With NCCL, which
+  // matches messages by order rather than tag, irecv blocks until the header
+  // arrives and both sides must issue their messages in the same order.
+  RecvHandle irecv(int src, const Tag& tag);
+
+  // Sums each tensor in place across all ranks (every rank passes tensors of
+  // the same dtypes and shapes, in the same order). Blocks until done.
+  void all_reduce_sum(std::vector<torch::Tensor>& tensors,
+                      const std::string& what = "all_reduce_sum");
+
+  // Returns once every rank has called barrier().
+  void barrier(const std::string& what = "barrier");
+
+ private:
+  std::shared_ptr<detail::CommState> state_;
+};
+
+struct ConnectOptions {
+  int rank = 0;
+  int world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  // Bounds every wait, and the rendezvous of the ranks at creation.
+  std::chrono::milliseconds timeout = kDefaultTimeout;
+
+  ConnectOptions& set_rank(int v) { rank = v; return *this; }
+  ConnectOptions& set_world_size(int v) { world_size = v; return *this; }
+  ConnectOptions& set_master_addr(std::string v) { master_addr = std::move(v); return *this; }
+  ConnectOptions& set_master_port(int v) { master_port = v; return *this; }
+  ConnectOptions& set_timeout(std::chrono::milliseconds v) { timeout = v; return *this; }
+};
+
+// Joins a Gloo process group: rank 0 hosts a c10d TCPStore on master_port,
+// the others connect to master_addr:master_port. Throws baton::Error when a
+// rank does not show up within the timeout. Ranks on one host bind Gloo to
+// 127.0.0.1; otherwise to GLOO_SOCKET_IFNAME when set, else the hostname.
+Communicator connect(const ConnectOptions& options);
+
+// Joins a Gloo process group on 127.0.0.1 over a store the caller made
+// (tests run ranks as threads over one make_hash_store()).
+Communicator from_store(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
+                        std::chrono::milliseconds timeout = kDefaultTimeout);
+
+// An in-memory store shared by ranks that are threads of one process.
+c10::intrusive_ptr<c10d::Store> make_hash_store();
+
+}  // namespace baton::comm

@@ -1,0 +1,234 @@
+#include "baton/comm/launcher.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <optional>
+
+#include "baton/core/error.h"
+
+extern char** environ;
+
+namespace baton::comm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) { g_interrupted = true; }
+
+// One output stream of one rank, cut into lines.
+struct Stream {
+  int fd = -1;
+  std::string partial;
+};
+
+struct Rank {
+  pid_t pid = -1;
+  Stream streams[2];  // stdout, stderr
+  bool running = true;
+};
+
+std::vector<std::string> child_environment(int rank, int nproc, int port) {
+  const std::vector<std::pair<std::string, std::string>> overrides = {
+      {"RANK", std::to_string(rank)},        {"WORLD_SIZE", std::to_string(nproc)},
+      {"LOCAL_RANK", std::to_string(rank)},  {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
+      {"MASTER_ADDR", "127.0.0.1"},          {"MASTER_PORT", std::to_string(port)}};
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string item(*entry);
+    bool overridden = false;
+    for (const auto& [name, value] : overrides) {
+      overridden = overridden || item.rfind(name + "=", 0) == 0;
+    }
+    if (!overridden) env.push_back(item);
+  }
+  for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (auto& s : strings) pointers.push_back(s.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+pid_t spawn(int rank, int nproc, int port, std::vector<std::string> argv, Rank& out) {
+  int pipes[2][2];
+  for (auto& p : pipes) {
+    BATON_CHECK(pipe2(p, O_CLOEXEC) == 0, "[launch] pipe failed: ", std::strerror(errno));
+  }
+  // Built before fork: the child may only call async-signal-safe functions.
+  std::vector<std::string> env = child_environment(rank, nproc, port);
+  std::vector<char*> c_env = c_strings(env);
+  std::vector<char*> c_argv = c_strings(argv);
+  const pid_t pid = fork();
+  BATON_CHECK(pid >= 0, "[launch] fork failed: ", std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(pipes[0][1], STDOUT_FILENO);
+    dup2(pipes[1][1], STDERR_FILENO);
+    execvpe(c_argv[0], c_argv.data(), c_env.data());
+    const char* message = "cannot execute the command\n";
+    ssize_t ignored = write(STDERR_FILENO, message, std::strlen(message));
+    (void)ignored;
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also here, so a kill right after fork reaches the group
+  for (int s = 0; s < 2; ++s) {
+    close(pipes[s][1]);
+    fcntl(pipes[s][0], F_SETFL, O_NONBLOCK);
+    out.streams[s].fd = pipes[s][0];
+  }
+  out.pid = pid;
+  return pid;
+}
+
+// Reads what is available; writes complete lines, or everything at EOF.
+void pump(Stream& stream, int rank, std::ostream& sink) {
+  char buffer[4096];
+  while (stream.fd >= 0) {
+    const ssize_t n = read(stream.fd, buffer, sizeof buffer);
+    if (n > 0) {
+      stream.partial.append(buffer, static_cast<size_t>(n));
+      size_t newline;
+      while ((newline = stream.partial.find('\n')) != std::string::npos) {
+        sink << "[rank " << rank << "] " << stream.partial.substr(0, newline) << '\n';
+        stream.partial.erase(0, newline + 1);
+      }
+      sink.flush();
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (!stream.partial.empty()) sink << "[rank " << rank << "] " << stream.partial << std::endl;
+    stream.partial.clear();
+    close(stream.fd);
+    stream.fd = -1;
+  }
+}
+
+std::string describe(int status) {
+  if (WIFSIGNALED(status)) {
+    return ::baton::detail::concat("was killed by signal ", WTERMSIG(status), " (",
+                                   strsignal(WTERMSIG(status)), ")");
+  }
+  return ::baton::detail::concat("exited with code ", WEXITSTATUS(status));
+}
+
+int exit_code(int status) {
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+void signal_all(std::vector<Rank>& ranks, int signal) {
+  for (const Rank& r : ranks) kill(-r.pid, signal);
+}
+
+}  // namespace
+
+int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOptions& options) {
+  BATON_CHECK(nproc >= 1, "[launch] nproc must be >= 1, got ", nproc);
+  BATON_CHECK(!argv.empty(), "[launch] no command to run");
+  const int port = options.master_port != 0 ? options.master_port : find_free_port();
+
+  struct sigaction action {}, old_int {}, old_term {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  g_interrupted = false;
+  sigaction(SIGINT, &action, &old_int);
+  sigaction(SIGTERM, &action, &old_term);
+
+  std::vector<Rank> ranks(static_cast<size_t>(nproc));
+  for (int r = 0; r < nproc; ++r) spawn(r, nproc, port, argv, ranks[static_cast<size_t>(r)]);
+
+  int result = 0;
+  std::optional<Clock::time_point> kill_at;  // set once the ranks are being stopped
+  int running = nproc;
+  while (running > 0) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int, int>> owners;  // (rank, stream)
+    for (int r = 0; r < nproc; ++r) {
+      for (int s = 0; s < 2; ++s) {
+        if (ranks[static_cast<size_t>(r)].streams[s].fd < 0) continue;
+        fds.push_back(pollfd{ranks[static_cast<size_t>(r)].streams[s].fd, POLLIN, 0});
+        owners.emplace_back(r, s);
+      }
+    }
+    poll(fds.data(), fds.size(), 50);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      const auto [r, s] = owners[i];
+      pump(ranks[static_cast<size_t>(r)].streams[s], r, s == 0 ? *options.out : *options.err);
+    }
+    for (int r = 0; r < nproc; ++r) {
+      Rank& rank = ranks[static_cast<size_t>(r)];
+      int status = 0;
+      if (!rank.running || waitpid(rank.pid, &status, WNOHANG) != rank.pid) continue;
+      rank.running = false;
+      --running;
+      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (failed && !kill_at) {
+        result = exit_code(status);
+        *options.err << "[launch] rank " << r << " " << describe(status) << "; stopping the "
+                     << running << " other running rank(s)" << std::endl;
+        signal_all(ranks, SIGTERM);
+        kill_at = Clock::now() + options.grace_period;
+      }
+    }
+    if (g_interrupted && !kill_at) {
+      result = 130;
+      *options.err << "[launch] interrupted; stopping " << running << " rank(s)" << std::endl;
+      signal_all(ranks, SIGTERM);
+      kill_at = Clock::now() + options.grace_period;
+    }
+    if (kill_at && Clock::now() >= *kill_at) {
+      signal_all(ranks, SIGKILL);
+      kill_at = Clock::time_point::max();
+    }
+  }
+  // Every rank has exited: flush what is left in the pipes without waiting
+  // for EOF, which a leftover grandchild could hold back forever.
+  for (int r = 0; r < nproc; ++r) {
+    for (int s = 0; s < 2; ++s) {
+      Stream& stream = ranks[static_cast<size_t>(r)].streams[s];
+      pump(stream, r, s == 0 ? *options.out : *options.err);
+      if (stream.fd >= 0) {
+        if (!stream.partial.empty()) {
+          (s == 0 ? *options.out : *options.err)
+              << "[rank " << r << "] " << stream.partial << std::endl;
+        }
+        close(stream.fd);
+      }
+    }
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return result;
+}
+
+int find_free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  BATON_CHECK(fd >= 0, "[launch] socket failed: ", std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t length = sizeof addr;
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0;
+  const int error = errno;
+  close(fd);
+  BATON_CHECK(ok, "[launch] cannot find a free port: ", std::strerror(error));
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace baton::comm

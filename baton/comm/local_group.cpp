@@ -1,0 +1,34 @@
+#include "baton/comm/local_group.h"
+
+#include <exception>
+#include <thread>
+#include <vector>
+
+#include "baton/core/error.h"
+
+namespace baton::comm {
+
+void run_local_group(int world_size, std::chrono::milliseconds timeout,
+                     const std::function<void(Communicator&)>& body) {
+  BATON_CHECK(world_size >= 1, "[comm.run_local_group] world size must be >= 1, got ",
+              world_size);
+  auto store = make_hash_store();
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(world_size));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world_size; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        Communicator comm = from_store(store, rank, world_size, timeout);
+        body(comm);
+      } catch (...) {
+        errors[static_cast<size_t>(rank)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+}
+
+}  // namespace baton::comm

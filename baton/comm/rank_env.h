@@ -1,0 +1,26 @@
+// Where this process sits in a multi-process run, read from the environment
+// that torchrun, baton's own launcher (launch_local) and compatible launchers set.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace baton::comm {
+
+struct RankEnv {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;        // this process's index on its machine (its GPU)
+  int local_world_size = 1;  // processes on this machine
+  std::string master_addr;
+  int master_port = 0;
+};
+
+// Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
+// MASTER_PORT. Returns nullopt when neither RANK nor WORLD_SIZE is set (a
+// single-process run). LOCAL_WORLD_SIZE defaults to WORLD_SIZE (one
+// machine) and LOCAL_RANK to RANK % LOCAL_WORLD_SIZE. Throws baton::Error naming the variable and its
+// value when one is missing, not an integer, or out of range.
+std::optional<RankEnv> rank_env_from_environment();
+
+}  // namespace baton::comm

@@ -1,0 +1,62 @@
+// Message tags for point-to-point tensors between pipeline stages.
+//
+// A Tag names one tensor of one training step: the stage that SENDS it, the
+// micro-batch, and the direction (activations forward, gradients backward).
+// Both sides name the same Tag: stage 2's SEND_F of micro-batch 5 and stage
+// 3's RECV_F of micro-batch 5 both use Tag{2, 5, kForward}; stage 3's SEND_B
+// and stage 2's RECV_B of micro-batch 5 both use Tag{3, 5, kBackward}.
+// tag_for() derives it from a schedule action so the two sides cannot disagree.
+//
+// Mapping to c10d's int tag (every value fits in 31 bits, so it is >= 0):
+//
+//   c10d_tag = ((microbatch * kMaxStages + stage) * 2 + direction) * 2 + part
+//
+// where part is 0 for the shape header and 1 for the payload. The mapping is
+// injective for 0 <= stage < kMaxStages and 0 <= microbatch < kMaxMicrobatches,
+// so no two messages of one step share a c10d tag. Messages of consecutive
+// steps do share tags; Gloo and NCCL deliver messages with the same tag and
+// peer in the order they were sent, so step k+1 never overtakes step k.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "baton/schedule/action.h"
+
+namespace baton::comm {
+
+enum class Direction : std::uint8_t {
+  kForward = 0,   // activations, stage s -> s + 1
+  kBackward = 1,  // input gradients, stage s -> s - 1
+};
+
+inline constexpr int kMaxStages = 1 << 10;
+inline constexpr int kMaxMicrobatches = 1 << 19;
+
+struct Tag {
+  int stage = 0;       // the sending stage
+  int microbatch = 0;
+  Direction dir = Direction::kForward;
+
+  friend bool operator==(const Tag& a, const Tag& b) {
+    return a.stage == b.stage && a.microbatch == b.microbatch && a.dir == b.dir;
+  }
+};
+
+// "stage 2 micro-batch 5 forward"
+std::string to_string(const Tag& tag);
+
+// The Tag of the tensor that a SEND_F/RECV_F/SEND_B/RECV_B action moves.
+// REQUIRES: action is a communication action.
+Tag tag_for(const schedule::Action& action);
+
+namespace detail {
+
+enum class Part : int { kHeader = 0, kPayload = 1 };
+
+// The c10d tag of one part of one message; throws baton::Error when the
+// stage or micro-batch is outside the range the mapping covers.
+int c10d_tag(const Tag& tag, Part part);
+
+}  // namespace detail
+}  // namespace baton::comm

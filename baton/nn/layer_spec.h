@@ -1,0 +1,60 @@
+// A model as an ordered list of lazily built layers. Each rank builds only the
+// layers of its own stages, and a layer's initial parameters depend only on
+// (seed, global layer index), so every partitioning starts from the same
+// weights as one device.
+#pragma once
+
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace baton::nn {
+
+// One layer: maps one tensor to one tensor (a stage boundary carries exactly
+// one tensor). `build` constructs a fresh module on the CPU, drawing its
+// initial values from torch's default CPU generator.
+struct LayerSpec {
+  std::string name;
+  std::function<torch::nn::AnyModule()> build;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::vector<LayerSpec> layers;
+  // The MEAN loss over the (micro-)batch, so the runtime can scale each
+  // micro-batch's loss by its share of the mini-batch.
+  std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)> loss;
+
+  int num_layers() const { return static_cast<int>(layers.size()); }
+};
+
+// The seed that layer `global_index` is built under: a mix of both values, so
+// nearby seeds and indices give unrelated streams.
+uint64_t layer_seed(uint64_t seed, int global_index);
+
+// Builds layer `global_index` with torch's default CPU generator seeded from
+// layer_seed(seed, global_index), then restores the generator's state, so the
+// parameters depend on nothing else (not the rank, not the layers built
+// before). Calls are serialized with each other; another thread drawing from
+// the default CPU generator during a build would perturb it.
+// REQUIRES: 0 <= global_index < spec.num_layers().
+torch::nn::AnyModule build_layer(const ModelSpec& spec, int global_index, uint64_t seed);
+
+// Builds layers [begin, end) (end = -1: to the last) into one Sequential, e.g.
+// the whole model for a single-device reference run. Children are named by
+// their global index ("3"), as torch names a Sequential's children.
+torch::nn::Sequential build_sequential(const ModelSpec& spec, uint64_t seed, int begin = 0,
+                                       int end = -1);
+
+// Splits an already built Sequential into one layer per child; each build()
+// returns that same child module (no copy). The children were initialized when
+// the user built them, so the same-weights-for-every-partitioning contract is
+// then the user's. The loss is left empty for the caller to set.
+ModelSpec from_sequential(const torch::nn::Sequential& sequential, std::string name = "sequential");
+
+}  // namespace baton::nn

@@ -1,0 +1,221 @@
+#include "baton/nn/linear.h"
+
+#include "baton/core/error.h"
+
+#include <torch/autograd.h>
+#include <torch/nn/init.h>
+
+#include <cmath>
+#include <tuple>
+#include <utility>
+
+namespace baton::nn {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// weight.grad-shaped products from one (input, grad_output) pair.
+std::pair<torch::Tensor, torch::Tensor> weight_grads(const torch::Tensor& input,
+                                                     const torch::Tensor& grad_output,
+                                                     bool with_bias) {
+  const auto input_2d = input.reshape({-1, input.size(-1)});
+  const auto grad_2d = grad_output.reshape({-1, grad_output.size(-1)});
+  torch::Tensor grad_weight = grad_2d.t().mm(input_2d);
+  torch::Tensor grad_bias = with_bias ? grad_2d.sum(0) : torch::Tensor();
+  return {grad_weight, grad_bias};
+}
+
+void accumulate(torch::Tensor& parameter, const torch::Tensor& grad) {
+  torch::Tensor& slot = parameter.mutable_grad();
+  if (slot.defined()) {
+    slot.add_(grad);
+  } else {
+    slot = grad;
+  }
+}
+
+class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLinearFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input,
+                               const torch::Tensor& weight, const torch::Tensor& bias,
+                               c10::intrusive_ptr<detail::WeightGradStash> stash) {
+    ctx->save_for_backward({input, weight});
+    ctx->saved_data["has_bias"] = bias.defined();
+    ctx->saved_data["stash"] = c10::IValue::make_capsule(std::move(stash));
+    return at::linear(input, weight, bias);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& input = saved[0];
+    const torch::Tensor& weight = saved[1];
+    const torch::Tensor& grad_output = grad_outputs[0];
+    const bool has_bias = ctx->saved_data["has_bias"].toBool();
+
+    torch::Tensor grad_input;
+    if (ctx->needs_input_grad(0)) {
+      grad_input = grad_output.matmul(weight);
+    }
+    const bool wants_weight = ctx->needs_input_grad(1) || (has_bias && ctx->needs_input_grad(2));
+    if (!wants_weight) {
+      return {grad_input, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
+    const auto holder = ctx->saved_data["stash"].toCapsule();
+    auto* stash = dynamic_cast<detail::WeightGradStash*>(holder.get());
+    BATON_ASSERT(stash != nullptr, "[nn.Linear] backward lost its weight-gradient stash");
+    {
+      std::lock_guard<std::mutex> lock(stash->mutex);
+      if (stash->defer) {
+        stash->items.push_back({input, grad_output, stash->key});
+        return {grad_input, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+      }
+    }
+    auto [grad_weight, grad_bias] = weight_grads(input, grad_output, has_bias);
+    return {grad_input, grad_weight, grad_bias, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+LinearImpl::LinearImpl(const torch::nn::LinearOptions& linear_options) : options(linear_options) {
+  LinearImpl::reset();
+}
+
+void LinearImpl::reset() {
+  BATON_CHECK(options.in_features() > 0 && options.out_features() > 0,
+              "[nn.Linear] features must be positive: in_features ", options.in_features(),
+              ", out_features ", options.out_features());
+  weight = register_parameter("weight",
+                              torch::empty({options.out_features(), options.in_features()}));
+  if (options.bias()) {
+    bias = register_parameter("bias", torch::empty(options.out_features()));
+  } else {
+    bias = register_parameter("bias", {}, /*requires_grad=*/false);
+  }
+  stash_ = c10::make_intrusive<detail::WeightGradStash>();
+  reset_parameters();
+}
+
+void LinearImpl::reset_parameters() {
+  // The same draws, in the same order, as torch::nn::LinearImpl.
+  torch::nn::init::kaiming_uniform_(weight, std::sqrt(5));
+  if (bias.defined()) {
+    int64_t fan_in = 0;
+    int64_t fan_out = 0;
+    std::tie(fan_in, fan_out) = torch::nn::init::_calculate_fan_in_and_fan_out(weight);
+    const double bound = 1 / std::sqrt(fan_in);
+    torch::nn::init::uniform_(bias, -bound, bound);
+  }
+}
+
+void LinearImpl::pretty_print(std::ostream& stream) const {
+  stream << "baton::nn::Linear(in_features=" << options.in_features()
+         << ", out_features=" << options.out_features() << ", bias=" << options.bias() << ")";
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
+  BATON_CHECK(input.dim() >= 1 && input.size(-1) == options.in_features(),
+              "[nn.Linear] input's last dimension must be in_features ", options.in_features(),
+              ": got shape ", input.sizes());
+  return DeferrableLinearFunction::apply(input, weight, bias, stash_);
+}
+
+void LinearImpl::set_defer_weight_grad(bool defer, int64_t key) {
+  std::lock_guard<std::mutex> lock(stash_->mutex);
+  stash_->defer = defer;
+  stash_->key = key;
+}
+
+bool LinearImpl::defer_weight_grad() const {
+  std::lock_guard<std::mutex> lock(stash_->mutex);
+  return stash_->defer;
+}
+
+int LinearImpl::run_weight_backward() { return run_weight_backward_if(true, 0); }
+
+int LinearImpl::run_weight_backward(int64_t key) { return run_weight_backward_if(false, key); }
+
+int LinearImpl::run_weight_backward_if(bool all, int64_t key) {
+  std::vector<detail::WeightGradStash::Item> work;
+  {
+    std::lock_guard<std::mutex> lock(stash_->mutex);
+    std::vector<detail::WeightGradStash::Item> keep;
+    for (auto& item : stash_->items) {
+      (all || item.key == key ? work : keep).push_back(std::move(item));
+    }
+    stash_->items = std::move(keep);
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& item : work) {
+    auto [grad_weight, grad_bias] = weight_grads(item.input, item.grad_output, bias.defined());
+    if (weight.requires_grad()) {
+      accumulate(weight, grad_weight);
+    }
+    if (bias.defined() && bias.requires_grad()) {
+      accumulate(bias, grad_bias);
+    }
+    item = {};  // free the stashed activations as soon as they are used
+  }
+  return static_cast<int>(work.size());
+}
+
+int LinearImpl::pending_weight_backwards() const {
+  std::lock_guard<std::mutex> lock(stash_->mutex);
+  return static_cast<int>(stash_->items.size());
+}
+
+bool supports_deferred_weight_grad(const torch::nn::Module& module) {
+  bool found = false;
+  module.apply([&](const torch::nn::Module& m) {
+    found = found || dynamic_cast<const LinearImpl*>(&m) != nullptr;
+  });
+  return found;
+}
+
+void set_deferred_weight_grad(torch::nn::Module& module, bool defer, int64_t key) {
+  module.apply([&](torch::nn::Module& m) {
+    if (auto* linear = dynamic_cast<LinearImpl*>(&m)) {
+      linear->set_defer_weight_grad(defer, key);
+    }
+  });
+}
+
+int run_deferred_weight_backward(torch::nn::Module& module) {
+  int ran = 0;
+  module.apply([&](torch::nn::Module& m) {
+    if (auto* linear = dynamic_cast<LinearImpl*>(&m)) {
+      ran += linear->run_weight_backward();
+    }
+  });
+  return ran;
+}
+
+int run_deferred_weight_backward(torch::nn::Module& module, int64_t key) {
+  int ran = 0;
+  module.apply([&](torch::nn::Module& m) {
+    if (auto* linear = dynamic_cast<LinearImpl*>(&m)) {
+      ran += linear->run_weight_backward(key);
+    }
+  });
+  return ran;
+}
+
+int pending_deferred_weight_backwards(const torch::nn::Module& module) {
+  int pending = 0;
+  module.apply([&](const torch::nn::Module& m) {
+    if (const auto* linear = dynamic_cast<const LinearImpl*>(&m)) {
+      pending += linear->pending_weight_backwards();
+    }
+  });
+  return pending;
+}
+
+DeferWeightGradScope::DeferWeightGradScope(torch::nn::Module& module, int64_t key)
+    : module_(module) {
+  set_deferred_weight_grad(module_, true, key);
+}
+
+DeferWeightGradScope::~DeferWeightGradScope() { set_deferred_weight_grad(module_, false); }
+
+}  // namespace baton::nn

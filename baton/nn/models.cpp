@@ -1,0 +1,138 @@
+#include "baton/nn/models.h"
+
+#include "baton/core/error.h"
+#include "baton/nn/chain.h"
+#include "baton/nn/linear.h"
+#include "baton/nn/transformer.h"
+
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
+
+#include <sstream>
+
+namespace baton::nn {
+namespace {
+
+torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& target) {
+  return torch::nn::functional::cross_entropy(logits, target);
+}
+
+std::string joined_model_names() {
+  std::ostringstream out;
+  const auto names = model_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    out << (i == 0 ? "" : ", ") << names[i];
+  }
+  return out.str();
+}
+
+}  // namespace
+
+ModelSpec mlp(int layers, int hidden, int in_features, int classes) {
+  BATON_CHECK(layers >= 1 && hidden > 0 && in_features > 0 && classes > 0,
+              "[nn.mlp] sizes must be positive: layers ", layers, ", hidden ", hidden,
+              ", in_features ", in_features, ", classes ", classes);
+  ModelSpec spec;
+  spec.name = "mlp";
+  for (int i = 0; i < layers; ++i) {
+    const int in = i == 0 ? in_features : hidden;
+    const int out = i == layers - 1 ? classes : hidden;
+    const bool relu = i != layers - 1;
+    spec.layers.push_back(LayerSpec{
+        "linear" + std::to_string(i) + (relu ? "_relu" : ""), [in, out, relu] {
+          Chain chain;
+          chain->push_back(Linear(in, out));
+          if (relu) {
+            chain->push_back(torch::nn::ReLU());
+          }
+          return torch::nn::AnyModule(chain);
+        }});
+  }
+  spec.loss = classification_loss;
+  return spec;
+}
+
+ModelSpec fashion_cnn() {
+  ModelSpec spec;
+  spec.name = "fashion_cnn";
+  spec.layers.push_back(LayerSpec{"conv1_relu", [] {
+    Chain chain;
+    chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3)));
+    chain->push_back(torch::nn::ReLU());
+    return torch::nn::AnyModule(chain);
+  }});
+  spec.layers.push_back(LayerSpec{"pool1", [] {
+    return torch::nn::AnyModule(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
+  }});
+  spec.layers.push_back(LayerSpec{"conv2_relu", [] {
+    Chain chain;
+    chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3)));
+    chain->push_back(torch::nn::ReLU());
+    return torch::nn::AnyModule(chain);
+  }});
+  spec.layers.push_back(LayerSpec{"pool2_flatten", [] {
+    Chain chain;
+    chain->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
+    chain->push_back(torch::nn::Flatten());
+    return torch::nn::AnyModule(chain);
+  }});
+  spec.layers.push_back(LayerSpec{"fc1_relu", [] {
+    Chain chain;
+    chain->push_back(Linear(64 * 5 * 5, 128));
+    chain->push_back(torch::nn::ReLU());
+    return torch::nn::AnyModule(chain);
+  }});
+  spec.layers.push_back(
+      LayerSpec{"fc2", [] { return torch::nn::AnyModule(Linear(128, 10)); }});
+  spec.loss = classification_loss;
+  return spec;
+}
+
+ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context) {
+  BATON_CHECK(layers >= 1 && hidden > 0 && heads > 0 && vocab > 0 && context > 0,
+              "[nn.gpt] sizes must be positive: layers ", layers, ", hidden ", hidden, ", heads ",
+              heads, ", vocab ", vocab, ", context ", context);
+  BATON_CHECK(hidden % heads == 0, "[nn.gpt] hidden must be a multiple of heads: hidden ", hidden,
+              ", heads ", heads);
+  ModelSpec spec;
+  spec.name = "gpt";
+  spec.layers.push_back(LayerSpec{"embedding", [vocab, context, hidden] {
+    return torch::nn::AnyModule(TokenEmbedding(vocab, context, hidden));
+  }});
+  for (int i = 0; i < layers; ++i) {
+    spec.layers.push_back(LayerSpec{"block" + std::to_string(i), [hidden, heads] {
+      return torch::nn::AnyModule(TransformerBlock(hidden, heads));
+    }});
+  }
+  spec.layers.push_back(LayerSpec{"lm_head", [hidden, vocab] {
+    return torch::nn::AnyModule(LmHead(hidden, vocab));
+  }});
+  spec.loss = [](const torch::Tensor& logits, const torch::Tensor& target) {
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                                                target.reshape({-1}));
+  };
+  return spec;
+}
+
+std::vector<std::string> model_names() { return {"mlp", "fashion_cnn", "gpt"}; }
+
+ModelSpec make_model(const std::string& name, const ModelOptions& options) {
+  if (name == "mlp") {
+    return mlp(options.layers(), options.hidden(), options.in_features(), options.classes());
+  }
+  if (name == "fashion_cnn") {
+    return fashion_cnn();
+  }
+  if (name == "gpt") {
+    return gpt(options.layers(), options.hidden(), options.heads(), options.vocab(),
+               options.context());
+  }
+  BATON_CHECK(false, "[nn.make_model] unknown model '", name, "': known models are ",
+              joined_model_names());
+  return {};
+}
+
+}  // namespace baton::nn

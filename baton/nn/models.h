@@ -1,0 +1,50 @@
+// The model zoo as ModelSpecs: every layer is built lazily and seeded by its
+// global index (see layer_spec.h); every loss is the mean over the batch.
+#pragma once
+
+#include "baton/nn/layer_spec.h"
+
+#include <torch/arg.h>
+
+#include <string>
+#include <vector>
+
+namespace baton::nn {
+
+// Layers: `layers` baton Linears, in_features -> hidden -> ... -> classes,
+// each but the last followed by ReLU (one LayerSpec per Linear(+ReLU)).
+// Input float [B, in_features]; output logits [B, classes]; cross-entropy loss.
+ModelSpec mlp(int layers, int hidden, int in_features, int classes);
+
+// A CNN for 1x28x28 Fashion-MNIST in 6 layers:
+//   0 conv(1, 32, 3) + ReLU   1 max-pool 2   2 conv(32, 64, 3) + ReLU
+//   3 max-pool 2 + flatten    4 Linear(1600, 128) + ReLU   5 Linear(128, 10)
+// The fully connected layers are baton Linears. Output logits [B, 10].
+ModelSpec fashion_cnn();
+
+// A decoder-only transformer: layer 0 token + position embedding (int64
+// [B, T] -> [B, T, hidden]), then `layers` pre-LN blocks, then final LayerNorm
+// + LM head (-> logits [B, T, vocab]): layers + 2 layers in all. The loss is
+// cross entropy averaged over every position of every sequence.
+// REQUIRES: hidden % heads == 0; T <= context.
+ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context);
+
+// Sizes for make_model; each model reads the ones it needs.
+struct ModelOptions {
+  TORCH_ARG(int, layers) = 4;        // mlp: Linears; gpt: transformer blocks
+  TORCH_ARG(int, hidden) = 64;       // mlp, gpt
+  TORCH_ARG(int, heads) = 4;         // gpt
+  TORCH_ARG(int, vocab) = 256;       // gpt
+  TORCH_ARG(int, context) = 64;      // gpt
+  TORCH_ARG(int, in_features) = 32;  // mlp
+  TORCH_ARG(int, classes) = 10;      // mlp
+};
+
+// The names make_model knows: "mlp", "fashion_cnn", "gpt".
+std::vector<std::string> model_names();
+
+// Builds the spec named `name`; an unknown name throws baton::Error listing the
+// known ones.
+ModelSpec make_model(const std::string& name, const ModelOptions& options = {});
+
+}  // namespace baton::nn

@@ -1,0 +1,61 @@
+// The layers of a small decoder-only transformer (GPT), each one pipeline
+// layer: token + position embedding, pre-LN blocks, final norm + LM head.
+// Projections are baton Linears, so their weight gradients can be deferred.
+#pragma once
+
+#include "baton/nn/linear.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <cstdint>
+
+namespace baton::nn {
+
+// tokens int64 [B, T] -> [B, T, hidden]. REQUIRES: T <= context.
+class TokenEmbeddingImpl : public torch::nn::Module {
+ public:
+  TokenEmbeddingImpl(int64_t vocab, int64_t context, int64_t hidden);
+  torch::Tensor forward(const torch::Tensor& tokens);
+
+  torch::nn::Embedding token{nullptr};
+  torch::nn::Embedding position{nullptr};
+};
+TORCH_MODULE(TokenEmbedding);
+
+// Pre-LN block: x + attention(ln1(x)), then + mlp(ln2(x)); [B, T, H] -> same.
+// Attention is causal: position t sees positions <= t only.
+// REQUIRES: hidden % heads == 0.
+class TransformerBlockImpl : public torch::nn::Module {
+ public:
+  TransformerBlockImpl(int64_t hidden, int64_t heads);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  int64_t heads;
+  torch::nn::LayerNorm ln1{nullptr};
+  Linear qkv{nullptr};
+  Linear proj{nullptr};
+  torch::nn::LayerNorm ln2{nullptr};
+  Linear fc1{nullptr};
+  Linear fc2{nullptr};
+
+ private:
+  torch::Tensor attention(const torch::Tensor& x);
+};
+TORCH_MODULE(TransformerBlock);
+
+// Final LayerNorm and LM head: [B, T, H] -> logits [B, T, vocab].
+class LmHeadImpl : public torch::nn::Module {
+ public:
+  LmHeadImpl(int64_t hidden, int64_t vocab);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::LayerNorm ln{nullptr};
+  Linear head{nullptr};
+};
+TORCH_MODULE(LmHead);
+
+}  // namespace baton::nn

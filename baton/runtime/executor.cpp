@@ -1,0 +1,307 @@
+#include "baton/runtime/executor.h"
+
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "baton/core/error.h"
+#include "baton/runtime/microbatch.h"
+
+namespace baton::runtime {
+
+using schedule::Action;
+using schedule::ActionKind;
+using Clock = std::chrono::steady_clock;
+
+Checkpoint parse_checkpoint(std::string_view text) {
+  if (text == "never") return Checkpoint::Never;
+  if (text == "except_last" || text == "except-last") return Checkpoint::ExceptLast;
+  if (text == "always") return Checkpoint::Always;
+  BATON_CHECK(false, "[runtime.checkpoint] unknown checkpoint mode \"", text,
+              "\" (expected never, except_last or always)");
+  return Checkpoint::Never;
+}
+
+std::string_view to_string(Checkpoint checkpoint) {
+  switch (checkpoint) {
+    case Checkpoint::Never: return "never";
+    case Checkpoint::ExceptLast: return "except_last";
+    case Checkpoint::Always: return "always";
+  }
+  return "never";
+}
+
+// Everything one step holds, per (stage, micro-batch) cell.
+struct Executor::Step {
+  int stages, microbatches;
+  std::vector<torch::Tensor> inputs, targets;  // micro-batches of the mini-batch
+  std::vector<double> scales;
+  std::vector<torch::Tensor> input;        // the stage's input (a leaf when it needs a gradient)
+  std::vector<torch::Tensor> output;       // the stage's output, or the scaled loss on the last stage
+  std::vector<torch::Tensor> grad_output;  // gradient of the loss w.r.t. `output`
+  std::vector<torch::Tensor> grad_input;   // gradient to send to the previous stage
+  std::vector<double> activation_bytes;
+  std::vector<std::optional<comm::RecvHandle>> recv_forward, recv_backward;
+  std::vector<comm::SendHandle> sends;
+  double stashed_bytes = 0;
+  StepResult result;
+  Clock::time_point start;
+
+  Step(int s, int m)
+      : stages(s), microbatches(m), input(s * m), output(s * m), grad_output(s * m),
+        grad_input(s * m), activation_bytes(s * m, 0), recv_forward(s * m), recv_backward(s * m) {}
+  size_t cell(int s, int mb) const { return static_cast<size_t>(s) * microbatches + mb; }
+};
+
+Executor::Executor(schedule::Schedule schedule, int rank, std::vector<std::shared_ptr<Stage>> stages,
+                   LossFn loss, comm::Communicator* comm, ExecutorOptions options)
+    : schedule_(std::move(schedule)),
+      placement_(schedule_),
+      rank_(rank),
+      loss_(std::move(loss)),
+      comm_(comm),
+      options_(options) {
+  BATON_CHECK(rank >= 0 && rank < schedule_.ranks, "[runtime.executor] rank ", rank,
+              " is outside the schedule's ", schedule_.ranks, " ranks");
+  for (auto& stage : stages) stages_[stage->index()] = std::move(stage);
+  for (int s : placement_.stages_of_rank(rank)) {
+    BATON_CHECK(stages_.count(s), "[runtime.executor] rank ", rank, " runs stage ", s,
+                " in schedule \"", schedule_.name, "\" but was given no module for it");
+  }
+  BATON_CHECK(comm_ != nullptr || schedule_.ranks == 1,
+              "[runtime.executor] a schedule over ", schedule_.ranks, " ranks needs a communicator");
+}
+
+std::vector<torch::Tensor> Executor::parameters() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& [index, stage] : stages_)
+    for (auto& p : stage->parameters()) out.push_back(p);
+  return out;
+}
+
+std::string Executor::describe(const Action& action, int peer) const {
+  std::string text = "stage " + std::to_string(action.stage) +
+                     " micro-batch " + std::to_string(action.microbatch) + " " +
+                     std::string(schedule::to_string(action.kind));
+  if (peer >= 0) {
+    const bool sends = action.kind == ActionKind::SEND_F || action.kind == ActionKind::SEND_B;
+    text += (sends ? " to rank " : " from rank ") + std::to_string(peer);
+  }
+  return text;
+}
+
+StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  const int S = schedule_.stages, m = schedule_.microbatches;
+  Step step(S, m);
+  step.start = Clock::now();
+  const auto& actions = schedule_.actions[rank_];
+  bool needs_inputs = false, needs_targets = false;
+  for (const Action& a : actions) {
+    needs_inputs |= a.kind == ActionKind::F && a.stage == 0;
+    needs_targets |= a.kind == ActionKind::F && a.stage == S - 1;
+  }
+  if (needs_inputs) step.inputs = split_microbatches(inputs, m);
+  if (needs_targets) {
+    step.targets = split_microbatches(targets, m);
+    step.scales = loss_scales(step.targets);
+  }
+  // Post every receive now, so data can land while this rank computes.
+  for (const Action& a : actions) {
+    const size_t c = step.cell(a.stage, a.microbatch);
+    if (a.kind == ActionKind::RECV_F) {
+      step.recv_forward[c] = comm_->irecv(placement_.rank_of(a.stage - 1, a.microbatch),
+                                          comm::Tag{a.stage - 1, a.microbatch, comm::Direction::kForward});
+    } else if (a.kind == ActionKind::RECV_B) {
+      step.recv_backward[c] = comm_->irecv(placement_.rank_of(a.stage + 1, a.microbatch),
+                                           comm::Tag{a.stage + 1, a.microbatch, comm::Direction::kBackward});
+    }
+  }
+  for (size_t i = 0; i < actions.size(); ++i) run_action(step, i);
+  for (auto& send : step.sends) send.wait("a send of this step");
+  sync_replicated_gradients();
+  step.result.step_ms = std::chrono::duration<double, std::milli>(Clock::now() - step.start).count();
+  return std::move(step.result);
+}
+
+void Executor::run_action(Step& step, size_t index) {
+  const Action& a = schedule_.actions[rank_][index];
+  const int s = a.stage, mb = a.microbatch, S = schedule_.stages;
+  const size_t c = step.cell(s, mb);
+  const bool last = s == S - 1;
+  const bool checkpointed =
+      options_.checkpoint == Checkpoint::Always ||
+      (options_.checkpoint == Checkpoint::ExceptLast && mb + 1 < schedule_.microbatches);
+  Stage* stage = schedule::is_compute(a.kind) ? stages_.at(s).get() : nullptr;
+  const auto started = Clock::now();
+
+  // Forward of the stage for this micro-batch; on the last stage, the scaled loss.
+  auto forward = [&](bool record) {
+    double bytes = 0;
+    torch::Tensor out = stage->forward(step.input[c], record ? &bytes : nullptr);
+    if (last) {
+      out = loss_(out, step.targets[mb]) * step.scales[mb];
+      if (record) step.result.loss += out.item<double>();
+    }
+    return std::make_pair(out, bytes);
+  };
+
+  switch (a.kind) {
+    case ActionKind::F: {
+      if (s == 0) {
+        step.input[c] = step.inputs[mb];
+      } else if (!step.input[c].defined()) {
+        // The previous stage ran on this rank: take its output directly.
+        const size_t prev = step.cell(s - 1, mb);
+        step.input[c] = step.output[prev].detach().requires_grad_(step.output[prev].is_floating_point());
+      }
+      double bytes = 0;
+      if (checkpointed) {
+        torch::NoGradGuard no_grad;
+        step.output[c] = forward(false).first;
+        if (last) step.result.loss += step.output[c].item<double>();
+        bytes = static_cast<double>(step.input[c].numel() * step.input[c].element_size());
+      } else {
+        auto [out, recorded] = forward(true);
+        step.output[c] = out;
+        bytes = recorded;
+      }
+      step.activation_bytes[c] = bytes;
+      step.result.stage_activation_bytes[s] += bytes / schedule_.microbatches;
+      step.stashed_bytes += bytes;
+      step.result.peak_activation_bytes = std::max(step.result.peak_activation_bytes, step.stashed_bytes);
+      if (!last && placement_.rank_of(s + 1, mb) == rank_) {
+        const size_t next = step.cell(s + 1, mb);
+        step.input[next] = step.output[c].detach().requires_grad_(step.output[c].is_floating_point());
+      }
+      break;
+    }
+    case ActionKind::B:
+    case ActionKind::I: {
+      if (checkpointed) step.output[c] = forward(false /* loss already counted */).first;
+      const bool split = a.kind == ActionKind::I;
+      if (split) stage->set_defer_weight_grad(true, mb);
+      if (last) {
+        torch::autograd::backward({step.output[c]});
+      } else {
+        torch::Tensor grad = step.grad_output[c];
+        if (!grad.defined()) {
+          // The next stage ran on this rank: its input gradient is ours.
+          grad = step.grad_input[step.cell(s + 1, mb)];
+          step.grad_input[step.cell(s + 1, mb)] = torch::Tensor();
+        }
+        BATON_ASSERT(grad.defined(), "no output gradient for ", describe(a, -1));
+        torch::autograd::backward({step.output[c]}, {grad});
+      }
+      if (split) stage->set_defer_weight_grad(false, mb);
+      if (s > 0 && step.input[c].requires_grad()) step.grad_input[c] = step.input[c].grad();
+      step.input[c] = torch::Tensor();
+      step.output[c] = torch::Tensor();
+      step.grad_output[c] = torch::Tensor();
+      step.stashed_bytes -= step.activation_bytes[c];
+      break;
+    }
+    case ActionKind::W:
+      stage->run_weight_backward(mb);
+      break;
+    case ActionKind::SEND_F: {
+      const int peer = placement_.rank_of(s + 1, mb);
+      step.sends.push_back(comm_->isend(step.output[c].detach(), peer,
+                                        comm::Tag{s, mb, comm::Direction::kForward}));
+      return;
+    }
+    case ActionKind::SEND_B: {
+      const int peer = placement_.rank_of(s - 1, mb);
+      BATON_ASSERT(step.grad_input[c].defined(), "no input gradient for ", describe(a, peer));
+      step.sends.push_back(comm_->isend(step.grad_input[c], peer,
+                                        comm::Tag{s, mb, comm::Direction::kBackward}));
+      step.grad_input[c] = torch::Tensor();
+      return;
+    }
+    case ActionKind::RECV_F: {
+      const int peer = placement_.rank_of(s - 1, mb);
+      torch::Tensor x = step.recv_forward[c]->wait(describe(a, peer));
+      step.recv_forward[c].reset();
+      step.input[c] = x.is_floating_point() ? x.requires_grad_(true) : x;
+      return;
+    }
+    case ActionKind::RECV_B: {
+      const int peer = placement_.rank_of(s + 1, mb);
+      step.grad_output[c] = step.recv_backward[c]->wait(describe(a, peer));
+      step.recv_backward[c].reset();
+      return;
+    }
+  }
+  const auto ended = Clock::now();
+  auto ms = [&](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(t - step.start).count();
+  };
+  step.result.events.push_back({rank_, s, mb, a.kind, ms(started), ms(ended)});
+}
+
+void Executor::sync_replicated_gradients() {
+  for (const auto& [s, stage] : stages_) {
+    const std::vector<int> holders = placement_.ranks_of_stage(s);
+    if (holders.size() < 2) continue;
+    BATON_CHECK(holders.size() == 2, "[runtime.executor] stage ", s, " is held by ", holders.size(),
+                " ranks; replicated stages are supported on two ranks (Chimera)");
+    const int peer = holders[0] == rank_ ? holders[1] : holders[0];
+    std::vector<torch::Tensor> grads;
+    for (auto& p : stage->parameters()) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      grads.push_back(p.grad().reshape({-1}));
+    }
+    if (grads.empty()) continue;
+    torch::Tensor flat = torch::cat(grads);
+    // A tag no pipeline message uses: the last micro-batch slot, backward.
+    const comm::Tag tag{s, comm::kMaxMicrobatches - 1, comm::Direction::kBackward};
+    auto recv = comm_->irecv(peer, tag);
+    auto send = comm_->isend(flat, peer, tag);
+    const std::string what = "the gradient sum of stage " +
+                             std::to_string(s) + " with rank " + std::to_string(peer);
+    torch::Tensor other = recv.wait(what);
+    send.wait(what);
+    flat += other;
+    int64_t offset = 0;
+    for (auto& p : stage->parameters()) {
+      const int64_t n = p.numel();
+      p.mutable_grad().copy_(flat.narrow(0, offset, n).view_as(p));
+      offset += n;
+    }
+  }
+}
+
+std::map<int, torch::Tensor> Executor::run_forward(const torch::Tensor& inputs, int microbatches) {
+  torch::NoGradGuard no_grad;
+  const int S = schedule_.stages;
+  std::vector<torch::Tensor> chunks = split_microbatches(inputs, microbatches);
+  std::map<int, torch::Tensor> outputs;
+  std::vector<comm::SendHandle> sends;
+  for (int mb = 0; mb < microbatches; ++mb) {
+    // The placement of micro-batch mb % m of the training schedule decides
+    // where each stage runs (Chimera's two pipes alternate).
+    const int pm = mb % schedule_.microbatches;
+    torch::Tensor x;
+    for (int s = 0; s < S; ++s) {
+      if (placement_.rank_of(s, pm) != rank_) continue;
+      if (s == 0) {
+        x = chunks[mb];
+      } else if (placement_.rank_of(s - 1, pm) != rank_) {
+        const Action a{ActionKind::RECV_F, s, mb};
+        x = comm_->irecv(placement_.rank_of(s - 1, pm), comm::Tag{s - 1, mb, comm::Direction::kForward})
+                .wait(describe(a, placement_.rank_of(s - 1, pm)));
+      }
+      x = stages_.at(s)->forward(x);
+      if (s == S - 1) {
+        outputs[mb] = x;
+      } else if (placement_.rank_of(s + 1, pm) != rank_) {
+        sends.push_back(comm_->isend(x, placement_.rank_of(s + 1, pm),
+                                     comm::Tag{s, mb, comm::Direction::kForward}));
+      }
+    }
+  }
+  for (auto& send : sends) send.wait("an evaluation send");
+  return outputs;
+}
+
+}  // namespace baton::runtime

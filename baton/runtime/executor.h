@@ -1,0 +1,96 @@
+// The executor: runs this rank's part of a lowered schedule on real tensors.
+// Every action comes from the schedule (F, B, I, W, SEND/RECV); nothing about
+// the order is decided here. Receives are posted when the step starts and
+// sends are asynchronous, so communication overlaps compute; every wait has
+// the communicator's timeout and names the rank, stage and action.
+//
+// Gradients: each micro-batch's loss is the model's mean loss times
+// size_i / B, so the gradients accumulated over a step equal those of the
+// whole mini-batch on one device. Stages that appear on several ranks
+// (Chimera) have their gradients summed across those ranks at the end of the
+// step, so every replica steps identically.
+#pragma once
+
+#include <torch/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "baton/comm/communicator.h"
+#include "baton/nn/layer_spec.h"
+#include "baton/runtime/stage.h"
+#include "baton/schedule/schedule.h"
+#include "baton/trace/timeline.h"
+
+namespace baton::runtime {
+
+// Activation recomputation (torchgpipe's semantics): which micro-batches keep
+// only their stage input in the forward and recompute the forward right
+// before their backward.
+enum class Checkpoint { Never, ExceptLast, Always };
+// "never", "except_last" (also "except-last"), "always"; throws otherwise.
+Checkpoint parse_checkpoint(std::string_view text);
+std::string_view to_string(Checkpoint checkpoint);
+
+// The model's mean loss over a (micro-)batch.
+using LossFn = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)>;
+
+struct ExecutorOptions {
+  Checkpoint checkpoint = Checkpoint::Never;
+};
+
+struct StepResult {
+  double loss = 0;  // sum of this rank's scaled micro-batch losses (0 without a last stage)
+  double step_ms = 0;
+  double peak_activation_bytes = 0;  // most stashed activation bytes at once on this rank
+  // This rank's compute actions, ms from the step's start.
+  std::vector<trace::Event> events;
+  // Activation bytes one forward stashed, per stage of this rank (mean over
+  // the step's micro-batches): what the simulator's cost model takes.
+  std::map<int, double> stage_activation_bytes;
+};
+
+class Executor {
+ public:
+  // `stages`: the stages this rank holds (any order). `comm` must outlive the
+  // executor; it may be null when the schedule has one rank.
+  // REQUIRES: `schedule` is lowered and valid; stages match its placement.
+  Executor(schedule::Schedule schedule, int rank, std::vector<std::shared_ptr<Stage>> stages,
+           LossFn loss, comm::Communicator* comm, ExecutorOptions options = {});
+
+  // One training step on a mini-batch. `inputs` is used only where this rank
+  // holds stage 0 of a micro-batch, `targets` only where it holds the last
+  // stage. Gradients accumulate into the stages' parameters (zero them before).
+  StepResult run_step(const torch::Tensor& inputs, const torch::Tensor& targets);
+
+  // Forward only, no autograd (evaluation): every rank runs its stages for
+  // micro-batches in order. Returns the last stage's outputs for the
+  // micro-batches this rank finishes, keyed by micro-batch.
+  std::map<int, torch::Tensor> run_forward(const torch::Tensor& inputs, int microbatches);
+
+  const schedule::Schedule& schedule() const { return schedule_; }
+  int rank() const { return rank_; }
+  // The stages this rank holds, by stage index.
+  const std::map<int, std::shared_ptr<Stage>>& stages() const { return stages_; }
+  std::vector<torch::Tensor> parameters() const;
+
+ private:
+  struct Step;
+  void run_action(Step& step, size_t index);
+  void sync_replicated_gradients();
+  std::string describe(const schedule::Action& action, int peer) const;
+
+  schedule::Schedule schedule_;
+  schedule::Placement placement_;
+  int rank_;
+  std::map<int, std::shared_ptr<Stage>> stages_;
+  LossFn loss_;
+  comm::Communicator* comm_;
+  ExecutorOptions options_;
+};
+
+}  // namespace baton::runtime

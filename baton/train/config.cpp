@@ -1,0 +1,132 @@
+#include "baton/train/config.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "baton/core/error.h"
+#include "baton/schedule/generator.h"
+
+namespace baton::train {
+namespace {
+
+template <typename T>
+std::function<void(const toml::node&, TrainConfig&)> field(T TrainConfig::*member, const char* key) {
+  return [member, key](const toml::node& node, TrainConfig& config) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      auto v = node.value<std::string>();
+      BATON_CHECK(v.has_value(), "key \"", key, "\" must be a string");
+      config.*member = *v;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      auto v = node.value<bool>();
+      BATON_CHECK(v.has_value(), "key \"", key, "\" must be true or false");
+      config.*member = *v;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      auto v = node.value<double>();
+      BATON_CHECK(v.has_value(), "key \"", key, "\" must be a number");
+      config.*member = static_cast<T>(*v);
+    } else {
+      auto v = node.value<int64_t>();
+      BATON_CHECK(v.has_value() && node.is_integer(), "key \"", key, "\" must be an integer");
+      config.*member = static_cast<T>(*v);
+    }
+  };
+}
+
+const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>>& fields() {
+  static const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>> map = {
+      {"model", field(&TrainConfig::model, "model")},
+      {"layers", field(&TrainConfig::layers, "layers")},
+      {"hidden", field(&TrainConfig::hidden, "hidden")},
+      {"heads", field(&TrainConfig::heads, "heads")},
+      {"context", field(&TrainConfig::context, "context")},
+      {"in_features", field(&TrainConfig::in_features, "in_features")},
+      {"classes", field(&TrainConfig::classes, "classes")},
+      {"text", field(&TrainConfig::text, "text")},
+      {"data_dir", field(&TrainConfig::data_dir, "data_dir")},
+      {"cache_dir", field(&TrainConfig::cache_dir, "cache_dir")},
+      {"pp", field(&TrainConfig::pp, "pp")},
+      {"schedule", field(&TrainConfig::schedule, "schedule")},
+      {"virtual", field(&TrainConfig::virtual_stages, "virtual")},
+      {"microbatches", field(&TrainConfig::microbatches, "microbatches")},
+      {"balance", field(&TrainConfig::balance, "balance")},
+      {"checkpoint", field(&TrainConfig::checkpoint, "checkpoint")},
+      {"batch", field(&TrainConfig::batch, "batch")},
+      {"steps", field(&TrainConfig::steps, "steps")},
+      {"epochs", field(&TrainConfig::epochs, "epochs")},
+      {"lr", field(&TrainConfig::lr, "lr")},
+      {"optimizer", field(&TrainConfig::optimizer, "optimizer")},
+      {"seed", field(&TrainConfig::seed, "seed")},
+      {"threads", field(&TrainConfig::threads, "threads")},
+      {"timeout", field(&TrainConfig::timeout_s, "timeout")},
+      {"metrics", field(&TrainConfig::metrics, "metrics")},
+      {"trace", field(&TrainConfig::trace, "trace")},
+      {"svg", field(&TrainConfig::svg, "svg")},
+      {"compare_sim", field(&TrainConfig::compare_sim, "compare_sim")},
+      {"log_every", field(&TrainConfig::log_every, "log_every")},
+  };
+  return map;
+}
+
+}  // namespace
+
+void load_toml(const std::string& path, TrainConfig& config) {
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    BATON_CHECK(false, "[train.config] ", path, ":", where.line, ":", where.column,
+                ": malformed TOML: ", e.description());
+  }
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    const auto it = fields().find(name);
+    if (it == fields().end()) {
+      std::string known;
+      for (const auto& [k, unused] : fields()) known += (known.empty() ? "" : ", ") + k;
+      BATON_CHECK(false, "[train.config] ", path, ": unknown key \"", name, "\" (known: ", known, ")");
+    }
+    try {
+      it->second(node, config);
+    } catch (const Error& e) {
+      throw Error(detail::concat("[train.config] ", path, ": ", e.what()));
+    }
+  }
+}
+
+void check_config(const TrainConfig& c) {
+  const char* models[] = {"mlp", "cnn", "gpt"};
+  BATON_CHECK(std::find(std::begin(models), std::end(models), c.model) != std::end(models),
+              "[train.config] unknown model \"", c.model, "\" (expected mlp, cnn or gpt)");
+  const auto& names = schedule::schedule_names();
+  if (std::find(names.begin(), names.end(), c.schedule) == names.end()) {
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    BATON_CHECK(false, "[train.config] unknown schedule \"", c.schedule, "\" (known: ", known, ")");
+  }
+  const char* optimizers[] = {"sgd", "adam", "adamw"};
+  BATON_CHECK(std::find(std::begin(optimizers), std::end(optimizers), c.optimizer) !=
+                  std::end(optimizers),
+              "[train.config] unknown optimizer \"", c.optimizer, "\" (expected sgd, adam or adamw)");
+  auto positive = [](const char* name, double value) {
+    BATON_CHECK(value >= 1, "[train.config] ", name, " must be at least 1, got ", value);
+  };
+  positive("pp", c.pp);
+  positive("microbatches", c.microbatches);
+  positive("batch", c.batch);
+  positive("layers", c.layers);
+  positive("hidden", c.hidden);
+  positive("log_every", c.log_every);
+  BATON_CHECK(c.steps >= 0 && c.epochs >= 0, "[train.config] steps and epochs must be >= 0");
+  BATON_CHECK(c.lr > 0, "[train.config] lr must be positive, got ", c.lr);
+  BATON_CHECK(c.timeout_s > 0, "[train.config] timeout must be positive, got ", c.timeout_s);
+  BATON_CHECK(c.threads >= 0, "[train.config] threads must be >= 0, got ", c.threads);
+  BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,
+              " samples cannot make ", c.microbatches, " micro-batches; use a batch of at least ",
+              c.microbatches, " or fewer micro-batches");
+}
+
+}  // namespace baton::train

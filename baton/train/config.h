@@ -1,0 +1,64 @@
+// The training configuration: a TOML file (flat keys named like the CLI's
+// flags, with '_' for '-') with command-line flags overriding it.
+//
+//   model = "cnn"          # mlp | cnn | gpt
+//   pp = 2
+//   schedule = "1f1b"
+//   microbatches = 4
+//   batch = 64
+//   epochs = 1             # or steps = 200
+//   lr = 0.001
+//   optimizer = "adam"     # sgd | adam | adamw
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace baton::train {
+
+struct TrainConfig {
+  // Model
+  std::string model = "mlp";  // mlp | cnn | gpt
+  int layers = 8;             // mlp: Linear layers; gpt: transformer blocks
+  int hidden = 256;           // mlp, gpt
+  int heads = 4;              // gpt
+  int context = 64;           // gpt: tokens per sample
+  int in_features = 64;       // mlp (synthetic data)
+  int classes = 10;           // mlp (synthetic data)
+  std::string text;           // gpt corpus; empty: /usr/share/common-licenses/GPL-3
+  std::string data_dir;       // cnn: Fashion-MNIST .gz folder; empty: the Debian package's
+  std::string cache_dir;      // where decompressed data goes; empty: ~/.cache/baton
+  // Pipeline
+  int pp = 2;
+  std::string schedule = "1f1b";
+  int virtual_stages = 0;  // 0: the schedule's default
+  int microbatches = 4;
+  std::string balance = "uniform";  // uniform|params|time|memory|optimal|"3,5,..."
+  std::string checkpoint = "never";
+  // Optimisation
+  int batch = 64;
+  int steps = 0;   // 0: run `epochs` epochs instead (or 100 steps without a dataset)
+  int epochs = 0;
+  double lr = 0.001;
+  std::string optimizer = "adam";
+  uint64_t seed = 1;
+  // Processes
+  int threads = 0;          // intra-op threads per rank; 0: cores / local ranks
+  double timeout_s = 300;   // every wait between ranks
+  // Output
+  std::string metrics;      // JSON lines file
+  std::string trace;        // Chrome trace of the last step's measured timeline
+  std::string svg;          // SVG of the last step's measured timeline
+  bool compare_sim = false; // print measured vs simulated step time
+  int log_every = 1;        // progress line every N steps
+};
+
+// Reads a TOML file into `config` (only keys present change). Throws
+// baton::Error naming the file, the key and the problem for malformed TOML,
+// unknown keys and values of the wrong type.
+void load_toml(const std::string& path, TrainConfig& config);
+
+// Checks values that need no model or world: positive sizes, known names.
+void check_config(const TrainConfig& config);
+
+}  // namespace baton::train

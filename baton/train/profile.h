@@ -1,0 +1,23 @@
+// Profiling the layers of a model on one micro-batch, to feed the balancing
+// methods (partition::balance "time", "memory", "optimal").
+#pragma once
+
+#include <torch/types.h>
+
+#include <vector>
+
+#include "baton/nn/layer_spec.h"
+#include "baton/partition/partition.h"
+
+namespace baton::train {
+
+// Builds the layers one at a time (only one exists at once, plus the running
+// activation) and times each layer's forward and backward on `sample`, the
+// median of `repeats` runs after one warm-up, in milliseconds. Bytes:
+// parameters, the layer's input (what autograd keeps), and its output (what a
+// stage ending with it sends).
+std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
+                                                 const torch::Tensor& sample, uint64_t seed,
+                                                 int repeats = 3);
+
+}  // namespace baton::train

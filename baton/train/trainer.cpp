@@ -1,0 +1,286 @@
+#include "baton/train/trainer.h"
+
+#include <ATen/Parallel.h>
+#include <torch/optim.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "baton/comm/communicator.h"
+#include "baton/core/error.h"
+#include "baton/nn/models.h"
+#include "baton/partition/balance.h"
+#include "baton/runtime/executor.h"
+#include "baton/runtime/microbatch.h"
+#include "baton/schedule/generator.h"
+#include "baton/schedule/lower.h"
+#include "baton/sim/simulator.h"
+#include "baton/train/data_source.h"
+#include "baton/train/profile.h"
+#include "baton/train/timeline_gather.h"
+#include "baton/trace/writers.h"
+
+namespace baton::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+nn::ModelSpec make_model(const TrainConfig& c) {
+  nn::ModelOptions options;
+  options.layers(c.layers).hidden(c.hidden).heads(c.heads).context(c.context);
+  options.in_features(c.in_features).classes(c.classes).vocab(256);
+  return nn::make_model(c.model == "cnn" ? "fashion_cnn" : c.model, options);
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
+                                                        std::vector<torch::Tensor> params) {
+  if (c.optimizer == "sgd") {
+    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(c.lr));
+  }
+  if (c.optimizer == "adamw") {
+    return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(c.lr));
+  }
+  return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(c.lr));
+}
+
+schedule::Schedule make_schedule(const TrainConfig& c) {
+  return schedule::lower(schedule::generate(c.schedule, schedule::GeneratorOptions{}
+                                                            .set_ranks(c.pp)
+                                                            .set_microbatches(c.microbatches)
+                                                            .set_virtual_stages(c.virtual_stages)));
+}
+
+void check_stage_count(const TrainConfig& c, const nn::ModelSpec& model, int stages) {
+  BATON_CHECK(stages <= model.num_layers(), "[train] schedule ", c.schedule, " with pp=", c.pp,
+              " makes ", stages, " stages but model ", c.model, " has only ", model.num_layers(),
+              " layers; every stage needs at least one layer (raise --layers or lower --pp/--virtual)");
+}
+
+// Sums a scalar over all ranks (ranks without a last stage contribute 0).
+double sum_over_ranks(comm::Communicator* comm, double value, const std::string& what) {
+  if (!comm) return value;
+  std::vector<torch::Tensor> t{torch::tensor({value}, torch::kFloat64)};
+  comm->all_reduce_sum(t, what);
+  return t[0].item<double>();
+}
+
+std::string format_eta(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%ld:%02ld", s / 60, s % 60);
+  return buffer;
+}
+
+partition::Partition choose_partition(const TrainConfig& c, const nn::ModelSpec& model,
+                                      int stages, DataSource& data, comm::Communicator* comm) {
+  const int L = model.num_layers();
+  check_stage_count(c, model, stages);
+  const bool needs_costs = c.balance == "params" || c.balance == "time" || c.balance == "memory" ||
+                           c.balance == "optimal";
+  std::vector<partition::LayerCost> costs(L);
+  if (needs_costs) {
+    const torch::Tensor sample =
+        runtime::split_microbatches(data.batch(0).first, c.microbatches).front();
+    costs = profile_layers(model, sample, c.seed);
+    if (comm) {
+      // Every rank must cut the model the same way: average the timings.
+      std::vector<torch::Tensor> times{torch::zeros({2, L}, torch::kFloat64)};
+      for (int i = 0; i < L; ++i) {
+        times[0][0][i] = costs[i].forward_time;
+        times[0][1][i] = costs[i].backward_time;
+      }
+      comm->all_reduce_sum(times, "the layer profile average");
+      for (int i = 0; i < L; ++i) {
+        costs[i].forward_time = times[0][0][i].item<double>() / comm->world_size();
+        costs[i].backward_time = times[0][1][i].item<double>() / comm->world_size();
+      }
+    }
+  }
+  partition::BalanceOptions options;
+  options.set_activations_in_flight(partition::one_f_one_b_in_flight(stages));
+  return partition::balance(c.balance, costs, stages, options);
+}
+
+// Test accuracy of a classifier: forward-only pipeline over the test set.
+double test_accuracy(runtime::Executor& executor, DataSource& data, const TrainConfig& c,
+                     comm::Communicator* comm) {
+  auto [inputs, targets] = data.test_set();
+  if (!inputs.defined()) return -1;
+  const int64_t n = inputs.size(0);
+  double correct = 0;
+  for (int64_t begin = 0; begin < n; begin += c.batch) {
+    const int64_t size = std::min<int64_t>(c.batch, n - begin);
+    const int m = static_cast<int>(std::min<int64_t>(c.microbatches, size));
+    const auto outputs = executor.run_forward(inputs.narrow(0, begin, size), m);
+    const auto labels = runtime::split_microbatches(targets.narrow(0, begin, size), m);
+    for (const auto& [mb, logits] : outputs) {
+      correct += logits.argmax(-1).eq(labels[mb]).sum().item<double>();
+    }
+  }
+  return sum_over_ranks(comm, correct, "the test accuracy sum") / static_cast<double>(n);
+}
+
+// Measured vs simulated: the simulator fed with the stage costs just measured.
+void compare_with_simulation(const schedule::Schedule& schedule, const trace::Timeline& measured,
+                             const std::map<int, double>& stage_bytes, double measured_peak_bytes,
+                             int rank_of_peak) {
+  sim::CostModel costs;
+  costs.stages.resize(schedule.stages);
+  std::vector<double> f(schedule.stages, 0), b(schedule.stages, 0), i(schedule.stages, 0),
+      w(schedule.stages, 0), nf(schedule.stages, 0), nb(schedule.stages, 0), ni(schedule.stages, 0),
+      nw(schedule.stages, 0);
+  for (const auto& e : measured.events) {
+    const double d = e.end - e.start;
+    switch (e.kind) {
+      case schedule::ActionKind::F: f[e.stage] += d; nf[e.stage] += 1; break;
+      case schedule::ActionKind::B: b[e.stage] += d; nb[e.stage] += 1; break;
+      case schedule::ActionKind::I: i[e.stage] += d; ni[e.stage] += 1; break;
+      case schedule::ActionKind::W: w[e.stage] += d; nw[e.stage] += 1; break;
+      default: break;
+    }
+  }
+  for (int s = 0; s < schedule.stages; ++s) {
+    auto mean = [](double sum, double n) { return n > 0 ? sum / n : 0.0; };
+    costs.stages[s].forward = mean(f[s], nf[s]);
+    costs.stages[s].weight_backward = mean(w[s], nw[s]);
+    costs.stages[s].input_backward = nb[s] > 0 ? mean(b[s], nb[s]) - costs.stages[s].weight_backward
+                                               : mean(i[s], ni[s]);
+    const auto it = stage_bytes.find(s);
+    costs.stages[s].activation_bytes = it == stage_bytes.end() ? 0 : it->second;
+  }
+  const sim::Result predicted = sim::simulate(schedule, costs);
+  const double measured_ms = trace::makespan(measured);
+  std::printf("compare-sim: measured step %.2f ms, simulated %.2f ms (efficiency %.1f%%); "
+              "bubble measured %.1f%%, simulated %.1f%%\n",
+              measured_ms, predicted.stats.makespan,
+              100.0 * predicted.stats.makespan / std::max(1e-9, measured_ms),
+              100.0 * trace::bubble_fraction(measured), 100.0 * predicted.stats.bubble_fraction);
+  std::printf("compare-sim: peak activation bytes on rank %d: measured %.0f, simulated %.0f\n",
+              rank_of_peak, measured_peak_bytes, predicted.stats.peak_activation_bytes[rank_of_peak]);
+}
+
+}  // namespace
+
+void check_setup(const TrainConfig& c) {
+  check_config(c);
+  const schedule::Schedule lowered = make_schedule(c);
+  const nn::ModelSpec model = make_model(c);
+  check_stage_count(c, model, lowered.stages);
+  runtime::parse_checkpoint(c.checkpoint);
+  // Zero costs are enough to check a method's name or hand-written counts.
+  partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);
+  make_data_source(c);
+}
+
+void train(const TrainConfig& c, const RankContext& ctx) {
+  check_config(c);
+  BATON_CHECK(ctx.world_size == c.pp, "[train] world size ", ctx.world_size,
+              " does not equal pp=", c.pp, ": each process runs one pipeline rank (start ", c.pp,
+              " ranks, e.g. --nproc ", c.pp, ")");
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = c.threads > 0 ? c.threads : std::max(1, cores / std::max(1, ctx.local_world_size));
+  at::set_num_threads(threads);
+  torch::manual_seed(c.seed);
+  const bool leader = ctx.rank == 0;
+
+  const schedule::Schedule lowered = make_schedule(c);
+  const nn::ModelSpec model = make_model(c);
+  const runtime::Checkpoint checkpoint = runtime::parse_checkpoint(c.checkpoint);
+  std::unique_ptr<DataSource> data = make_data_source(c);
+
+  std::optional<comm::Communicator> communicator;
+  if (ctx.world_size > 1) {
+    communicator.emplace(comm::connect(comm::ConnectOptions{}
+                                           .set_rank(ctx.rank)
+                                           .set_world_size(ctx.world_size)
+                                           .set_master_addr(ctx.master_addr)
+                                           .set_master_port(ctx.master_port)
+                                           .set_timeout(std::chrono::milliseconds(
+                                               static_cast<int64_t>(c.timeout_s * 1000)))));
+  }
+  comm::Communicator* comm = communicator ? &*communicator : nullptr;
+
+  const partition::Partition part = choose_partition(c, model, lowered.stages, *data, comm);
+  const schedule::Placement placement(lowered);
+  runtime::Executor executor(lowered, ctx.rank,
+                             runtime::build_stages(model, part, placement.stages_of_rank(ctx.rank), c.seed),
+                             model.loss, comm, runtime::ExecutorOptions{checkpoint});
+  auto optimizer = make_optimizer(c, executor.parameters());
+
+  const int64_t per_epoch = data->steps_per_epoch();
+  const int64_t total = c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
+  std::ofstream metrics;
+  if (leader) {
+    std::printf("baton train: model %s (%d layers), schedule %s, pp=%d, stages=%d, micro-batches=%d, "
+                "batch=%d, balance %s -> %s, checkpoint %s, %d thread(s) per rank, %lld steps\n",
+                c.model.c_str(), model.num_layers(), c.schedule.c_str(), c.pp, lowered.stages,
+                c.microbatches, c.batch, c.balance.c_str(), part.to_string().c_str(),
+                c.checkpoint.c_str(), threads, static_cast<long long>(total));
+    std::fflush(stdout);
+    if (!c.metrics.empty()) {
+      metrics.open(c.metrics);
+      BATON_CHECK(metrics.good(), "[train] cannot write metrics file \"", c.metrics, "\"");
+    }
+  }
+
+  runtime::StepResult last;
+  double last_loss = 0;
+  const auto started = Clock::now();
+  for (int64_t step = 0; step < total; ++step) {
+    auto [inputs, targets] = data->batch(step);
+    optimizer->zero_grad();
+    const auto t0 = Clock::now();
+    last = executor.run_step(inputs, targets);
+    optimizer->step();
+    const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    last_loss = sum_over_ranks(comm, last.loss, "the step's loss sum");
+    if (leader) {
+      const double samples_per_s = c.batch / std::max(1e-9, step_s);
+      const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
+      const double eta = elapsed / (step + 1) * (total - step - 1);
+      if ((step + 1) % c.log_every == 0 || step + 1 == total) {
+        std::printf("step %lld/%lld  loss %.4f  samples/s %.1f  ETA %s\n",
+                    static_cast<long long>(step + 1), static_cast<long long>(total), last_loss,
+                    samples_per_s, format_eta(eta).c_str());
+        std::fflush(stdout);
+      }
+      if (metrics.is_open()) {
+        metrics << nlohmann::json{{"step", step + 1}, {"loss", last_loss},
+                                  {"samples_per_s", samples_per_s}, {"step_ms", step_s * 1000}}
+                       .dump()
+                << "\n";
+        metrics.flush();
+      }
+    }
+  }
+
+  const double accuracy = test_accuracy(executor, *data, c, comm);
+  const trace::Timeline timeline = gather_timeline(comm, last.events, ctx.rank, ctx.world_size,
+                                                   lowered.name + " p=" + std::to_string(c.pp) +
+                                                       " m=" + std::to_string(c.microbatches) +
+                                                       " (measured)");
+  const std::map<int, double> stage_bytes = gather_stage_bytes(comm, last.stage_activation_bytes, lowered.stages);
+  const double peak0 = last.peak_activation_bytes;
+  if (leader) {
+    if (accuracy >= 0) std::printf("test accuracy %.4f\n", accuracy);
+    std::printf("final loss %.4f, %.1f s\n", last_loss,
+                std::chrono::duration<double>(Clock::now() - started).count());
+    if (metrics.is_open()) {
+      nlohmann::json final_line{{"final", true}, {"loss", last_loss}, {"steps", total}};
+      if (accuracy >= 0) final_line["test_accuracy"] = accuracy;
+      metrics << final_line.dump() << "\n";
+    }
+    if (!c.trace.empty()) trace::write_file(c.trace, trace::to_chrome_trace(timeline));
+    if (!c.svg.empty()) trace::write_file(c.svg, trace::to_svg(timeline));
+    if (c.compare_sim) compare_with_simulation(lowered, timeline, stage_bytes, peak0, 0);
+    std::fflush(stdout);
+  }
+  if (comm) comm->barrier("the end of training");
+}
+
+}  // namespace baton::train

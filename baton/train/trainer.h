@@ -1,0 +1,32 @@
+// The training loop: config -> communicator -> model and schedule ->
+// partition -> stages -> executor -> steps, with progress, metrics, test
+// accuracy, and the measured timeline.
+#pragma once
+
+#include <string>
+
+#include "baton/train/config.h"
+
+namespace baton::train {
+
+// Who this process is among the ranks of the job.
+struct RankContext {
+  int rank = 0;
+  int world_size = 1;
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+};
+
+// Checks what can be checked before any rank starts, so bad input fails once
+// with one line: the schedule is defined for (pp, microbatches, virtual), the
+// model exists, it has at least as many layers as stages, a hand-written
+// --balance fits, and the data is there.
+void check_setup(const TrainConfig& config);
+
+// Runs the whole training on this rank. Rank 0 prints progress and writes the
+// metrics, trace and SVG. Throws baton::Error for bad input and for failures
+// of peers (naming the rank, stage and action that waited).
+void train(const TrainConfig& config, const RankContext& context);
+
+}  // namespace baton::train

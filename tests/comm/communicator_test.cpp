@@ -1,0 +1,222 @@
+#include "baton/comm/communicator.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "baton/comm/local_group.h"
+#include "baton/core/error.h"
+
+namespace baton::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HasSubstr;
+
+constexpr auto kTimeout = 5s;
+
+void expect_same(const torch::Tensor& got, const torch::Tensor& want) {
+  EXPECT_EQ(got.scalar_type(), want.scalar_type());
+  EXPECT_EQ(got.sizes(), want.sizes());
+  EXPECT_TRUE(torch::equal(got, want)) << got << "\nvs\n" << want;
+}
+
+std::vector<torch::Tensor> sample_tensors(torch::ScalarType dtype) {
+  torch::manual_seed(7);
+  std::vector<std::vector<int64_t>> shapes = {{}, {5}, {2, 3, 4, 5}, {0}, {3, 0, 2}};
+  std::vector<torch::Tensor> tensors;
+  for (const auto& shape : shapes) {
+    tensors.push_back(torch::randint(-1000, 1000, shape, torch::kLong).to(dtype) / 7);
+  }
+  tensors.push_back(torch::arange(12, torch::kLong).to(dtype).reshape({3, 4}).t());  // strided
+  return tensors;
+}
+
+class SendRecvDtypeTest : public testing::TestWithParam<torch::ScalarType> {};
+
+TEST_P(SendRecvDtypeTest, TensorsOfEveryShapeArriveEqualWithoutStatingShapes) {
+  const auto tensors = sample_tensors(GetParam());
+  run_local_group(2, kTimeout, [&](Communicator& comm) {
+    for (int i = 0; i < static_cast<int>(tensors.size()); ++i) {
+      const Tag tag{0, i, Direction::kForward};
+      if (comm.rank() == 0) {
+        comm.isend(tensors[static_cast<size_t>(i)], 1, tag).wait("send");
+      } else {
+        expect_same(comm.irecv(0, tag).wait("recv"), tensors[static_cast<size_t>(i)]);
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, SendRecvDtypeTest,
+                         testing::Values(torch::kFloat32, torch::kFloat64, torch::kInt64));
+
+torch::Tensor tagged_tensor(int sender, const Tag& tag) {
+  // Shape and values both depend on the tag, so a mix-up shows either way.
+  const int64_t length = 1 + tag.microbatch + 3 * tag.stage;
+  const double value = sender * 10000 + tag.stage * 1000 + tag.microbatch * 10 +
+                       static_cast<int>(tag.dir);
+  return torch::full({length}, value, torch::kFloat64);
+}
+
+TEST(CommunicatorTest, ManyTagsInterleavedAndPostedOutOfOrderArriveAtTheirOwnReceive) {
+  std::vector<Tag> tags;
+  for (int stage = 0; stage < 3; ++stage) {
+    for (int mb = 0; mb < 6; ++mb) {
+      tags.push_back(Tag{stage, mb, Direction::kForward});
+      tags.push_back(Tag{stage, mb, Direction::kBackward});
+    }
+  }
+  run_local_group(3, kTimeout, [&](Communicator& comm) {
+    // Ranks 0 and 2 both send every tag to rank 1, which also sends every
+    // tag back to both of them; receives are posted and waited in orders
+    // that differ from the send order and from each other.
+    std::mt19937 rng(static_cast<unsigned>(comm.rank()));
+    std::vector<int> peers = comm.rank() == 1 ? std::vector<int>{0, 2} : std::vector<int>{1};
+    std::vector<std::pair<int, size_t>> recvs;
+    for (int peer : peers) {
+      for (size_t t = 0; t < tags.size(); ++t) recvs.emplace_back(peer, t);
+    }
+    std::shuffle(recvs.begin(), recvs.end(), rng);
+    std::vector<RecvHandle> handles;
+    for (const auto& [peer, t] : recvs) handles.push_back(comm.irecv(peer, tags[t]));
+    std::vector<SendHandle> sends;
+    for (int peer : peers) {
+      for (const Tag& tag : tags) sends.push_back(comm.isend(tagged_tensor(comm.rank(), tag), peer, tag));
+    }
+    std::vector<size_t> order(recvs.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t i : order) {
+      const auto& [peer, t] = recvs[i];
+      expect_same(handles[i].wait("recv " + to_string(tags[t])), tagged_tensor(peer, tags[t]));
+    }
+    for (auto& send : sends) send.wait("send");
+  });
+}
+
+TEST(CommunicatorTest, SendCompletesBeforeTheReceiverCallsWait) {
+  std::atomic<bool> sent{false};
+  run_local_group(2, kTimeout, [&](Communicator& comm) {
+    const Tag tag{1, 2, Direction::kForward};
+    if (comm.rank() == 0) {
+      comm.isend(torch::ones({1000}), 1, tag).wait("send");
+      sent = true;
+    } else {
+      RecvHandle recv = comm.irecv(0, tag);
+      const auto deadline = std::chrono::steady_clock::now() + 3s;
+      while (!sent && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+      EXPECT_TRUE(sent) << "the send waited for the receiver's wait()";
+      expect_same(recv.wait("recv"), torch::ones({1000}));
+    }
+  });
+}
+
+class AllReduceTest : public testing::TestWithParam<int> {};
+
+std::vector<torch::Tensor> rank_tensors(int rank) {
+  return {torch::arange(6, torch::kFloat32).reshape({2, 3}) * (rank + 1),
+          torch::tensor({rank, 10 * rank, -rank}, torch::kLong),
+          torch::tensor(0.5 * rank, torch::kFloat64),
+          torch::empty({0}, torch::kFloat32),
+          torch::arange(4, torch::kFloat32).reshape({2, 2}).t() + rank};
+}
+
+TEST_P(AllReduceTest, SumEqualsTheSumComputedDirectly) {
+  const int world_size = GetParam();
+  std::vector<torch::Tensor> expected = rank_tensors(0);
+  for (int r = 1; r < world_size; ++r) {
+    const auto more = rank_tensors(r);
+    for (size_t i = 0; i < expected.size(); ++i) expected[i] = expected[i] + more[i];
+  }
+  run_local_group(world_size, kTimeout, [&](Communicator& comm) {
+    std::vector<torch::Tensor> tensors = rank_tensors(comm.rank());
+    comm.all_reduce_sum(tensors);
+    ASSERT_EQ(tensors.size(), expected.size());
+    for (size_t i = 0; i < tensors.size(); ++i) expect_same(tensors[i], expected[i]);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, AllReduceTest, testing::Values(2, 3));
+
+TEST(CommunicatorTest, BarrierWaitsForTheSlowestRank) {
+  run_local_group(2, kTimeout, [&](Communicator& comm) {
+    const auto start = std::chrono::steady_clock::now();
+    if (comm.rank() == 1) std::this_thread::sleep_for(300ms);
+    comm.barrier();
+    EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
+  });
+}
+
+TEST(CommunicatorTest, ReceiveWhoseSenderNeverSendsTimesOutNamingTheAction) {
+  std::atomic<bool> done{false};
+  run_local_group(2, 1s, [&](Communicator& comm) {
+    if (comm.rank() == 0) {
+      while (!done) std::this_thread::sleep_for(5ms);  // alive, but silent
+      return;
+    }
+    RecvHandle recv = comm.irecv(0, tag_for({schedule::ActionKind::RECV_F, 2, 3}));
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THAT([&] { recv.wait("stage 2 micro-batch 3 RECV_F from rank 0"); },
+                testing::ThrowsMessage<Error>(testing::StrEq(
+                    "[comm] rank 1 timed out after 1 s waiting for stage 2 micro-batch 3 "
+                    "RECV_F from rank 0")));
+    const auto waited = std::chrono::steady_clock::now() - start;
+    EXPECT_GE(waited, 900ms);
+    EXPECT_LE(waited, 3s);
+    // The communicator is broken now, and says so at once.
+    EXPECT_THAT([&] { comm.isend(torch::ones({1}), 0, Tag{0, 0, Direction::kForward}); },
+                testing::ThrowsMessage<Error>(
+                    HasSubstr("[comm] rank 1 cannot communicate after an earlier failure: "
+                              "[comm] rank 1 timed out after 1 s")));
+    done = true;
+  });
+}
+
+TEST(CommunicatorTest, PeerThatLeavesMakesTheReceiverFailWithClosedConnection) {
+  std::atomic<bool> left{false};
+  auto store = make_hash_store();
+  std::thread leaver([&] {
+    Communicator comm = from_store(store, 0, 2, kTimeout);
+    comm.barrier();
+    std::this_thread::sleep_for(200ms);  // let rank 1 post its receive
+    left = true;
+  });  // rank 0's communicator is destroyed here: its connections close
+  Communicator comm = from_store(store, 1, 2, kTimeout);
+  comm.barrier();
+  RecvHandle recv = comm.irecv(0, Tag{0, 4, Direction::kForward});
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT([&] { recv.wait("stage 1 micro-batch 4 RECV_F from rank 0"); },
+              testing::ThrowsMessage<Error>(testing::StrEq(
+                  "[comm] rank 1: peer rank 0 closed the connection while waiting for stage 1 "
+                  "micro-batch 4 RECV_F from rank 0")));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+  leaver.join();
+  EXPECT_TRUE(left);
+}
+
+TEST(CommunicatorTest, GroupCreationTimesOutWhenAPeerNeverShowsUp) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT([] { from_store(make_hash_store(), 0, 2, 1s); },
+              testing::ThrowsMessage<Error>(HasSubstr(
+                  "[comm] rank 0 timed out after 1 s waiting for the other 1 rank(s) to join")));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST(CommunicatorTest, SendingToItselfOrOutsideTheGroupIsRejected) {
+  run_local_group(2, kTimeout, [&](Communicator& comm) {
+    EXPECT_THAT([&] { comm.isend(torch::ones({1}), comm.rank(), Tag{}); },
+                testing::ThrowsMessage<Error>(HasSubstr("destination must be another rank")));
+    EXPECT_THAT([&] { comm.irecv(2, Tag{}); },
+                testing::ThrowsMessage<Error>(HasSubstr("source must be another rank in [0, 2), got 2")));
+  });
+}
+
+}  // namespace
+}  // namespace baton::comm

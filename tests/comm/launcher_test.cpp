@@ -1,0 +1,157 @@
+#include "baton/comm/launcher.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "baton/core/error.h"
+
+namespace baton::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HasSubstr;
+
+struct Captured {
+  std::ostringstream out;
+  std::ostringstream err;
+  LaunchOptions options() { return LaunchOptions().set_out(&out).set_err(&err).set_grace_period(1s); }
+};
+
+int launch_sh(int nproc, const std::string& script, Captured& captured) {
+  return launch_local(nproc, {"sh", "-c", script}, captured.options());
+}
+
+TEST(LauncherTest, AllRanksSucceedingReturnsZeroWithEveryLinePrefixedByItsRank) {
+  Captured c;
+  EXPECT_EQ(launch_sh(3, "echo hello $RANK; echo second $RANK; echo oops $RANK >&2", c), 0);
+  for (int r = 0; r < 3; ++r) {
+    const std::string rank = std::to_string(r);
+    EXPECT_THAT(c.out.str(), HasSubstr("[rank " + rank + "] hello " + rank + "\n"));
+    EXPECT_THAT(c.out.str(), HasSubstr("[rank " + rank + "] second " + rank + "\n"));
+    EXPECT_THAT(c.err.str(), HasSubstr("[rank " + rank + "] oops " + rank + "\n"));
+  }
+  EXPECT_THAT(c.err.str(), testing::Not(HasSubstr("[launch]")));
+}
+
+TEST(LauncherTest, RanksSeeTheTorchrunEnvironment) {
+  Captured c;
+  ASSERT_EQ(launch_sh(2, "echo $RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE@$MASTER_ADDR:$MASTER_PORT", c), 0);
+  EXPECT_THAT(c.out.str(), testing::ContainsRegex("\\[rank 0\\] 0/2/0/2@127\\.0\\.0\\.1:[1-9][0-9]*\n"));
+  EXPECT_THAT(c.out.str(), testing::ContainsRegex("\\[rank 1\\] 1/2/1/2@127\\.0\\.0\\.1:[1-9][0-9]*\n"));
+}
+
+TEST(LauncherTest, OutputWithoutAFinalNewlineIsStillWritten) {
+  Captured c;
+  EXPECT_EQ(launch_sh(1, "printf 'no newline'", c), 0);
+  EXPECT_EQ(c.out.str(), "[rank 0] no newline\n");
+}
+
+TEST(LauncherTest, OneRankFailingStopsTheOthersQuicklyAndIsNamed) {
+  Captured c;
+  const auto start = std::chrono::steady_clock::now();
+  const int code = launch_sh(3, "if [ $RANK = 1 ]; then sleep 0.2; exit 3; fi; sleep 30", c);
+  EXPECT_EQ(code, 3);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 1 exited with code 3; stopping the 2 other running rank(s)\n"));
+  EXPECT_THAT(c.err.str(), testing::Not(HasSubstr("[launch] rank 0")));
+}
+
+TEST(LauncherTest, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  Captured c;
+  const auto start = std::chrono::steady_clock::now();
+  const int code = launch_sh(2, "if [ $RANK = 0 ]; then exit 5; fi; trap '' TERM; sleep 30", c);
+  EXPECT_EQ(code, 5);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 900ms);  // waited for the 1 s grace period
+  EXPECT_LT(took, 6s);
+}
+
+TEST(LauncherTest, RankKilledBySignalIsReportedWithTheSignal) {
+  Captured c;
+  EXPECT_EQ(launch_sh(2, "if [ $RANK = 1 ]; then kill -9 $$; fi; sleep 30", c), 128 + 9);
+  EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 1 was killed by signal 9"));
+}
+
+TEST(LauncherTest, MissingCommandFailsWithExitCode127) {
+  Captured c;
+  EXPECT_EQ(launch_local(1, {"/nonexistent/baton-command"}, c.options()), 127);
+  EXPECT_THAT(c.err.str(), HasSubstr("[rank 0] cannot execute the command"));
+}
+
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>>& vars) {
+    clear();
+    for (const auto& [name, value] : vars) setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() { clear(); }
+
+ private:
+  static void clear() {
+    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+                             "MASTER_ADDR", "MASTER_PORT"}) {
+      unsetenv(name);
+    }
+  }
+};
+
+TEST(RankEnvTest, NoRankVariablesMeansASingleProcessRun) {
+  ScopedEnv env({});
+  EXPECT_FALSE(rank_env_from_environment().has_value());
+}
+
+TEST(RankEnvTest, ReadsTorchrunVariables) {
+  ScopedEnv env({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+                 {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  const auto rank_env = rank_env_from_environment();
+  ASSERT_TRUE(rank_env.has_value());
+  EXPECT_EQ(rank_env->rank, 5);
+  EXPECT_EQ(rank_env->world_size, 8);
+  EXPECT_EQ(rank_env->local_rank, 1);
+  EXPECT_EQ(rank_env->local_world_size, 4);
+  EXPECT_EQ(rank_env->master_addr, "node0");
+  EXPECT_EQ(rank_env->master_port, 29500);
+}
+
+TEST(RankEnvTest, LocalRankDefaultsToRankOnOneMachine) {
+  ScopedEnv env({{"RANK", "2"}, {"WORLD_SIZE", "3"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+  EXPECT_EQ(rank_env_from_environment()->local_rank, 2);
+  EXPECT_EQ(rank_env_from_environment()->local_world_size, 3);
+}
+
+TEST(RankEnvTest, MalformedValuesAreNamedWithTheirText) {
+  const std::vector<std::pair<std::string, std::string>> base = {
+      {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"}};
+  auto with = [&](const std::string& name, const std::string& value) {
+    auto vars = base;
+    for (auto& [n, v] : vars) {
+      if (n == name) v = value;
+    }
+    if (name == "LOCAL_RANK") vars.emplace_back(name, value);
+    return vars;
+  };
+  struct Case {
+    std::string name, value, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"RANK", "one", "RANK must be an integer in [0, WORLD_SIZE=2), got \"one\""},
+           {"RANK", "2", "RANK must be an integer in [0, WORLD_SIZE=2), got \"2\""},
+           {"WORLD_SIZE", "2x", "WORLD_SIZE must be an integer in [1, 1048576], got \"2x\""},
+           {"MASTER_PORT", "70000", "MASTER_PORT must be an integer in [1, 65535], got \"70000\""},
+           {"LOCAL_RANK", "-1", "LOCAL_RANK must be an integer in [0, LOCAL_WORLD_SIZE=2), got \"-1\""}}) {
+    ScopedEnv env(with(c.name, c.value));
+    EXPECT_THAT([] { rank_env_from_environment(); },
+                testing::ThrowsMessage<Error>(HasSubstr(c.message)))
+        << c.name << "=" << c.value;
+  }
+  ScopedEnv missing({{"RANK", "0"}});
+  EXPECT_THAT([] { rank_env_from_environment(); },
+              testing::ThrowsMessage<Error>(HasSubstr("RANK and WORLD_SIZE must be set together, got RANK alone")));
+}
+
+}  // namespace
+}  // namespace baton::comm

@@ -1,0 +1,79 @@
+// comm_peer: one rank of the multi-process tests in process_test.cpp. Reads
+// its place from the torchrun environment and runs one scenario:
+//   ping  - every rank sends its rank to the next one, receives from the
+//           previous one, and all ranks all-reduce; prints "ok" on success.
+//   die   - rank 0 kills itself (SIGKILL) while rank 1 waits for a tensor
+//           from it; rank 1 reports the error and exits 2.
+// Any baton::Error is printed as one line on stderr with exit code 2.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "baton/comm/communicator.h"
+#include "baton/comm/rank_env.h"
+#include "baton/core/error.h"
+
+namespace {
+
+using namespace baton::comm;
+
+void ping(Communicator& comm) {
+  const int next = (comm.rank() + 1) % comm.world_size();
+  const int prev = (comm.rank() + comm.world_size() - 1) % comm.world_size();
+  RecvHandle recv = comm.irecv(prev, Tag{prev, 0, Direction::kForward});
+  SendHandle send = comm.isend(torch::full({2, 2}, comm.rank()), next,
+                               Tag{comm.rank(), 0, Direction::kForward});
+  const torch::Tensor got = recv.wait("RECV_F from rank " + std::to_string(prev));
+  send.wait("SEND_F to rank " + std::to_string(next));
+  BATON_CHECK(torch::equal(got, torch::full({2, 2}, prev)), "[comm_peer] wrong tensor from rank ",
+              prev);
+  std::vector<torch::Tensor> sum{torch::ones({3}) * comm.rank()};
+  comm.all_reduce_sum(sum);
+  const int n = comm.world_size();
+  BATON_CHECK(sum[0].equal(torch::ones({3}) * (n * (n - 1) / 2)), "[comm_peer] wrong sum");
+  std::cout << "ok from rank " << comm.rank() << std::endl;
+}
+
+void die(Communicator& comm) {
+  comm.barrier();
+  if (comm.rank() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    kill(getpid(), SIGKILL);
+  }
+  comm.irecv(0, Tag{0, 0, Direction::kForward}).wait("stage 1 micro-batch 0 RECV_F from rank 0");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string scenario = argc > 1 ? argv[1] : "";
+  const int timeout_ms = argc > 2 ? std::stoi(argv[2]) : 10000;
+  try {
+    const auto env = rank_env_from_environment();
+    BATON_CHECK(env.has_value(), "[comm_peer] RANK and WORLD_SIZE are not set");
+    Communicator comm = connect(ConnectOptions()
+                                    .set_rank(env->rank)
+                                    .set_world_size(env->world_size)
+                                    .set_master_addr(env->master_addr)
+                                    .set_master_port(env->master_port)
+                                    .set_timeout(std::chrono::milliseconds(timeout_ms)));
+    if (scenario == "ping") {
+      ping(comm);
+    } else if (scenario == "die") {
+      die(comm);
+    } else {
+      std::cerr << "usage: comm_peer ping|die [timeout_ms]" << std::endl;
+      return 64;
+    }
+  } catch (const baton::Error& e) {
+    std::cerr << e.what() << std::endl;
+    return 2;
+  }
+  return 0;
+}

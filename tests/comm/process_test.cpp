@@ -1,0 +1,109 @@
+// Ranks as real processes talking over a TCPStore and Gloo, through the
+// comm_peer helper built next to this test.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "baton/comm/communicator.h"
+#include "baton/comm/launcher.h"
+#include "baton/core/error.h"
+
+namespace baton::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HasSubstr;
+
+std::string peer_program() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  EXPECT_GT(n, 0);
+  std::string self(path, static_cast<size_t>(std::max<ssize_t>(n, 0)));
+  const std::string peer = self.substr(0, self.rfind('/')) + "/comm_peer";
+  EXPECT_EQ(access(peer.c_str(), X_OK), 0) << peer << " is missing: build target comm_peer";
+  return peer;
+}
+
+TEST(ProcessTest, LaunchedRanksExchangeTensorsAndAllReduceOverTcpStore) {
+  std::ostringstream out, err;
+  const int code = launch_local(3, {peer_program(), "ping", "5000"},
+                                LaunchOptions().set_out(&out).set_err(&err));
+  EXPECT_EQ(code, 0) << err.str();
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_THAT(out.str(), HasSubstr("[rank " + std::to_string(r) + "] ok from rank " +
+                                     std::to_string(r) + "\n"));
+  }
+}
+
+// Starts rank `rank` of 2 with its stderr in `stderr_path`.
+pid_t start_rank(const std::string& program, int rank, int port, const std::string& stderr_path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", "2", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+    freopen(stderr_path.c_str(), "w", stderr);
+    execl(program.c_str(), program.c_str(), "die", "10000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+TEST(ProcessTest, KillingARankMidReceiveMakesItsPeerFailWellBeforeTheTimeout) {
+  const std::string program = peer_program();
+  const int port = find_free_port();
+  const std::string log = testing::TempDir() + "/comm_process_rank1.err";
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t rank0 = start_rank(program, 0, port, "/dev/null");
+  const pid_t rank1 = start_rank(program, 1, port, log);
+  int status0 = 0, status1 = 0;
+  waitpid(rank1, &status1, 0);
+  const auto took = std::chrono::steady_clock::now() - start;
+  waitpid(rank0, &status0, 0);
+  EXPECT_TRUE(WIFSIGNALED(status0) && WTERMSIG(status0) == SIGKILL);
+  ASSERT_TRUE(WIFEXITED(status1));
+  EXPECT_EQ(WEXITSTATUS(status1), 2);
+  EXPECT_LT(took, 8s) << "rank 1 waited for its 10 s timeout instead of noticing the dead peer";
+  std::ifstream file(log);
+  std::stringstream text;
+  text << file.rdbuf();
+  EXPECT_EQ(text.str(),
+            "[comm] rank 1: peer rank 0 closed the connection while waiting for stage 1 "
+            "micro-batch 0 RECV_F from rank 0\n");
+}
+
+TEST(ProcessTest, RankWhoseMasterNeverShowsUpFailsAfterTheTimeout) {
+  const int port = find_free_port();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(
+      [&] {
+        connect(ConnectOptions().set_rank(1).set_world_size(2).set_master_port(port).set_timeout(1s));
+      },
+      testing::ThrowsMessage<Error>(HasSubstr(
+          "[comm] rank 1 could not reach rank 0's rendezvous store at 127.0.0.1:" +
+          std::to_string(port) + " within 1 s")));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
+}
+
+TEST(ProcessTest, MasterWhosePeersNeverShowUpFailsAfterTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(
+      [&] {
+        connect(ConnectOptions().set_rank(0).set_world_size(3).set_master_port(find_free_port()).set_timeout(1s));
+      },
+      testing::ThrowsMessage<Error>(HasSubstr(
+          "[comm] rank 0 timed out after 1 s waiting for the other 2 rank(s) to join")));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
+}
+
+}  // namespace
+}  // namespace baton::comm

@@ -1,0 +1,63 @@
+#include "baton/comm/tag.h"
+
+#include <set>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "baton/core/error.h"
+
+namespace baton::comm {
+namespace {
+
+using detail::c10d_tag;
+using detail::Part;
+using schedule::ActionKind;
+
+TEST(TagTest, NoTwoMessagesOfAStepShareAC10dTag) {
+  std::set<int> seen;
+  int count = 0;
+  for (int stage : {0, 1, 2, 7, kMaxStages - 1}) {
+    for (int microbatch : {0, 1, 2, 63, kMaxMicrobatches - 1}) {
+      for (Direction dir : {Direction::kForward, Direction::kBackward}) {
+        for (Part part : {Part::kHeader, Part::kPayload}) {
+          const int tag = c10d_tag(Tag{stage, microbatch, dir}, part);
+          EXPECT_GE(tag, 0);
+          seen.insert(tag);
+          ++count;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(count));
+}
+
+TEST(TagTest, MappingFollowsTheDocumentedFormula) {
+  // ((microbatch * kMaxStages + stage) * 2 + direction) * 2 + part
+  EXPECT_EQ(c10d_tag(Tag{3, 5, Direction::kBackward}, Part::kPayload),
+            ((5 * kMaxStages + 3) * 2 + 1) * 2 + 1);
+  EXPECT_EQ(c10d_tag(Tag{0, 0, Direction::kForward}, Part::kHeader), 0);
+}
+
+TEST(TagTest, StageOrMicrobatchOutOfRangeIsRejectedWithTheValue) {
+  EXPECT_THAT([] { c10d_tag(Tag{kMaxStages, 0, Direction::kForward}, Part::kHeader); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("stage must be in [0, 1024), got 1024")));
+  EXPECT_THAT([] { c10d_tag(Tag{0, -1, Direction::kForward}, Part::kHeader); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("micro-batch must be in [0, 524288), got -1")));
+}
+
+TEST(TagTest, SendAndMatchingReceiveNameTheSameTag) {
+  EXPECT_EQ(tag_for({ActionKind::SEND_F, 2, 5}), tag_for({ActionKind::RECV_F, 3, 5}));
+  EXPECT_EQ(tag_for({ActionKind::SEND_B, 3, 5}), tag_for({ActionKind::RECV_B, 2, 5}));
+  EXPECT_EQ(tag_for({ActionKind::SEND_F, 2, 5}), (Tag{2, 5, Direction::kForward}));
+  EXPECT_EQ(tag_for({ActionKind::SEND_B, 3, 5}), (Tag{3, 5, Direction::kBackward}));
+  EXPECT_FALSE(tag_for({ActionKind::SEND_F, 2, 5}) == tag_for({ActionKind::SEND_B, 2, 5}));
+}
+
+TEST(TagTest, ComputeActionsHaveNoTag) {
+  EXPECT_THAT([] { tag_for({ActionKind::F, 1, 2}); },
+              testing::ThrowsMessage<Error>(testing::HasSubstr("got 1F2")));
+}
+
+}  // namespace
+}  // namespace baton::comm

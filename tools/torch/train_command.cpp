@@ -1,0 +1,118 @@
+// baton train: flags over a TOML config; with --nproc N, starts N local ranks
+// (this same command line, with torchrun's variables set); under torchrun or
+// our launcher (RANK set), runs as that one rank.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <vector>
+
+#include "baton/comm/launcher.h"
+#include "baton/comm/rank_env.h"
+#include "baton/core/error.h"
+#include "baton/train/config.h"
+#include "baton/train/trainer.h"
+#include "tools/cli.h"
+
+namespace baton::cli {
+namespace {
+
+struct TrainFlags {
+  std::string config_file;
+  int nproc = 0;
+  train::TrainConfig values;  // what the flags said
+  // Copies a flag's value into the final config when the flag was given.
+  std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> given;
+  std::vector<std::string> argv;
+};
+
+template <typename T>
+void flag(CLI::App* cmd, TrainFlags& f, const std::string& name, T train::TrainConfig::*member,
+          const std::string& help) {
+  CLI::Option* option = cmd->add_option(name, f.values.*member, help);
+  f.given.emplace_back(option, [&f, member](train::TrainConfig& c) { c.*member = f.values.*member; });
+}
+
+int run(TrainFlags& f) {
+  train::TrainConfig config;
+  if (!f.config_file.empty()) train::load_toml(f.config_file, config);
+  for (auto& [option, copy] : f.given) {
+    if (option->count() > 0) copy(config);
+  }
+  train::check_config(config);
+  const auto env = comm::rank_env_from_environment();
+  if (env) {
+    train::RankContext context{env->rank, env->world_size, env->local_world_size, env->master_addr,
+                               env->master_port};
+    try {
+      train::train(config, context);
+    } catch (const Error& e) {
+      std::cerr << "baton: error: " << e.what() << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  const int nproc = f.nproc > 0 ? f.nproc : 1;
+  BATON_CHECK(nproc == config.pp, "[train] pp=", config.pp, " needs ", config.pp,
+              " ranks but --nproc is ", nproc, ": pass --nproc ", config.pp,
+              ", or start the ranks with torchrun");
+  train::check_setup(config);
+  if (nproc == 1) {
+    train::train(config, train::RankContext{});
+    return 0;
+  }
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  BATON_CHECK(n > 0, "[train] cannot find this executable to start the ranks");
+  exe[n] = '\0';
+  std::vector<std::string> argv = f.argv;
+  argv[0] = exe;
+  comm::LaunchOptions options;
+  return comm::launch_local(nproc, argv, options);
+}
+
+}  // namespace
+
+Action add_train(CLI::App& app) {
+  auto f = std::make_shared<TrainFlags>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a model with pipeline parallelism");
+  cmd->add_option("--config", f->config_file, "TOML config; flags override its keys")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--nproc", f->nproc, "Start this many local ranks (one per pipeline rank)")
+      ->check(CLI::Range(1, 1024));
+  flag(cmd, *f, "--model", &train::TrainConfig::model, "mlp | cnn | gpt");
+  flag(cmd, *f, "--layers", &train::TrainConfig::layers, "mlp: Linear layers; gpt: transformer blocks");
+  flag(cmd, *f, "--hidden", &train::TrainConfig::hidden, "Hidden width (mlp, gpt)");
+  flag(cmd, *f, "--heads", &train::TrainConfig::heads, "Attention heads (gpt)");
+  flag(cmd, *f, "--context", &train::TrainConfig::context, "Tokens per sample (gpt)");
+  flag(cmd, *f, "--text", &train::TrainConfig::text, "UTF-8 text file for gpt (default: GPL-3 text)");
+  flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
+  flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir, "Where decompressed data is kept");
+  flag(cmd, *f, "--pp", &train::TrainConfig::pp, "Pipeline ranks");
+  flag(cmd, *f, "--schedule", &train::TrainConfig::schedule, "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, chimera");
+  flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages, "Stage chunks per rank (interleaved, looped-bfs)");
+  flag(cmd, *f, "--microbatches", &train::TrainConfig::microbatches, "Micro-batches per step");
+  flag(cmd, *f, "--batch", &train::TrainConfig::batch, "Mini-batch size");
+  flag(cmd, *f, "--steps", &train::TrainConfig::steps, "Optimizer steps (overrides --epochs)");
+  flag(cmd, *f, "--epochs", &train::TrainConfig::epochs, "Epochs over the dataset");
+  flag(cmd, *f, "--lr", &train::TrainConfig::lr, "Learning rate");
+  flag(cmd, *f, "--optimizer", &train::TrainConfig::optimizer, "sgd | adam | adamw");
+  flag(cmd, *f, "--seed", &train::TrainConfig::seed, "Seed of weights and data");
+  flag(cmd, *f, "--balance", &train::TrainConfig::balance, "uniform | params | time | memory | optimal | 3,5,...");
+  flag(cmd, *f, "--checkpoint", &train::TrainConfig::checkpoint, "never | except_last | always");
+  flag(cmd, *f, "--threads", &train::TrainConfig::threads, "Intra-op threads per rank (default: cores / local ranks)");
+  flag(cmd, *f, "--timeout", &train::TrainConfig::timeout_s, "Seconds any wait between ranks may take");
+  flag(cmd, *f, "--metrics", &train::TrainConfig::metrics, "Write JSON lines of metrics");
+  flag(cmd, *f, "--trace", &train::TrainConfig::trace, "Write the last step's measured timeline as a Chrome trace");
+  flag(cmd, *f, "--svg", &train::TrainConfig::svg, "Write the last step's measured timeline as SVG");
+  flag(cmd, *f, "--log-every", &train::TrainConfig::log_every, "Print progress every N steps");
+  CLI::Option* compare = cmd->add_flag("--compare-sim", f->values.compare_sim,
+                                       "Print measured vs simulated step time and peak activations");
+  f->given.emplace_back(compare, [f](train::TrainConfig& c) { c.compare_sim = f->values.compare_sim; });
+  return [f] {
+    f->argv = command_line();
+    return run(*f);
+  };
+}
+
+}  // namespace baton::cli
