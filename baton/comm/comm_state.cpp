@@ -25,9 +25,9 @@ std::string peer_name(int peer) {
 
 }  // namespace
 
-CommState::CommState(compat::BackendPtr backend, c10::intrusive_ptr<c10d::Store> store,
-                     int rank, int world_size, std::chrono::milliseconds timeout,
-                     at::Device device, bool ordered_p2p, std::string backend_name)
+CommState::CommState(compat::BackendPtr backend, c10::intrusive_ptr<c10d::Store> store, int rank,
+                     int world_size, std::chrono::milliseconds timeout, at::Device device,
+                     bool ordered_p2p, std::string backend_name)
     : backend(std::move(backend)),
       store(std::move(store)),
       rank(rank),
@@ -44,12 +44,12 @@ void CommState::throw_if_failed() const {
 }
 
 void CommState::wait_work(const compat::WorkPtr& work,
-                          std::chrono::steady_clock::time_point deadline,
-                          const std::string& what, int peer) {
+                          std::chrono::steady_clock::time_point deadline, const std::string& what,
+                          int peer) {
   using namespace std::chrono;
   // c10d reads a zero timeout as "use the default", so never pass less than 1 ms.
-  const auto left = std::max(milliseconds(1),
-                             duration_cast<milliseconds>(deadline - steady_clock::now()));
+  const auto left =
+      std::max(milliseconds(1), duration_cast<milliseconds>(deadline - steady_clock::now()));
   try {
     work->wait(left);
   } catch (...) {
@@ -70,8 +70,8 @@ void CommState::fail(std::exception_ptr error, const std::string& what, int peer
     message = ::baton::detail::concat("[comm] rank ", rank, ": ", peer_name(peer),
                                       " closed the connection while waiting for ", what);
   } else {
-    message = ::baton::detail::concat("[comm] rank ", rank, " failed while waiting for ",
-                                      what, ": ", detail);
+    message = ::baton::detail::concat("[comm] rank ", rank, " failed while waiting for ", what,
+                                      ": ", detail);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

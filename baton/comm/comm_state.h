@@ -12,8 +12,8 @@ namespace baton::comm::detail {
 
 struct CommState {
   CommState(compat::BackendPtr backend, c10::intrusive_ptr<c10d::Store> store, int rank,
-            int world_size, std::chrono::milliseconds timeout, at::Device device,
-            bool ordered_p2p, std::string backend_name);
+            int world_size, std::chrono::milliseconds timeout, at::Device device, bool ordered_p2p,
+            std::string backend_name);
 
   compat::BackendPtr backend;
   c10::intrusive_ptr<c10d::Store> store;  // rank 0's TCPStore server lives here

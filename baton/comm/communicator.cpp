@@ -45,11 +45,10 @@ struct RecvState {
     try {
       const bool arrived = header_work->wait(limit);
       if (arrived) {
-        at::Tensor payload_tensor = allocate_from_header(
-            header.to(at::kCPU), comm->device, ::baton::detail::concat("rank ", src));
+        at::Tensor payload_tensor = allocate_from_header(header.to(at::kCPU), comm->device,
+                                                         ::baton::detail::concat("rank ", src));
         std::vector<at::Tensor> tensors{payload_tensor};
-        compat::WorkPtr work =
-            comm->backend->recv(tensors, src, c10d_tag(tag, Part::kPayload));
+        compat::WorkPtr work = comm->backend->recv(tensors, src, c10d_tag(tag, Part::kPayload));
         std::lock_guard<std::mutex> lock(mutex);
         payload = std::move(payload_tensor);
         payload_work = std::move(work);
@@ -116,8 +115,7 @@ torch::Tensor RecvHandle::wait(const std::string& what) {
   return state.payload;
 }
 
-Communicator::Communicator(std::shared_ptr<detail::CommState> state)
-    : state_(std::move(state)) {}
+Communicator::Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
 
 Communicator::~Communicator() = default;
 
@@ -131,8 +129,8 @@ SendHandle Communicator::isend(const torch::Tensor& tensor, int dst, const Tag& 
   BATON_CHECK(tensor.defined(), "[comm.isend] rank ", comm.rank, ": undefined tensor for ",
               to_string(tag));
   BATON_CHECK(dst >= 0 && dst < comm.world_size && dst != comm.rank, "[comm.isend] rank ",
-              comm.rank, ": destination must be another rank in [0, ", comm.world_size,
-              "), got ", dst);
+              comm.rank, ": destination must be another rank in [0, ", comm.world_size, "), got ",
+              dst);
   comm.throw_if_failed();
   auto state = std::make_shared<detail::SendState>();
   state->comm = state_;
@@ -149,15 +147,14 @@ SendHandle Communicator::isend(const torch::Tensor& tensor, int dst, const Tag& 
 RecvHandle Communicator::irecv(int src, const Tag& tag) {
   auto& comm = *state_;
   BATON_CHECK(src >= 0 && src < comm.world_size && src != comm.rank, "[comm.irecv] rank ",
-              comm.rank, ": source must be another rank in [0, ", comm.world_size, "), got ",
-              src);
+              comm.rank, ": source must be another rank in [0, ", comm.world_size, "), got ", src);
   comm.throw_if_failed();
   auto state = std::make_shared<detail::RecvState>();
   state->comm = state_;
   state->src = src;
   state->tag = tag;
-  state->header = at::empty({detail::kHeaderLength},
-                            at::TensorOptions().dtype(at::kLong).device(comm.device));
+  state->header =
+      at::empty({detail::kHeaderLength}, at::TensorOptions().dtype(at::kLong).device(comm.device));
   std::vector<at::Tensor> header{state->header};
   state->header_work = comm.backend->recv(header, src, detail::c10d_tag(tag, Part::kHeader));
   if (comm.ordered_p2p) {
@@ -180,8 +177,8 @@ void Communicator::all_reduce_sum(std::vector<torch::Tensor>& tensors, const std
   // One flat buffer per dtype, as Gloo reduces a list as copies of ONE tensor.
   std::vector<bool> done(tensors.size(), false);
   for (size_t first = 0; first < tensors.size(); ++first) {
-    BATON_CHECK(tensors[first].defined(), "[comm.all_reduce_sum] rank ", comm.rank,
-                ": tensor ", first, " is undefined");
+    BATON_CHECK(tensors[first].defined(), "[comm.all_reduce_sum] rank ", comm.rank, ": tensor ",
+                first, " is undefined");
     if (done[first]) continue;
     const auto dtype = tensors[first].scalar_type();
     std::vector<size_t> group;

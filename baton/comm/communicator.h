@@ -15,13 +15,13 @@
 // each with its own Communicator over one shared store (see from_store).
 #pragma once
 
+#include <torch/types.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/types.h>
+#include <vector>
 
 #include "baton/comm/tag.h"
 
@@ -118,11 +118,26 @@ struct ConnectOptions {
   // Bounds every wait, and the rendezvous of the ranks at creation.
   std::chrono::milliseconds timeout = kDefaultTimeout;
 
-  ConnectOptions& set_rank(int v) { rank = v; return *this; }
-  ConnectOptions& set_world_size(int v) { world_size = v; return *this; }
-  ConnectOptions& set_master_addr(std::string v) { master_addr = std::move(v); return *this; }
-  ConnectOptions& set_master_port(int v) { master_port = v; return *this; }
-  ConnectOptions& set_timeout(std::chrono::milliseconds v) { timeout = v; return *this; }
+  ConnectOptions& set_rank(int v) {
+    rank = v;
+    return *this;
+  }
+  ConnectOptions& set_world_size(int v) {
+    world_size = v;
+    return *this;
+  }
+  ConnectOptions& set_master_addr(std::string v) {
+    master_addr = std::move(v);
+    return *this;
+  }
+  ConnectOptions& set_master_port(int v) {
+    master_port = v;
+    return *this;
+  }
+  ConnectOptions& set_timeout(std::chrono::milliseconds v) {
+    timeout = v;
+    return *this;
+  }
 };
 
 // Joins a Gloo process group: rank 0 hosts a c10d TCPStore on master_port,

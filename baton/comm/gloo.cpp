@@ -35,13 +35,14 @@ Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int worl
     backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
   } catch (...) {
     const std::string why = detail::first_line(std::current_exception());
-    const bool timed_out = why.find("imeout") != std::string::npos ||
-                           why.find("imed out") != std::string::npos;
+    const bool timed_out =
+        why.find("imeout") != std::string::npos || why.find("imed out") != std::string::npos;
     BATON_CHECK(!timed_out, "[comm] rank ", rank, " timed out after ",
                 detail::format_duration(timeout), " waiting for the other ", world_size - 1,
                 " rank(s) to join the process group (", why, ")");
-    throw Error(::baton::detail::concat("[comm] rank ", rank, " could not join the process group of ",
-                                        world_size, " ranks: ", why));
+    throw Error(::baton::detail::concat("[comm] rank ", rank,
+                                        " could not join the process group of ", world_size,
+                                        " ranks: ", why));
   }
   return Communicator(std::make_shared<detail::CommState>(
       std::move(backend), std::move(store), rank, world_size, timeout, at::Device(at::kCPU),
@@ -63,8 +64,6 @@ Communicator from_store(c10::intrusive_ptr<c10d::Store> store, int rank, int wor
   return make_gloo(std::move(store), rank, world_size, timeout, make_device("127.0.0.1"));
 }
 
-c10::intrusive_ptr<c10d::Store> make_hash_store() {
-  return c10::make_intrusive<c10d::HashStore>();
-}
+c10::intrusive_ptr<c10d::Store> make_hash_store() { return c10::make_intrusive<c10d::HashStore>(); }
 
 }  // namespace baton::comm

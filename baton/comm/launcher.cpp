@@ -40,9 +40,9 @@ struct Rank {
 
 std::vector<std::string> child_environment(int rank, int nproc, int port) {
   const std::vector<std::pair<std::string, std::string>> overrides = {
-      {"RANK", std::to_string(rank)},        {"WORLD_SIZE", std::to_string(nproc)},
-      {"LOCAL_RANK", std::to_string(rank)},  {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
-      {"MASTER_ADDR", "127.0.0.1"},          {"MASTER_PORT", std::to_string(port)}};
+      {"RANK", std::to_string(rank)},       {"WORLD_SIZE", std::to_string(nproc)},
+      {"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", std::to_string(nproc)},
+      {"MASTER_ADDR", "127.0.0.1"},         {"MASTER_PORT", std::to_string(port)}};
   std::vector<std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string item(*entry);
@@ -140,7 +140,8 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
   BATON_CHECK(!argv.empty(), "[launch] no command to run");
   const int port = options.master_port != 0 ? options.master_port : find_free_port();
 
-  struct sigaction action {}, old_int {}, old_term {};
+  struct sigaction action {
+  }, old_int{}, old_term{};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
   g_interrupted = false;

@@ -22,10 +22,22 @@ struct LaunchOptions {
   std::ostream* out = &std::cout;
   std::ostream* err = &std::cerr;
 
-  LaunchOptions& set_grace_period(std::chrono::milliseconds v) { grace_period = v; return *this; }
-  LaunchOptions& set_master_port(int v) { master_port = v; return *this; }
-  LaunchOptions& set_out(std::ostream* v) { out = v; return *this; }
-  LaunchOptions& set_err(std::ostream* v) { err = v; return *this; }
+  LaunchOptions& set_grace_period(std::chrono::milliseconds v) {
+    grace_period = v;
+    return *this;
+  }
+  LaunchOptions& set_master_port(int v) {
+    master_port = v;
+    return *this;
+  }
+  LaunchOptions& set_out(std::ostream* v) {
+    out = v;
+    return *this;
+  }
+  LaunchOptions& set_err(std::ostream* v) {
+    err = v;
+    return *this;
+  }
 };
 
 // Runs `argv` (argv[0] searched in PATH) as `nproc` processes with RANK,

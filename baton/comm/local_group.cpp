@@ -10,8 +10,7 @@ namespace baton::comm {
 
 void run_local_group(int world_size, std::chrono::milliseconds timeout,
                      const std::function<void(Communicator&)>& body) {
-  BATON_CHECK(world_size >= 1, "[comm.run_local_group] world size must be >= 1, got ",
-              world_size);
+  BATON_CHECK(world_size >= 1, "[comm.run_local_group] world size must be >= 1, got ", world_size);
   auto store = make_hash_store();
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world_size));
   std::vector<std::thread> threads;

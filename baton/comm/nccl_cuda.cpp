@@ -5,9 +5,9 @@
 #ifndef USE_C10D_NCCL
 #define USE_C10D_NCCL
 #endif
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-
 #include <c10/cuda/CUDAFunctions.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include "baton/comm/comm_state.h"
 #include "baton/core/error.h"
@@ -16,9 +16,8 @@ namespace baton::comm {
 
 Communicator connect_nccl(const ConnectOptions& options, int local_rank) {
   const int devices = static_cast<int>(c10::cuda::device_count());
-  BATON_CHECK(local_rank >= 0 && local_rank < devices, "[comm.connect_nccl] rank ",
-              options.rank, ": local rank ", local_rank, " has no GPU (", devices,
-              " visible)");
+  BATON_CHECK(local_rank >= 0 && local_rank < devices, "[comm.connect_nccl] rank ", options.rank,
+              ": local rank ", local_rank, " has no GPU (", devices, " visible)");
   c10::cuda::set_device(static_cast<c10::DeviceIndex>(local_rank));
   auto store = detail::connect_store(options);
   store->setTimeout(options.timeout);

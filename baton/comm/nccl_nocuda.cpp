@@ -1,6 +1,5 @@
 // Stand-in for nccl_cuda.cpp in builds against a CPU-only LibTorch.
 #include "baton/comm/nccl.h"
-
 #include "baton/core/error.h"
 
 namespace baton::comm {

@@ -19,8 +19,8 @@ int parse_int(const char* name, const char* text, long low, long high, const cha
   errno = 0;
   const long value = std::strtol(text, &end, 10);
   const bool ok = errno == 0 && end != text && *end == '\0' && value >= low && value <= high;
-  BATON_CHECK(ok, "[comm.rank_env] ", name, " must be an integer in ", range, ", got \"",
-              text, "\"");
+  BATON_CHECK(ok, "[comm.rank_env] ", name, " must be an integer in ", range, ", got \"", text,
+              "\"");
   return static_cast<int>(value);
 }
 
@@ -38,17 +38,17 @@ std::optional<RankEnv> rank_env_from_environment() {
   env.rank = parse_int("RANK", rank, 0, env.world_size - 1,
                        ::baton::detail::concat("[0, WORLD_SIZE=", env.world_size, ")").c_str());
   const char* local_world_size = get("LOCAL_WORLD_SIZE");
-  env.local_world_size = local_world_size == nullptr
-                             ? env.world_size
-                             : parse_int("LOCAL_WORLD_SIZE", local_world_size, 1, env.world_size,
-                                         "[1, WORLD_SIZE]");
+  env.local_world_size =
+      local_world_size == nullptr
+          ? env.world_size
+          : parse_int("LOCAL_WORLD_SIZE", local_world_size, 1, env.world_size, "[1, WORLD_SIZE]");
   const char* local_rank = get("LOCAL_RANK");
-  env.local_rank = local_rank == nullptr
-                       ? env.rank % env.local_world_size
-                       : parse_int("LOCAL_RANK", local_rank, 0, env.local_world_size - 1,
-                                   ::baton::detail::concat("[0, LOCAL_WORLD_SIZE=",
-                                                           env.local_world_size, ")")
-                                       .c_str());
+  env.local_rank =
+      local_rank == nullptr
+          ? env.rank % env.local_world_size
+          : parse_int("LOCAL_RANK", local_rank, 0, env.local_world_size - 1,
+                      ::baton::detail::concat("[0, LOCAL_WORLD_SIZE=", env.local_world_size, ")")
+                          .c_str());
   const char* master_addr = get("MASTER_ADDR");
   BATON_CHECK(master_addr != nullptr, "[comm.rank_env] MASTER_ADDR must be set when RANK is");
   env.master_addr = master_addr;

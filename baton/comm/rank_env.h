@@ -19,8 +19,8 @@ struct RankEnv {
 // Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
 // MASTER_PORT. Returns nullopt when neither RANK nor WORLD_SIZE is set (a
 // single-process run). LOCAL_WORLD_SIZE defaults to WORLD_SIZE (one
-// machine) and LOCAL_RANK to RANK % LOCAL_WORLD_SIZE. Throws baton::Error naming the variable and its
-// value when one is missing, not an integer, or out of range.
+// machine) and LOCAL_RANK to RANK % LOCAL_WORLD_SIZE. Throws baton::Error naming the variable and
+// its value when one is missing, not an integer, or out of range.
 std::optional<RankEnv> rank_env_from_environment();
 
 }  // namespace baton::comm

@@ -6,10 +6,10 @@ namespace baton::comm::detail {
 
 void check_group(int rank, int world_size, std::chrono::milliseconds timeout) {
   BATON_CHECK(world_size >= 1, "[comm.connect] world size must be >= 1, got ", world_size);
-  BATON_CHECK(rank >= 0 && rank < world_size, "[comm.connect] rank must be in [0, ",
-              world_size, "), got ", rank);
-  BATON_CHECK(timeout.count() > 0, "[comm.connect] timeout must be positive, got ",
-              timeout.count(), " ms");
+  BATON_CHECK(rank >= 0 && rank < world_size, "[comm.connect] rank must be in [0, ", world_size,
+              "), got ", rank);
+  BATON_CHECK(timeout.count() > 0, "[comm.connect] timeout must be positive, got ", timeout.count(),
+              " ms");
 }
 
 c10::intrusive_ptr<c10d::Store> connect_store(const ConnectOptions& options) {
@@ -27,13 +27,13 @@ c10::intrusive_ptr<c10d::Store> connect_store(const ConnectOptions& options) {
     const std::string why = first_line(std::current_exception());
     if (options.rank == 0) {
       throw Error(::baton::detail::concat("[comm] rank 0 could not host the rendezvous store on ",
-                                          options.master_addr, ":", options.master_port, " (",
-                                          why, ")"));
+                                          options.master_addr, ":", options.master_port, " (", why,
+                                          ")"));
     }
-    throw Error(::baton::detail::concat(
-        "[comm] rank ", options.rank, " could not reach rank 0's rendezvous store at ",
-        options.master_addr, ":", options.master_port, " within ",
-        format_duration(options.timeout), " (", why, ")"));
+    throw Error(::baton::detail::concat("[comm] rank ", options.rank,
+                                        " could not reach rank 0's rendezvous store at ",
+                                        options.master_addr, ":", options.master_port, " within ",
+                                        format_duration(options.timeout), " (", why, ")"));
   }
 }
 

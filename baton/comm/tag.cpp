@@ -6,7 +6,7 @@ namespace baton::comm {
 
 std::string to_string(const Tag& tag) {
   return ::baton::detail::concat("stage ", tag.stage, " micro-batch ", tag.microbatch,
-                        tag.dir == Direction::kForward ? " forward" : " backward");
+                                 tag.dir == Direction::kForward ? " forward" : " backward");
 }
 
 Tag tag_for(const schedule::Action& action) {
@@ -24,7 +24,7 @@ Tag tag_for(const schedule::Action& action) {
       break;
   }
   throw Error(::baton::detail::concat("[comm.tag_for] only SEND/RECV actions carry a tag, got ",
-                             schedule::to_string(action)));
+                                      schedule::to_string(action)));
 }
 
 namespace detail {
@@ -37,7 +37,9 @@ int c10d_tag(const Tag& tag, Part part) {
               tag.microbatch);
   const std::int64_t value =
       ((static_cast<std::int64_t>(tag.microbatch) * kMaxStages + tag.stage) * 2 +
-       static_cast<int>(tag.dir)) * 2 + static_cast<int>(part);
+       static_cast<int>(tag.dir)) *
+          2 +
+      static_cast<int>(part);
   return static_cast<int>(value);
 }
 

@@ -34,7 +34,7 @@ inline constexpr int kMaxStages = 1 << 10;
 inline constexpr int kMaxMicrobatches = 1 << 19;
 
 struct Tag {
-  int stage = 0;       // the sending stage
+  int stage = 0;  // the sending stage
   int microbatch = 0;
   Direction dir = Direction::kForward;
 

@@ -27,15 +27,14 @@ at::Tensor allocate_from_header(const at::Tensor& header, const at::Device& devi
   const std::int64_t ndim = in[2];
   BATON_CHECK(dtype >= 0 && dtype < static_cast<std::int64_t>(at::ScalarType::NumOptions),
               "[comm.recv] header from ", from, " names unknown dtype ", dtype);
-  BATON_CHECK(ndim >= 0 && ndim <= kMaxDims, "[comm.recv] header from ", from,
-              " names ", ndim, " dimensions");
+  BATON_CHECK(ndim >= 0 && ndim <= kMaxDims, "[comm.recv] header from ", from, " names ", ndim,
+              " dimensions");
   std::vector<std::int64_t> sizes(in + 3, in + 3 + ndim);
   for (std::int64_t size : sizes) {
     BATON_CHECK(size >= 0, "[comm.recv] header from ", from, " names negative size ", size);
   }
-  return at::empty(sizes, at::TensorOptions()
-                              .dtype(static_cast<at::ScalarType>(dtype))
-                              .device(device));
+  return at::empty(sizes,
+                   at::TensorOptions().dtype(static_cast<at::ScalarType>(dtype)).device(device));
 }
 
 }  // namespace baton::comm::detail

@@ -3,9 +3,9 @@
 // Layout (int64): [kHeaderMagic, scalar type, ndim, size 0, ..., size ndim-1, 0...].
 #pragma once
 
-#include <cstdint>
-
 #include <ATen/ATen.h>
+
+#include <cstdint>
 
 namespace baton::comm::detail {
 

@@ -38,10 +38,11 @@ void accumulate(torch::Tensor& parameter, const torch::Tensor& grad) {
 class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLinearFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input,
-                               const torch::Tensor& weight, const torch::Tensor& bias,
+                               const torch::Tensor& weight,
+                               const c10::optional<torch::Tensor>& bias,
                                c10::intrusive_ptr<detail::WeightGradStash> stash) {
     ctx->save_for_backward({input, weight});
-    ctx->saved_data["has_bias"] = bias.defined();
+    ctx->saved_data["has_bias"] = bias.has_value();
     ctx->saved_data["stash"] = c10::IValue::make_capsule(std::move(stash));
     return at::linear(input, weight, bias);
   }
@@ -118,7 +119,10 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
   BATON_CHECK(input.dim() >= 1 && input.size(-1) == options.in_features(),
               "[nn.Linear] input's last dimension must be in_features ", options.in_features(),
               ": got shape ", input.sizes());
-  return DeferrableLinearFunction::apply(input, weight, bias, stash_);
+  // An absent bias goes in as nullopt: autograd rejects an undefined tensor input.
+  const c10::optional<torch::Tensor> maybe_bias =
+      bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt;
+  return DeferrableLinearFunction::apply(input, weight, maybe_bias, stash_);
 }
 
 void LinearImpl::set_defer_weight_grad(bool defer, int64_t key) {

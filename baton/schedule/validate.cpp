@@ -85,6 +85,9 @@ void check_completeness(const Schedule& schedule, const Occurrences& seen) {
     for (int mb = 0; mb < schedule.microbatches; ++mb) {
       const int f = seen.n(ActionKind::F, s, mb), b = seen.n(ActionKind::B, s, mb);
       const int i = seen.n(ActionKind::I, s, mb), w = seen.n(ActionKind::W, s, mb);
+      const bool whole = b == 1 && i == 0 && w == 0;
+      const bool split = b == 0 && i == 1 && w == 1;
+      if (f == 1 && (whole || split)) continue;
       Marks marks;
       for (ActionKind k : {ActionKind::F, ActionKind::B, ActionKind::I, ActionKind::W})
         if (seen.n(k, s, mb) > 0) marks.push_back(seen.at(k, s, mb));
@@ -92,8 +95,6 @@ void check_completeness(const Schedule& schedule, const Occurrences& seen) {
         fail(schedule, detail::concat(where(s, mb), " has ", f, " F actions; it needs exactly one"),
              marks);
       }
-      const bool whole = b == 1 && i == 0 && w == 0;
-      const bool split = b == 0 && i == 1 && w == 1;
       if (!whole && !split) {
         fail(schedule,
              detail::concat(where(s, mb), " has ", b, " B, ", i, " I and ", w,

@@ -1,14 +1,14 @@
 #include "baton/comm/communicator.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
 #include <thread>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <torch/torch.h>
 
 #include "baton/comm/local_group.h"
 #include "baton/core/error.h"
@@ -60,8 +60,8 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, SendRecvDtypeTest,
 torch::Tensor tagged_tensor(int sender, const Tag& tag) {
   // Shape and values both depend on the tag, so a mix-up shows either way.
   const int64_t length = 1 + tag.microbatch + 3 * tag.stage;
-  const double value = sender * 10000 + tag.stage * 1000 + tag.microbatch * 10 +
-                       static_cast<int>(tag.dir);
+  const double value =
+      sender * 10000 + tag.stage * 1000 + tag.microbatch * 10 + static_cast<int>(tag.dir);
   return torch::full({length}, value, torch::kFloat64);
 }
 
@@ -88,7 +88,8 @@ TEST(CommunicatorTest, ManyTagsInterleavedAndPostedOutOfOrderArriveAtTheirOwnRec
     for (const auto& [peer, t] : recvs) handles.push_back(comm.irecv(peer, tags[t]));
     std::vector<SendHandle> sends;
     for (int peer : peers) {
-      for (const Tag& tag : tags) sends.push_back(comm.isend(tagged_tensor(comm.rank(), tag), peer, tag));
+      for (const Tag& tag : tags)
+        sends.push_back(comm.isend(tagged_tensor(comm.rank(), tag), peer, tag));
     }
     std::vector<size_t> order(recvs.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -123,8 +124,7 @@ class AllReduceTest : public testing::TestWithParam<int> {};
 std::vector<torch::Tensor> rank_tensors(int rank) {
   return {torch::arange(6, torch::kFloat32).reshape({2, 3}) * (rank + 1),
           torch::tensor({rank, 10 * rank, -rank}, torch::kLong),
-          torch::tensor(0.5 * rank, torch::kFloat64),
-          torch::empty({0}, torch::kFloat32),
+          torch::tensor(0.5 * rank, torch::kFloat64), torch::empty({0}, torch::kFloat32),
           torch::arange(4, torch::kFloat32).reshape({2, 2}).t() + rank};
 }
 
@@ -171,10 +171,13 @@ TEST(CommunicatorTest, ReceiveWhoseSenderNeverSendsTimesOutNamingTheAction) {
     EXPECT_GE(waited, 900ms);
     EXPECT_LE(waited, 3s);
     // The communicator is broken now, and says so at once.
-    EXPECT_THAT([&] { comm.isend(torch::ones({1}), 0, Tag{0, 0, Direction::kForward}); },
-                testing::ThrowsMessage<Error>(
-                    HasSubstr("[comm] rank 1 cannot communicate after an earlier failure: "
-                              "[comm] rank 1 timed out after 1 s")));
+    EXPECT_THAT(
+        [&] {
+          comm.isend(torch::ones({1}), 0, Tag{0, 0, Direction::kForward});
+        },
+        testing::ThrowsMessage<Error>(
+            HasSubstr("[comm] rank 1 cannot communicate after an earlier failure: "
+                      "[comm] rank 1 timed out after 1 s")));
     done = true;
   });
 }
@@ -213,8 +216,9 @@ TEST(CommunicatorTest, SendingToItselfOrOutsideTheGroupIsRejected) {
   run_local_group(2, kTimeout, [&](Communicator& comm) {
     EXPECT_THAT([&] { comm.isend(torch::ones({1}), comm.rank(), Tag{}); },
                 testing::ThrowsMessage<Error>(HasSubstr("destination must be another rank")));
-    EXPECT_THAT([&] { comm.irecv(2, Tag{}); },
-                testing::ThrowsMessage<Error>(HasSubstr("source must be another rank in [0, 2), got 2")));
+    EXPECT_THAT(
+        [&] { comm.irecv(2, Tag{}); },
+        testing::ThrowsMessage<Error>(HasSubstr("source must be another rank in [0, 2), got 2")));
   });
 }
 

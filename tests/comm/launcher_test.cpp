@@ -1,11 +1,11 @@
 #include "baton/comm/launcher.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "baton/core/error.h"
 
@@ -18,7 +18,9 @@ using testing::HasSubstr;
 struct Captured {
   std::ostringstream out;
   std::ostringstream err;
-  LaunchOptions options() { return LaunchOptions().set_out(&out).set_err(&err).set_grace_period(1s); }
+  LaunchOptions options() {
+    return LaunchOptions().set_out(&out).set_err(&err).set_grace_period(1s);
+  }
 };
 
 int launch_sh(int nproc, const std::string& script, Captured& captured) {
@@ -39,9 +41,14 @@ TEST(LauncherTest, AllRanksSucceedingReturnsZeroWithEveryLinePrefixedByItsRank) 
 
 TEST(LauncherTest, RanksSeeTheTorchrunEnvironment) {
   Captured c;
-  ASSERT_EQ(launch_sh(2, "echo $RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE@$MASTER_ADDR:$MASTER_PORT", c), 0);
-  EXPECT_THAT(c.out.str(), testing::ContainsRegex("\\[rank 0\\] 0/2/0/2@127\\.0\\.0\\.1:[1-9][0-9]*\n"));
-  EXPECT_THAT(c.out.str(), testing::ContainsRegex("\\[rank 1\\] 1/2/1/2@127\\.0\\.0\\.1:[1-9][0-9]*\n"));
+  ASSERT_EQ(
+      launch_sh(2, "echo $RANK/$WORLD_SIZE/$LOCAL_RANK/$LOCAL_WORLD_SIZE@$MASTER_ADDR:$MASTER_PORT",
+                c),
+      0);
+  EXPECT_THAT(c.out.str(),
+              testing::ContainsRegex("\\[rank 0\\] 0/2/0/2@127\\.0\\.0\\.1:[1-9][0-9]*\n"));
+  EXPECT_THAT(c.out.str(),
+              testing::ContainsRegex("\\[rank 1\\] 1/2/1/2@127\\.0\\.0\\.1:[1-9][0-9]*\n"));
 }
 
 TEST(LauncherTest, OutputWithoutAFinalNewlineIsStillWritten) {
@@ -56,7 +63,9 @@ TEST(LauncherTest, OneRankFailingStopsTheOthersQuicklyAndIsNamed) {
   const int code = launch_sh(3, "if [ $RANK = 1 ]; then sleep 0.2; exit 3; fi; sleep 30", c);
   EXPECT_EQ(code, 3);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
-  EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 1 exited with code 3; stopping the 2 other running rank(s)\n"));
+  EXPECT_THAT(
+      c.err.str(),
+      HasSubstr("[launch] rank 1 exited with code 3; stopping the 2 other running rank(s)\n"));
   EXPECT_THAT(c.err.str(), testing::Not(HasSubstr("[launch] rank 0")));
 }
 
@@ -92,8 +101,8 @@ class ScopedEnv {
 
  private:
   static void clear() {
-    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-                             "MASTER_ADDR", "MASTER_PORT"}) {
+    for (const char* name :
+         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
       unsetenv(name);
     }
   }
@@ -105,8 +114,12 @@ TEST(RankEnvTest, NoRankVariablesMeansASingleProcessRun) {
 }
 
 TEST(RankEnvTest, ReadsTorchrunVariables) {
-  ScopedEnv env({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
-                 {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  ScopedEnv env({{"RANK", "5"},
+                 {"WORLD_SIZE", "8"},
+                 {"LOCAL_RANK", "1"},
+                 {"LOCAL_WORLD_SIZE", "4"},
+                 {"MASTER_ADDR", "node0"},
+                 {"MASTER_PORT", "29500"}});
   const auto rank_env = rank_env_from_environment();
   ASSERT_TRUE(rank_env.has_value());
   EXPECT_EQ(rank_env->rank, 5);
@@ -142,15 +155,17 @@ TEST(RankEnvTest, MalformedValuesAreNamedWithTheirText) {
            {"RANK", "2", "RANK must be an integer in [0, WORLD_SIZE=2), got \"2\""},
            {"WORLD_SIZE", "2x", "WORLD_SIZE must be an integer in [1, 1048576], got \"2x\""},
            {"MASTER_PORT", "70000", "MASTER_PORT must be an integer in [1, 65535], got \"70000\""},
-           {"LOCAL_RANK", "-1", "LOCAL_RANK must be an integer in [0, LOCAL_WORLD_SIZE=2), got \"-1\""}}) {
+           {"LOCAL_RANK", "-1",
+            "LOCAL_RANK must be an integer in [0, LOCAL_WORLD_SIZE=2), got \"-1\""}}) {
     ScopedEnv env(with(c.name, c.value));
     EXPECT_THAT([] { rank_env_from_environment(); },
                 testing::ThrowsMessage<Error>(HasSubstr(c.message)))
         << c.name << "=" << c.value;
   }
-  ScopedEnv missing({{"RANK", "0"}});
+  ScopedEnv missing(std::vector<std::pair<std::string, std::string>>{{"RANK", "0"}});
   EXPECT_THAT([] { rank_env_from_environment(); },
-              testing::ThrowsMessage<Error>(HasSubstr("RANK and WORLD_SIZE must be set together, got RANK alone")));
+              testing::ThrowsMessage<Error>(
+                  HasSubstr("RANK and WORLD_SIZE must be set together, got RANK alone")));
 }
 
 }  // namespace

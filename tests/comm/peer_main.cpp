@@ -6,14 +6,13 @@
 //           from it; rank 1 reports the error and exits 2.
 // Any baton::Error is printed as one line on stderr with exit code 2.
 #include <signal.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <iostream>
 #include <string>
 #include <thread>
-
-#include <torch/torch.h>
 
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_env.h"
@@ -27,8 +26,8 @@ void ping(Communicator& comm) {
   const int next = (comm.rank() + 1) % comm.world_size();
   const int prev = (comm.rank() + comm.world_size() - 1) % comm.world_size();
   RecvHandle recv = comm.irecv(prev, Tag{prev, 0, Direction::kForward});
-  SendHandle send = comm.isend(torch::full({2, 2}, comm.rank()), next,
-                               Tag{comm.rank(), 0, Direction::kForward});
+  SendHandle send =
+      comm.isend(torch::full({2, 2}, comm.rank()), next, Tag{comm.rank(), 0, Direction::kForward});
   const torch::Tensor got = recv.wait("RECV_F from rank " + std::to_string(prev));
   send.wait("SEND_F to rank " + std::to_string(next));
   BATON_CHECK(torch::equal(got, torch::full({2, 2}, prev)), "[comm_peer] wrong tensor from rank ",

@@ -1,9 +1,9 @@
 #include "baton/comm/tag.h"
 
-#include <set>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "baton/core/error.h"
 
@@ -40,10 +40,17 @@ TEST(TagTest, MappingFollowsTheDocumentedFormula) {
 }
 
 TEST(TagTest, StageOrMicrobatchOutOfRangeIsRejectedWithTheValue) {
-  EXPECT_THAT([] { c10d_tag(Tag{kMaxStages, 0, Direction::kForward}, Part::kHeader); },
-              testing::ThrowsMessage<Error>(testing::HasSubstr("stage must be in [0, 1024), got 1024")));
-  EXPECT_THAT([] { c10d_tag(Tag{0, -1, Direction::kForward}, Part::kHeader); },
-              testing::ThrowsMessage<Error>(testing::HasSubstr("micro-batch must be in [0, 524288), got -1")));
+  EXPECT_THAT(
+      [] {
+        c10d_tag(Tag{kMaxStages, 0, Direction::kForward}, Part::kHeader);
+      },
+      testing::ThrowsMessage<Error>(testing::HasSubstr("stage must be in [0, 1024), got 1024")));
+  EXPECT_THAT(
+      [] {
+        c10d_tag(Tag{0, -1, Direction::kForward}, Part::kHeader);
+      },
+      testing::ThrowsMessage<Error>(
+          testing::HasSubstr("micro-batch must be in [0, 524288), got -1")));
 }
 
 TEST(TagTest, SendAndMatchingReceiveNameTheSameTag) {
@@ -55,8 +62,11 @@ TEST(TagTest, SendAndMatchingReceiveNameTheSameTag) {
 }
 
 TEST(TagTest, ComputeActionsHaveNoTag) {
-  EXPECT_THAT([] { tag_for({ActionKind::F, 1, 2}); },
-              testing::ThrowsMessage<Error>(testing::HasSubstr("got 1F2")));
+  EXPECT_THAT(
+      [] {
+        tag_for({ActionKind::F, 1, 2});
+      },
+      testing::ThrowsMessage<Error>(testing::HasSubstr("got 1F2")));
 }
 
 }  // namespace

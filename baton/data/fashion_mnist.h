@@ -1,0 +1,42 @@
+// Fashion-MNIST from Debian's dataset-fashion-mnist package. The .gz files are
+// decompressed once into a cache folder, then read with
+// torch::data::datasets::MNIST and normalized.
+#pragma once
+
+#include "baton/data/batches.h"
+
+#include <torch/arg.h>
+
+#include <string>
+
+namespace baton::data {
+
+inline constexpr const char* kFashionMnistSourceDir = "/usr/share/datasets/fashion-mnist";
+inline constexpr double kFashionMnistMean = 0.2860;
+inline constexpr double kFashionMnistStd = 0.3530;
+
+// $XDG_CACHE_HOME/baton/fashion-mnist, else $HOME/.cache/baton/fashion-mnist.
+std::string default_fashion_mnist_cache_dir();
+
+struct FashionMnistOptions {
+  // Holds {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz.
+  TORCH_ARG(std::string, source_dir) = kFashionMnistSourceDir;
+  // Where the decompressed files live; empty: default_fashion_mnist_cache_dir().
+  TORCH_ARG(std::string, cache_dir) = "";
+};
+
+enum class Split { kTrain, kTest };
+
+// Decompresses every file not already in the cache (a cached file of the
+// expected size is reused) and returns how many it decompressed. Safe to run
+// from several processes at once: each writes a private temporary file and
+// renames it into place. A missing source file throws baton::Error naming the
+// path and the apt-get command that installs it.
+int prepare_fashion_mnist(const FashionMnistOptions& options = {});
+
+// One split as whole tensors: inputs float [N, 1, 28, 28], normalized with
+// kFashionMnistMean / kFashionMnistStd; targets int64 [N] in 0..9.
+// N is 60000 for kTrain and 10000 for kTest.
+Examples load_fashion_mnist(Split split, const FashionMnistOptions& options = {});
+
+}  // namespace baton::data

@@ -1,0 +1,32 @@
+#include "baton/data/text.h"
+
+#include "baton/core/error.h"
+
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+namespace baton::data {
+
+TextCorpus::TextCorpus(const std::string& path) : path_(path) {
+  std::ifstream in(path, std::ios::binary);
+  BATON_CHECK(in.good(), "[data.text] cannot read the text corpus ", path,
+              ": file not found or not readable");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BATON_CHECK(bytes.size() >= 2, "[data.text] the text corpus ", path, " holds ", bytes.size(),
+              " bytes; it needs at least 2");
+  tokens_ = torch::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, torch::kUInt8)
+                .to(torch::kLong);
+}
+
+Examples TextCorpus::sample_batch(int64_t batch, int64_t context, at::Generator& generator) const {
+  BATON_CHECK(batch > 0, "[data.text] batch must be positive: got ", batch);
+  BATON_CHECK(context > 0 && context < size(), "[data.text] context must be in [1, ", size() - 1,
+              "] for the ", size(), "-byte corpus ", path_, ": got ", context);
+  // A window and its target need context + 1 bytes: starts lie in [0, size - context).
+  const auto starts = torch::randint(0, size() - context, {batch, 1}, generator, torch::kLong);
+  const auto positions = starts + torch::arange(context, torch::kLong);
+  return Examples{tokens_.take(positions), tokens_.take(positions + 1)};
+}
+
+}  // namespace baton::data

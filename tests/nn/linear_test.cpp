@@ -1,0 +1,208 @@
+#include "baton/nn/linear.h"
+
+#include "baton/core/error.h"
+#include "baton/nn/chain.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace baton::nn {
+namespace {
+
+constexpr double kTolerance = 1e-6;
+
+torch::nn::Sequential make_mlp() {
+  torch::manual_seed(7);
+  return torch::nn::Sequential(Linear(6, 16), torch::nn::ReLU(), Linear(16, 16),
+                               torch::nn::ReLU(), Linear(16, 3));
+}
+
+// A copy with the same weights and no shared state.
+torch::nn::Sequential copy_of(const torch::nn::Sequential& model) {
+  return std::dynamic_pointer_cast<torch::nn::SequentialImpl>(model->clone());
+}
+
+torch::Tensor loss_of(torch::nn::Sequential& model, const torch::Tensor& input) {
+  return model->forward(input).pow(2).mean();
+}
+
+void expect_same_grads(const torch::nn::Module& expected, const torch::nn::Module& actual) {
+  const auto want = expected.named_parameters();
+  const auto got = actual.named_parameters();
+  ASSERT_EQ(want.size(), got.size());
+  for (const auto& item : want) {
+    const torch::Tensor& grad = got[item.key()].grad();
+    ASSERT_TRUE(grad.defined()) << item.key();
+    EXPECT_TRUE(torch::allclose(item.value().grad(), grad, kTolerance, kTolerance))
+        << item.key() << " differs by " << (item.value().grad() - grad).abs().max().item<double>();
+  }
+}
+
+TEST(LinearTest, InitializesLikeTorchLinearUnderTheSameSeed) {
+  torch::manual_seed(3);
+  torch::nn::Linear reference(5, 4);
+  torch::manual_seed(3);
+  Linear linear(5, 4);
+  EXPECT_TRUE(torch::equal(reference->weight, linear->weight));
+  EXPECT_TRUE(torch::equal(reference->bias, linear->bias));
+}
+
+TEST(LinearTest, GradientsEqualTorchLinearWithTheSameWeights) {
+  torch::manual_seed(3);
+  Linear linear(5, 4);
+  torch::nn::Linear reference(5, 4);
+  {
+    torch::NoGradGuard no_grad;
+    reference->weight.copy_(linear->weight);
+    reference->bias.copy_(linear->bias);
+  }
+  const auto input = torch::randn({7, 5}, torch::requires_grad());
+  const auto input_ref = input.detach().clone().requires_grad_();
+  const auto output = linear(input);
+  const auto output_ref = reference(input_ref);
+  EXPECT_TRUE(torch::allclose(output, output_ref, kTolerance, kTolerance));
+  output.sin().sum().backward();
+  output_ref.sin().sum().backward();
+  EXPECT_TRUE(torch::allclose(input.grad(), input_ref.grad(), kTolerance, kTolerance));
+  EXPECT_TRUE(torch::allclose(linear->weight.grad(), reference->weight.grad(), kTolerance, kTolerance));
+  EXPECT_TRUE(torch::allclose(linear->bias.grad(), reference->bias.grad(), kTolerance, kTolerance));
+}
+
+TEST(LinearTest, InputThenWeightBackwardEqualsOneFullBackward) {
+  auto full = make_mlp();
+  auto split = copy_of(full);
+  const auto input = torch::randn({8, 6});
+
+  loss_of(full, input).backward();
+
+  {
+    DeferWeightGradScope defer(*split);
+    loss_of(split, input).backward();
+  }
+  for (const auto& parameter : split->parameters()) {
+    EXPECT_FALSE(parameter.grad().defined()) << "I must not produce weight gradients";
+  }
+  EXPECT_EQ(pending_deferred_weight_backwards(*split), 3);
+  EXPECT_EQ(run_deferred_weight_backward(*split), 3);
+  EXPECT_EQ(pending_deferred_weight_backwards(*split), 0);
+  expect_same_grads(*full, *split);
+}
+
+TEST(LinearTest, InputGradientIsComputedDuringTheInputPass) {
+  auto full = make_mlp();
+  auto split = copy_of(full);
+  const auto input = torch::randn({8, 6}, torch::requires_grad());
+  const auto input_split = input.detach().clone().requires_grad_();
+  loss_of(full, input).backward();
+  {
+    DeferWeightGradScope defer(*split);
+    loss_of(split, input_split).backward();
+  }
+  ASSERT_TRUE(input_split.grad().defined());
+  EXPECT_TRUE(torch::allclose(input.grad(), input_split.grad(), kTolerance, kTolerance));
+}
+
+TEST(LinearTest, DeferredMicrobatchesAccumulateLikeFullBackwards) {
+  auto full = make_mlp();
+  auto split = copy_of(full);
+  const auto input = torch::randn({12, 6});
+  const auto microbatches = input.chunk(3);
+
+  for (const auto& microbatch : microbatches) {
+    (loss_of(full, microbatch) / 3).backward();
+  }
+  for (int64_t key = 0; key < 3; ++key) {
+    DeferWeightGradScope defer(*split, key);
+    (loss_of(split, microbatches[static_cast<size_t>(key)]) / 3).backward();
+  }
+  EXPECT_EQ(pending_deferred_weight_backwards(*split), 9);
+  // W in a different order than I, one micro-batch at a time.
+  EXPECT_EQ(run_deferred_weight_backward(*split, 2), 3);
+  EXPECT_EQ(pending_deferred_weight_backwards(*split), 6);
+  EXPECT_EQ(run_deferred_weight_backward(*split, 0), 3);
+  EXPECT_EQ(run_deferred_weight_backward(*split, 1), 3);
+  EXPECT_EQ(pending_deferred_weight_backwards(*split), 0);
+  expect_same_grads(*full, *split);
+}
+
+TEST(LinearTest, WeightBackwardAddsToExistingGradients) {
+  auto full = make_mlp();
+  auto split = copy_of(full);
+  const auto first = torch::randn({4, 6});
+  const auto second = torch::randn({4, 6});
+  loss_of(full, first).backward();
+  loss_of(full, second).backward();
+  loss_of(split, first).backward();  // plain backward leaves gradients in place
+  {
+    DeferWeightGradScope defer(*split);
+    loss_of(split, second).backward();
+  }
+  run_deferred_weight_backward(*split);
+  expect_same_grads(*full, *split);
+}
+
+TEST(LinearTest, DefersForInputsWithLeadingDimensionsAndWithoutBias) {
+  torch::manual_seed(5);
+  Linear full(torch::nn::LinearOptions(4, 5).bias(false));
+  Linear split(torch::nn::LinearOptions(4, 5).bias(false));
+  {
+    torch::NoGradGuard no_grad;
+    split->weight.copy_(full->weight);
+  }
+  const auto input = torch::randn({2, 3, 4});
+  full(input).tanh().sum().backward();
+  split->set_defer_weight_grad(true);
+  split(input).tanh().sum().backward();
+  split->set_defer_weight_grad(false);
+  EXPECT_EQ(split->pending_weight_backwards(), 1);
+  EXPECT_EQ(split->run_weight_backward(), 1);
+  EXPECT_TRUE(torch::allclose(full->weight.grad(), split->weight.grad(), kTolerance, kTolerance));
+  EXPECT_FALSE(split->bias.defined());
+}
+
+TEST(LinearTest, NothingIsStashedWhenDeferralIsOff) {
+  auto model = make_mlp();
+  loss_of(model, torch::randn({3, 6})).backward();
+  EXPECT_EQ(pending_deferred_weight_backwards(*model), 0);
+  EXPECT_EQ(run_deferred_weight_backward(*model), 0);
+}
+
+TEST(LinearTest, ScopeTurnsDeferralOffWhenItEnds) {
+  auto model = make_mlp();
+  {
+    DeferWeightGradScope defer(*model, 4);
+    EXPECT_TRUE(model->ptr<LinearImpl>(0)->defer_weight_grad());
+  }
+  EXPECT_FALSE(model->ptr<LinearImpl>(0)->defer_weight_grad());
+}
+
+TEST(LinearTest, OnlyTreesWithABatonLinearSupportDeferral) {
+  EXPECT_TRUE(supports_deferred_weight_grad(*make_mlp()));
+  Chain chain;
+  chain->push_back(Linear(2, 2));
+  EXPECT_TRUE(supports_deferred_weight_grad(*chain));
+  EXPECT_FALSE(supports_deferred_weight_grad(*torch::nn::Linear(2, 2)));
+  EXPECT_FALSE(supports_deferred_weight_grad(*torch::nn::Conv2d(1, 1, 3)));
+}
+
+TEST(LinearTest, CloneHasItsOwnStash) {
+  Linear original(3, 2);
+  auto clone = std::dynamic_pointer_cast<LinearImpl>(original->clone());
+  clone->set_defer_weight_grad(true);
+  EXPECT_FALSE(original->defer_weight_grad());
+  EXPECT_TRUE(torch::equal(original->weight, clone->weight));
+}
+
+TEST(LinearTest, RejectsAnInputOfTheWrongWidth) {
+  Linear linear(3, 2);
+  try {
+    linear(torch::randn({4, 5}));
+    FAIL() << "expected baton::Error";
+  } catch (const baton::Error& error) {
+    EXPECT_STREQ(error.what(),
+                 "[nn.Linear] input's last dimension must be in_features 3: got shape [4, 5]");
+  }
+}
+
+}  // namespace
+}  // namespace baton::nn
