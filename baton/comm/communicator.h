@@ -15,13 +15,13 @@
 // each with its own Communicator over one shared store (see from_store).
 #pragma once
 
-#include <torch/types.h>
-
 #include <chrono>
 #include <memory>
 #include <string>
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/types.h>
 
 #include "baton/comm/tag.h"
 
@@ -35,7 +35,8 @@ struct SendState;
 struct RecvState;
 }  // namespace detail
 
-// A send in flight. wait() returns once the receiver has the tensor.
+// A send in flight. wait() returns once the receiver's posted receive has
+// taken the tensor.
 // Destroying a handle without waiting leaves the send in flight.
 class SendHandle {
  public:

@@ -60,7 +60,7 @@ ModelSpec fashion_cnn() {
   spec.name = "fashion_cnn";
   spec.layers.push_back(LayerSpec{"conv1_relu", [] {
     Chain chain;
-    chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3)));
+    chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
     chain->push_back(torch::nn::ReLU());
     return torch::nn::AnyModule(chain);
   }});
@@ -69,7 +69,7 @@ ModelSpec fashion_cnn() {
   }});
   spec.layers.push_back(LayerSpec{"conv2_relu", [] {
     Chain chain;
-    chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3)));
+    chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
     chain->push_back(torch::nn::ReLU());
     return torch::nn::AnyModule(chain);
   }});
@@ -81,7 +81,7 @@ ModelSpec fashion_cnn() {
   }});
   spec.layers.push_back(LayerSpec{"fc1_relu", [] {
     Chain chain;
-    chain->push_back(Linear(64 * 5 * 5, 128));
+    chain->push_back(Linear(64 * 7 * 7, 128));
     chain->push_back(torch::nn::ReLU());
     return torch::nn::AnyModule(chain);
   }});

@@ -16,9 +16,10 @@ namespace baton::nn {
 // Input float [B, in_features]; output logits [B, classes]; cross-entropy loss.
 ModelSpec mlp(int layers, int hidden, int in_features, int classes);
 
-// A CNN for 1x28x28 Fashion-MNIST in 6 layers:
-//   0 conv(1, 32, 3) + ReLU   1 max-pool 2   2 conv(32, 64, 3) + ReLU
-//   3 max-pool 2 + flatten    4 Linear(1600, 128) + ReLU   5 Linear(128, 10)
+// A CNN for 1x28x28 Fashion-MNIST in 6 layers (3x3 convs, padding 1):
+//   0 conv(1, 32) + ReLU   1 max-pool 2   2 conv(32, 64) + ReLU
+//   3 max-pool 2 + flatten  4 Linear(3136, 128) + ReLU   5 Linear(128, 10)
+// No batch norm or dropout, so micro-batching cannot change the gradients.
 // The fully connected layers are baton Linears. Output logits [B, 10].
 ModelSpec fashion_cnn();
 

@@ -57,6 +57,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"steps", field(&TrainConfig::steps, "steps")},
       {"epochs", field(&TrainConfig::epochs, "epochs")},
       {"lr", field(&TrainConfig::lr, "lr")},
+      {"lr_schedule", field(&TrainConfig::lr_schedule, "lr_schedule")},
       {"optimizer", field(&TrainConfig::optimizer, "optimizer")},
       {"seed", field(&TrainConfig::seed, "seed")},
       {"threads", field(&TrainConfig::threads, "threads")},
@@ -111,6 +112,8 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(std::find(std::begin(optimizers), std::end(optimizers), c.optimizer) !=
                   std::end(optimizers),
               "[train.config] unknown optimizer \"", c.optimizer, "\" (expected sgd, adam or adamw)");
+  BATON_CHECK(c.lr_schedule == "constant" || c.lr_schedule == "cosine",
+              "[train.config] unknown lr schedule \"", c.lr_schedule, "\" (expected constant or cosine)");
   auto positive = [](const char* name, double value) {
     BATON_CHECK(value >= 1, "[train.config] ", name, " must be at least 1, got ", value);
   };

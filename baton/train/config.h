@@ -40,6 +40,7 @@ struct TrainConfig {
   int steps = 0;   // 0: run `epochs` epochs instead (or 100 steps without a dataset)
   int epochs = 0;
   double lr = 0.001;
+  std::string lr_schedule = "constant";  // constant | cosine (decays to 0 over the run)
   std::string optimizer = "adam";
   uint64_t seed = 1;
   // Processes

@@ -4,6 +4,7 @@
 #include <torch/optim.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -233,6 +234,10 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   const auto started = Clock::now();
   for (int64_t step = 0; step < total; ++step) {
     auto [inputs, targets] = data->batch(step);
+    if (c.lr_schedule == "cosine") {
+      const double lr = 0.5 * c.lr * (1 + std::cos(M_PI * static_cast<double>(step) / total));
+      for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
+    }
     optimizer->zero_grad();
     const auto t0 = Clock::now();
     last = executor.run_step(inputs, targets);

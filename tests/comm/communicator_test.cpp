@@ -1,14 +1,14 @@
 #include "baton/comm/communicator.h"
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
 #include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "baton/comm/local_group.h"
 #include "baton/core/error.h"

@@ -1,11 +1,14 @@
 #include "baton/comm/launcher.h"
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include "baton/core/error.h"
 
@@ -71,8 +74,16 @@ TEST(LauncherTest, OneRankFailingStopsTheOthersQuicklyAndIsNamed) {
 
 TEST(LauncherTest, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   Captured c;
+  // Rank 0 fails only once rank 1 ignores SIGTERM.
+  const std::string ready = testing::TempDir() + "/launcher_test_ready_" + std::to_string(getpid());
+  std::remove(ready.c_str());
   const auto start = std::chrono::steady_clock::now();
-  const int code = launch_sh(2, "if [ $RANK = 0 ]; then exit 5; fi; trap '' TERM; sleep 30", c);
+  const int code = launch_sh(2,
+                             "if [ $RANK = 0 ]; then while [ ! -f " + ready +
+                                 " ]; do sleep 0.02; done; exit 5; fi; trap '' TERM; touch " +
+                                 ready + "; sleep 30",
+                             c);
+  std::remove(ready.c_str());
   EXPECT_EQ(code, 5);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_GE(took, 900ms);  // waited for the 1 s grace period

@@ -6,13 +6,14 @@
 //           from it; rank 1 reports the error and exits 2.
 // Any baton::Error is printed as one line on stderr with exit code 2.
 #include <signal.h>
-#include <torch/torch.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <iostream>
 #include <string>
 #include <thread>
+
+#include <torch/torch.h>
 
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_env.h"

@@ -1,7 +1,5 @@
 // Ranks as real processes talking over a TCPStore and Gloo, through the
 // comm_peer helper built next to this test.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +8,9 @@
 #include <climits>
 #include <fstream>
 #include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include "baton/comm/communicator.h"
 #include "baton/comm/launcher.h"

@@ -1,9 +1,9 @@
 #include "baton/comm/tag.h"
 
+#include <set>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <set>
 
 #include "baton/core/error.h"
 

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <tuple>
+
 namespace baton::nn {
 namespace {
 
@@ -102,28 +104,35 @@ TEST(LinearTest, InputGradientIsComputedDuringTheInputPass) {
   EXPECT_TRUE(torch::allclose(input.grad(), input_split.grad(), kTolerance, kTolerance));
 }
 
-TEST(LinearTest, DeferredMicrobatchesAccumulateLikeFullBackwards) {
+// (micro-batches, whether W runs in the reverse order of I)
+class DeferredMicrobatchTest : public ::testing::TestWithParam<std::tuple<int64_t, bool>> {};
+
+TEST_P(DeferredMicrobatchTest, AccumulatesLikeFullBackwardsOneMicrobatchAtATime) {
+  const auto [microbatch_count, reverse] = GetParam();
   auto full = make_mlp();
   auto split = copy_of(full);
-  const auto input = torch::randn({12, 6});
-  const auto microbatches = input.chunk(3);
+  const auto input = torch::randn({4 * microbatch_count, 6});
+  const auto microbatches = input.chunk(microbatch_count);
 
   for (const auto& microbatch : microbatches) {
-    (loss_of(full, microbatch) / 3).backward();
+    (loss_of(full, microbatch) / microbatch_count).backward();
   }
-  for (int64_t key = 0; key < 3; ++key) {
+  for (int64_t key = 0; key < microbatch_count; ++key) {
     DeferWeightGradScope defer(*split, key);
-    (loss_of(split, microbatches[static_cast<size_t>(key)]) / 3).backward();
+    (loss_of(split, microbatches[static_cast<size_t>(key)]) / microbatch_count).backward();
   }
-  EXPECT_EQ(pending_deferred_weight_backwards(*split), 9);
-  // W in a different order than I, one micro-batch at a time.
-  EXPECT_EQ(run_deferred_weight_backward(*split, 2), 3);
-  EXPECT_EQ(pending_deferred_weight_backwards(*split), 6);
-  EXPECT_EQ(run_deferred_weight_backward(*split, 0), 3);
-  EXPECT_EQ(run_deferred_weight_backward(*split, 1), 3);
-  EXPECT_EQ(pending_deferred_weight_backwards(*split), 0);
+  EXPECT_EQ(pending_deferred_weight_backwards(*split), 3 * microbatch_count);
+  for (int64_t step = 0; step < microbatch_count; ++step) {
+    const int64_t key = reverse ? microbatch_count - 1 - step : step;
+    EXPECT_EQ(run_deferred_weight_backward(*split, key), 3) << "micro-batch " << key;
+    EXPECT_EQ(pending_deferred_weight_backwards(*split), 3 * (microbatch_count - 1 - step));
+  }
   expect_same_grads(*full, *split);
 }
+
+INSTANTIATE_TEST_SUITE_P(MicrobatchesAndOrder, DeferredMicrobatchTest,
+                         ::testing::Combine(::testing::Values<int64_t>(1, 2, 3, 8),
+                                            ::testing::Bool()));
 
 TEST(LinearTest, WeightBackwardAddsToExistingGradients) {
   auto full = make_mlp();

@@ -85,6 +85,8 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--hidden", &train::TrainConfig::hidden, "Hidden width (mlp, gpt)");
   flag(cmd, *f, "--heads", &train::TrainConfig::heads, "Attention heads (gpt)");
   flag(cmd, *f, "--context", &train::TrainConfig::context, "Tokens per sample (gpt)");
+  flag(cmd, *f, "--in-features", &train::TrainConfig::in_features, "Input features (mlp, synthetic data)");
+  flag(cmd, *f, "--classes", &train::TrainConfig::classes, "Classes (mlp, synthetic data)");
   flag(cmd, *f, "--text", &train::TrainConfig::text, "UTF-8 text file for gpt (default: GPL-3 text)");
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
   flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir, "Where decompressed data is kept");
@@ -96,6 +98,7 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--steps", &train::TrainConfig::steps, "Optimizer steps (overrides --epochs)");
   flag(cmd, *f, "--epochs", &train::TrainConfig::epochs, "Epochs over the dataset");
   flag(cmd, *f, "--lr", &train::TrainConfig::lr, "Learning rate");
+  flag(cmd, *f, "--lr-schedule", &train::TrainConfig::lr_schedule, "constant | cosine");
   flag(cmd, *f, "--optimizer", &train::TrainConfig::optimizer, "sgd | adam | adamw");
   flag(cmd, *f, "--seed", &train::TrainConfig::seed, "Seed of weights and data");
   flag(cmd, *f, "--balance", &train::TrainConfig::balance, "uniform | params | time | memory | optimal | 3,5,...");

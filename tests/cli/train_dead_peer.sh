@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A rank killed in the middle of training: the surviving rank exits non-zero
+# within the (short) timeout with a [comm] error naming its rank, the stage
+# and the action it waited on. Then the same through the local launcher: it
+# stops the other rank and exits non-zero naming the failed one.
+set -u
+baton=$1
+tmp=$(mktemp -d)
+pids=()
+trap 'kill -9 "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+args="--model mlp --layers 4 --hidden 64 --in-features 64 --pp 2 --microbatches 4 --batch 64 --steps 1000000 --timeout 5 --threads 1"
+port=$(( 20000 + RANDOM % 20000 ))
+for r in 0 1; do
+  RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+    "$baton" train $args > "$tmp/out$r" 2> "$tmp/err$r" &
+  pids+=($!)
+done
+# Wait until training is under way, then kill rank 1 without warning.
+for _ in $(seq 1 100); do grep -q "^step 3/" "$tmp/out0" && break; sleep 0.2; done
+grep -q "^step 3/" "$tmp/out0" || fail "training did not start: $(cat "$tmp/err0" "$tmp/err1")"
+kill -9 "${pids[1]}"
+start=$(date +%s)
+wait "${pids[0]}"; rc=$?
+elapsed=$(( $(date +%s) - start ))
+[ $rc -ne 0 ] || fail "rank 0 exited 0 after its peer died"
+[ $elapsed -le 30 ] || fail "rank 0 took ${elapsed}s to notice (timeout 5s)"
+grep -q "\[comm\] rank 0" "$tmp/err0" || fail "rank 0's error does not name it: $(cat "$tmp/err0")"
+grep -qE "stage [0-9]+ micro-batch [0-9]+ (RECV|SEND)|all_reduce|loss sum" "$tmp/err0" \
+  || fail "rank 0's error does not name the action: $(cat "$tmp/err0")"
+
+# Through the launcher: kill one rank; the launcher stops the other and names it.
+"$baton" train $args --nproc 2 > "$tmp/launch_out" 2> "$tmp/launch_err" &
+launcher=$!
+pids+=($launcher)
+for _ in $(seq 1 100); do grep -q "step 3/" "$tmp/launch_out" && break; sleep 0.2; done
+children=$(pgrep -P $launcher | sort -n)
+[ "$(echo "$children" | wc -l)" -eq 2 ] || fail "launcher has children: $children"
+victim=$(echo "$children" | tail -1)
+kill -9 "$victim"
+start=$(date +%s)
+wait $launcher; rc=$?
+elapsed=$(( $(date +%s) - start ))
+[ $rc -ne 0 ] || fail "launcher exited 0 after a rank died"
+[ $elapsed -le 30 ] || fail "launcher took ${elapsed}s"
+grep -qiE "rank [01].*(signal|killed|exit)" "$tmp/launch_err" "$tmp/launch_out" \
+  || fail "launcher did not name the failed rank: $(cat "$tmp/launch_err")"
+for c in $children; do kill -0 "$c" 2>/dev/null && fail "rank process $c still running"; done
+echo "1 passed, 0 failed"
