@@ -57,6 +57,10 @@ struct Case {
   Checkpoint checkpoint;
 };
 
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.schedule << " p=" << c.p << " m=" << c.m << " checkpoint=" << to_string(c.checkpoint);
+}
+
 std::string name_of(const testing::TestParamInfo<Case>& info) {
   std::string n = info.param.schedule + "_p" + std::to_string(info.param.p) + "_m" +
                   std::to_string(info.param.m) + "_" + std::string(to_string(info.param.checkpoint));
