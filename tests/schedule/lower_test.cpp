@@ -128,7 +128,12 @@ TEST_P(LowerEveryGenerator, PutsEachReceiveRightBeforeItsConsumerAndEachSendRigh
       EXPECT_EQ(check_lowered(s, lower(s)), "") << name << " p=" << p << " m=" << m << " v=" << v;
       ++lowered_count;
     }
-  if (lowered_count == 0) GTEST_SKIP() << name << " defines none of these shapes";
+  // Only Chimera's odd p defines no shape here; it must say so, not lower.
+  if (name == "chimera" && p % 2 == 1 && p > 1) {
+    EXPECT_EQ(lowered_count, 0);
+  } else {
+    EXPECT_GT(lowered_count, 0) << name << " p=" << p << " defines none of these shapes";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(NamesByRanks, LowerEveryGenerator,
