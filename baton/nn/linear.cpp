@@ -15,24 +15,45 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// weight.grad-shaped products from one (input, grad_output) pair.
-std::pair<torch::Tensor, torch::Tensor> weight_grads(const torch::Tensor& input,
-                                                     const torch::Tensor& grad_output,
-                                                     bool with_bias) {
+// Accumulates the weight and bias gradients of one (input, grad_output) pair
+// straight into weight.grad / bias.grad: one GEMM with beta = 1, no temporary
+// of the weight's size and no separate add (autograd's AccumulateGrad would
+// make both, once per micro-batch).
+void accumulate_weight_grads(const torch::Tensor& input, const torch::Tensor& grad_output,
+                             torch::Tensor& weight, torch::Tensor& bias) {
+  torch::NoGradGuard no_grad;
   const auto input_2d = input.reshape({-1, input.size(-1)});
   const auto grad_2d = grad_output.reshape({-1, grad_output.size(-1)});
-  torch::Tensor grad_weight = grad_2d.t().mm(input_2d);
-  torch::Tensor grad_bias = with_bias ? grad_2d.sum(0) : torch::Tensor();
-  return {grad_weight, grad_bias};
+  if (weight.requires_grad()) {
+    torch::Tensor& slot = weight.mutable_grad();
+    if (slot.defined()) {
+      slot.addmm_(grad_2d.t(), input_2d);
+    } else {
+      slot = grad_2d.t().mm(input_2d);
+    }
+  }
+  if (bias.defined() && bias.requires_grad()) {
+    torch::Tensor& slot = bias.mutable_grad();
+    if (slot.defined()) {
+      slot.add_(grad_2d.sum(0));
+    } else {
+      slot = grad_2d.sum(0);
+    }
+  }
 }
 
-void accumulate(torch::Tensor& parameter, const torch::Tensor& grad) {
-  torch::Tensor& slot = parameter.mutable_grad();
-  if (slot.defined()) {
-    slot.add_(grad);
-  } else {
-    slot = grad;
+// weight^T, contiguous, cached in the stash until the weight changes.
+// OpenBLAS multiplies by a transposed operand markedly slower when the input
+// has few rows, as micro-batches do (bench/RESULTS.md).
+torch::Tensor transposed_weight(const torch::Tensor& weight, detail::WeightGradStash& stash) {
+  std::lock_guard<std::mutex> lock(stash.mutex);
+  if (stash.weight_t_version != static_cast<int64_t>(weight._version()) ||
+      stash.weight_t_source != weight.data_ptr() || !stash.weight_t.defined()) {
+    stash.weight_t = weight.detach().t().contiguous();
+    stash.weight_t_version = static_cast<int64_t>(weight._version());
+    stash.weight_t_source = weight.data_ptr();
   }
+  return stash.weight_t;
 }
 
 class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLinearFunction> {
@@ -43,8 +64,14 @@ class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLine
                                c10::intrusive_ptr<detail::WeightGradStash> stash) {
     ctx->save_for_backward({input, weight});
     ctx->saved_data["has_bias"] = bias.has_value();
+    const torch::Tensor weight_t = transposed_weight(weight, *stash);
     ctx->saved_data["stash"] = c10::IValue::make_capsule(std::move(stash));
-    return at::linear(input, weight, bias);
+    const auto input_2d = input.reshape({-1, input.size(-1)});
+    torch::Tensor out = bias.has_value() ? torch::addmm(*bias, input_2d, weight_t)
+                                         : input_2d.mm(weight_t);
+    auto sizes = input.sizes().vec();
+    sizes.back() = weight.size(0);
+    return out.view(sizes);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -72,8 +99,9 @@ class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLine
         return {grad_input, torch::Tensor(), torch::Tensor(), torch::Tensor()};
       }
     }
-    auto [grad_weight, grad_bias] = weight_grads(input, grad_output, has_bias);
-    return {grad_input, grad_weight, grad_bias, torch::Tensor()};
+    // Accumulated in place; autograd gets no weight gradient to add.
+    accumulate_weight_grads(input, grad_output, stash->weight, stash->bias);
+    return {grad_input, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -95,6 +123,8 @@ void LinearImpl::reset() {
     bias = register_parameter("bias", {}, /*requires_grad=*/false);
   }
   stash_ = c10::make_intrusive<detail::WeightGradStash>();
+  stash_->weight = weight;
+  stash_->bias = bias;
   reset_parameters();
 }
 
@@ -152,13 +182,7 @@ int LinearImpl::run_weight_backward_if(bool all, int64_t key) {
   }
   torch::NoGradGuard no_grad;
   for (auto& item : work) {
-    auto [grad_weight, grad_bias] = weight_grads(item.input, item.grad_output, bias.defined());
-    if (weight.requires_grad()) {
-      accumulate(weight, grad_weight);
-    }
-    if (bias.defined() && bias.requires_grad()) {
-      accumulate(bias, grad_bias);
-    }
+    accumulate_weight_grads(item.input, item.grad_output, weight, bias);
     item = {};  // free the stashed activations as soon as they are used
   }
   return static_cast<int>(work.size());
