@@ -1,0 +1,30 @@
+// The umbrella header: everything a user of baton needs. The torch-free part
+// (schedules, simulator, traces, balancing) is also usable on its own through
+// its module headers, without LibTorch.
+#pragma once
+
+#include "baton/core/error.h"
+#include "baton/partition/balance.h"
+#include "baton/partition/partition.h"
+#include "baton/schedule/generator.h"
+#include "baton/schedule/lower.h"
+#include "baton/schedule/schedule.h"
+#include "baton/schedule/text_format.h"
+#include "baton/schedule/validate.h"
+#include "baton/sim/simulator.h"
+#include "baton/trace/timeline.h"
+#include "baton/trace/writers.h"
+
+#if __has_include(<torch/torch.h>)
+#include "baton/comm/communicator.h"
+#include "baton/comm/launcher.h"
+#include "baton/data/fashion_mnist.h"
+#include "baton/data/synthetic.h"
+#include "baton/data/text.h"
+#include "baton/nn/layer_spec.h"
+#include "baton/nn/linear.h"
+#include "baton/nn/models.h"
+#include "baton/runtime/executor.h"
+#include "baton/runtime/stage.h"
+#include "baton/train/trainer.h"
+#endif
