@@ -1,18 +1,14 @@
 #include "baton/data/batches.h"
 
 #include "baton/core/error.h"
+#include "baton/core/hash.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
 namespace baton::data {
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+using baton::splitmix64;
 
 }  // namespace
 

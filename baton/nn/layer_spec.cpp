@@ -1,6 +1,7 @@
 #include "baton/nn/layer_spec.h"
 
 #include "baton/core/error.h"
+#include "baton/core/hash.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -9,12 +10,7 @@
 namespace baton::nn {
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+using baton::splitmix64;
 
 std::mutex& build_mutex() {
   static std::mutex mutex;
