@@ -57,7 +57,7 @@ int check_options(const char* name, const GeneratorOptions& options, int default
   const int v = options.virtual_stages == 0 ? default_v : options.virtual_stages;
   if (allowed_v.empty()) allowed_v = {1};
   if (std::find(allowed_v.begin(), allowed_v.end(), v) == allowed_v.end() &&
-      !(allowed_v.front() == -1 && v >= 1)) {
+      !(allowed_v.front() == kAnyVirtualStages && v >= 1)) {
     std::string allowed;
     for (int a : allowed_v) allowed += (allowed.empty() ? "" : " or ") + std::to_string(a);
     BATON_CHECK(false, "[schedule.", name, "] --virtual ", v, " is not defined for ", name,

@@ -38,8 +38,10 @@ const std::vector<std::string>& schedule_names();
 Schedule generate(const std::string& name, const GeneratorOptions& options);
 
 namespace detail {
-// Shared argument checks: p >= 1, m >= 1, and v either unset or `allowed`.
-// Returns the effective v.
+// `allowed_v` value for generators that take any v >= 1.
+inline constexpr int kAnyVirtualStages = -1;
+// Shared argument checks: p >= 1, m >= 1, and v (unset: `default_v`) one of
+// `allowed_v` (empty: {1}; {kAnyVirtualStages}: any v >= 1). Returns the v.
 int check_options(const char* name, const GeneratorOptions& options, int default_v,
                   std::vector<int> allowed_v = {});
 // An empty schedule of the given shape, ready for actions.

@@ -20,7 +20,7 @@ Schedule interleaved(const GeneratorOptions& options) {
   BATON_CHECK(options.virtual_stages != 1,
               "[schedule.interleaved] --virtual 1 is plain 1F1B (use schedule 1f1b); "
               "interleaved needs at least 2 stage chunks per rank");
-  const int v = detail::check_options("interleaved", options, 2, {-1});
+  const int v = detail::check_options("interleaved", options, 2, {detail::kAnyVirtualStages});
   const int p = options.ranks, m = options.microbatches;
   const int rounds = std::max(1, m / p);
   BATON_CHECK(m % rounds == 0, "[schedule.interleaved] micro-batches m=", m, " with pp=", p,

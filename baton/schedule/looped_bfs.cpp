@@ -9,7 +9,7 @@
 namespace baton::schedule {
 
 Schedule looped_bfs(const GeneratorOptions& options) {
-  const int v = detail::check_options("looped-bfs", options, 2, {-1});
+  const int v = detail::check_options("looped-bfs", options, 2, {detail::kAnyVirtualStages});
   const int p = options.ranks, m = options.microbatches;
   Schedule s = detail::empty_schedule("looped-bfs", options, p * v, StageMap::Loop);
   for (int r = 0; r < p; ++r) {
