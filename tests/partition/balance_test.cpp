@@ -6,22 +6,14 @@
 #include <random>
 
 #include "baton/core/error.h"
+#include "brute_force.h"
 
 namespace baton::partition {
 namespace {
 
 using ::testing::HasSubstr;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected baton::Error";
-  return "";
-}
+using testing::error_of;
 
 std::vector<LayerCost> random_layers(int layers, unsigned seed) {
   std::mt19937 rng(seed);

@@ -1,18 +1,51 @@
 // Test oracle for the balancing methods: enumerate every partition of L layers
 // into S non-empty contiguous stages and score each from first principles,
-// sharing no code with the library.
+// sharing no code with the library. Also the small helpers the partition
+// tests share: error_of() and the (layers, stages) shapes they sweep.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "baton/core/error.h"
 #include "baton/partition/partition.h"
 
 namespace baton::partition::testing {
+
+// The message of the baton::Error that `f` throws; fails the test if none.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected baton::Error";
+  return "";
+}
+
+// Every (layers, stages) with 1 <= stages <= min(layers, 5), layers 1..12:
+// small enough to enumerate every partition.
+inline std::vector<std::tuple<int, int>> sweep_shapes() {
+  std::vector<std::tuple<int, int>> shapes;
+  for (int layers = 1; layers <= 12; ++layers) {
+    for (int stages = 1; stages <= std::min(layers, 5); ++stages) shapes.emplace_back(layers, stages);
+  }
+  return shapes;
+}
+
+// "L7_S3", a test-name suffix for a sweep_shapes() entry.
+template <typename Info>
+std::string shape_name(const Info& info) {
+  return "L" + std::to_string(std::get<0>(info.param)) + "_S" + std::to_string(std::get<1>(info.param));
+}
 
 // Every composition of `layers` into `stages` positive parts, in lexicographic order.
 inline std::vector<std::vector<int>> all_partitions(int layers, int stages) {

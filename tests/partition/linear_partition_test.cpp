@@ -73,17 +73,8 @@ TEST_P(LinearMethods, MatchBruteForceOnRandomCosts) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllShapes, LinearMethods,
-    ::testing::ValuesIn([] {
-      std::vector<std::tuple<int, int>> shapes;
-      for (int layers = 1; layers <= 12; ++layers) {
-        for (int stages = 1; stages <= std::min(layers, 5); ++stages) shapes.emplace_back(layers, stages);
-      }
-      return shapes;
-    }()),
-    [](const auto& info) {
-      return "L" + std::to_string(std::get<0>(info.param)) + "_S" +
-             std::to_string(std::get<1>(info.param));
-    });
+    ::testing::ValuesIn(testing::sweep_shapes()),
+    [](const auto& info) { return testing::shape_name(info); });
 
 TEST(LinearPartition, EqualWeightsGiveTheUniformPartition) {
   for (double w : {1.0, 0.1, 3.7e9}) {

@@ -19,16 +19,7 @@ using ::testing::HasSubstr;
 using testing::brute_force;
 using testing::StageScore;
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected baton::Error";
-  return "";
-}
+using testing::error_of;
 
 // The model optimal() documents, written out loop by loop.
 struct Oracle {
@@ -130,17 +121,8 @@ TEST_P(OptimalSweep, MatchesBruteForceWithCommAndMemoryCaps) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllShapes, OptimalSweep,
-    ::testing::ValuesIn([] {
-      std::vector<std::tuple<int, int>> shapes;
-      for (int layers = 1; layers <= 12; ++layers) {
-        for (int stages = 1; stages <= std::min(layers, 5); ++stages) shapes.emplace_back(layers, stages);
-      }
-      return shapes;
-    }()),
-    [](const auto& info) {
-      return "L" + std::to_string(std::get<0>(info.param)) + "_S" +
-             std::to_string(std::get<1>(info.param));
-    });
+    ::testing::ValuesIn(testing::sweep_shapes()),
+    [](const auto& info) { return testing::shape_name(info); });
 
 std::vector<LayerCost> equal_layers(int layers, double time = 1) {
   std::vector<LayerCost> costs(layers);

@@ -4,23 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "baton/core/error.h"
+#include "brute_force.h"
 
 namespace baton::partition {
 namespace {
 
 using ::testing::HasSubstr;
 
-// The message of the baton::Error that `f` throws; fails the test if none.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected baton::Error";
-  return "";
-}
+using testing::error_of;
 
 TEST(Partition, KnowsItsStagesLayersAndBoundaries) {
   const Partition p({3, 5, 4});
