@@ -78,14 +78,24 @@ class TextSource : public DataSource {
   TrainConfig c_;
 };
 
+data::FashionMnistOptions fashion_mnist_options(const TrainConfig& c) {
+  data::FashionMnistOptions options;
+  if (!c.data_dir.empty()) options.source_dir(c.data_dir);
+  if (!c.cache_dir.empty()) options.cache_dir(c.cache_dir);
+  return options;
+}
+
 }  // namespace
+
+void check_data(const TrainConfig& c) {
+  if (c.model == "gpt") TextSource{c};
+  if (c.model == "cnn") data::prepare_fashion_mnist(fashion_mnist_options(c));
+}
 
 std::unique_ptr<DataSource> make_data_source(const TrainConfig& c) {
   if (c.model == "mlp") return std::make_unique<SyntheticSource>(c);
   if (c.model == "gpt") return std::make_unique<TextSource>(c);
-  data::FashionMnistOptions options;
-  if (!c.data_dir.empty()) options.source_dir(c.data_dir);
-  if (!c.cache_dir.empty()) options.cache_dir(c.cache_dir);
+  const data::FashionMnistOptions options = fashion_mnist_options(c);
   return std::make_unique<ExampleSource>(data::load_fashion_mnist(data::Split::kTrain, options),
                                          data::load_fashion_mnist(data::Split::kTest, options), c);
 }

@@ -27,4 +27,9 @@ class DataSource {
 // Throws baton::Error when the data is missing, naming the package to install.
 std::unique_ptr<DataSource> make_data_source(const TrainConfig& config);
 
+// Checks that the data make_data_source needs is there, without loading it
+// (Fashion-MNIST is decompressed into its cache once, before ranks start).
+// Throws the same errors.
+void check_data(const TrainConfig& config);
+
 }  // namespace baton::train

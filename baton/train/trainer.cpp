@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <torch/optim.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -130,29 +131,30 @@ double test_accuracy(runtime::Executor& executor, DataSource& data, const TrainC
 void compare_with_simulation(const schedule::Schedule& schedule, const trace::Timeline& measured,
                              const std::map<int, double>& stage_bytes, double measured_peak_bytes,
                              int rank_of_peak) {
+  // Mean measured time of each kind (F, B, I, W) per stage.
+  std::vector<std::array<double, 4>> sum(schedule.stages, {0, 0, 0, 0}), count = sum;
+  for (const auto& e : measured.events) {
+    const auto k = static_cast<size_t>(e.kind);
+    if (k >= 4) continue;
+    sum[e.stage][k] += e.end - e.start;
+    count[e.stage][k] += 1;
+  }
+  auto mean = [&](int s, schedule::ActionKind kind) {
+    const auto k = static_cast<size_t>(kind);
+    return count[s][k] > 0 ? sum[s][k] / count[s][k] : 0.0;
+  };
   sim::CostModel costs;
   costs.stages.resize(schedule.stages);
-  std::vector<double> f(schedule.stages, 0), b(schedule.stages, 0), i(schedule.stages, 0),
-      w(schedule.stages, 0), nf(schedule.stages, 0), nb(schedule.stages, 0), ni(schedule.stages, 0),
-      nw(schedule.stages, 0);
-  for (const auto& e : measured.events) {
-    const double d = e.end - e.start;
-    switch (e.kind) {
-      case schedule::ActionKind::F: f[e.stage] += d; nf[e.stage] += 1; break;
-      case schedule::ActionKind::B: b[e.stage] += d; nb[e.stage] += 1; break;
-      case schedule::ActionKind::I: i[e.stage] += d; ni[e.stage] += 1; break;
-      case schedule::ActionKind::W: w[e.stage] += d; nw[e.stage] += 1; break;
-      default: break;
-    }
-  }
   for (int s = 0; s < schedule.stages; ++s) {
-    auto mean = [](double sum, double n) { return n > 0 ? sum / n : 0.0; };
-    costs.stages[s].forward = mean(f[s], nf[s]);
-    costs.stages[s].weight_backward = mean(w[s], nw[s]);
-    costs.stages[s].input_backward = nb[s] > 0 ? mean(b[s], nb[s]) - costs.stages[s].weight_backward
-                                               : mean(i[s], ni[s]);
+    sim::StageCost& cost = costs.stages[s];
+    cost.forward = mean(s, schedule::ActionKind::F);
+    cost.weight_backward = mean(s, schedule::ActionKind::W);
+    // A full B is charged as I + W.
+    cost.input_backward = count[s][static_cast<size_t>(schedule::ActionKind::B)] > 0
+                              ? mean(s, schedule::ActionKind::B) - cost.weight_backward
+                              : mean(s, schedule::ActionKind::I);
     const auto it = stage_bytes.find(s);
-    costs.stages[s].activation_bytes = it == stage_bytes.end() ? 0 : it->second;
+    cost.activation_bytes = it == stage_bytes.end() ? 0 : it->second;
   }
   const sim::Result predicted = sim::simulate(schedule, costs);
   const double measured_ms = trace::makespan(measured);
@@ -175,7 +177,7 @@ void check_setup(const TrainConfig& c) {
   runtime::parse_checkpoint(c.checkpoint);
   // Zero costs are enough to check a method's name or hand-written counts.
   partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);
-  make_data_source(c);
+  check_data(c);
 }
 
 void train(const TrainConfig& c, const RankContext& ctx) {
