@@ -27,15 +27,15 @@ std::string peer_name(int peer) {
 
 CommState::CommState(compat::BackendPtr backend, c10::intrusive_ptr<c10d::Store> store, int rank,
                      int world_size, std::chrono::milliseconds timeout, at::Device device,
-                     bool ordered_p2p, std::string backend_name)
+                     std::string backend_name)
     : backend(std::move(backend)),
       store(std::move(store)),
       rank(rank),
       world_size(world_size),
       timeout(timeout),
       device(device),
-      ordered_p2p(ordered_p2p),
-      backend_name(std::move(backend_name)) {}
+      backend_name(std::move(backend_name)),
+      p2p(static_cast<size_t>(world_size), nullptr) {}
 
 void CommState::throw_if_failed() const {
   std::lock_guard<std::mutex> lock(mutex_);

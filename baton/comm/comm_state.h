@@ -4,15 +4,18 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "baton/comm/c10d_compat.h"
+#include "baton/comm/transport.h"
 
 namespace baton::comm::detail {
 
 struct CommState {
   CommState(compat::BackendPtr backend, c10::intrusive_ptr<c10d::Store> store, int rank,
-            int world_size, std::chrono::milliseconds timeout, at::Device device, bool ordered_p2p,
+            int world_size, std::chrono::milliseconds timeout, at::Device device,
             std::string backend_name);
 
   compat::BackendPtr backend;
@@ -20,9 +23,12 @@ struct CommState {
   const int rank;
   const int world_size;
   const std::chrono::milliseconds timeout;
-  const at::Device device;  // where headers and received tensors live
-  const bool ordered_p2p;   // NCCL: messages match by order, not tag
+  const at::Device device;  // where sent and received tensors live
   const std::string backend_name;
+  // Point-to-point: the transports, and the one each peer uses (null for
+  // this rank). Declared after `backend`, which they use, so they go first.
+  std::vector<std::unique_ptr<Transport>> transports;
+  std::vector<Transport*> p2p;
 
   // Throws the first failure again, so a broken communicator fails fast.
   void throw_if_failed() const;

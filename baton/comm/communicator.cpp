@@ -1,95 +1,63 @@
 #include "baton/comm/communicator.h"
 
-#include <condition_variable>
-#include <thread>
 #include <utility>
 
 #include "baton/comm/comm_state.h"
-#include "baton/comm/tensor_header.h"
 #include "baton/core/error.h"
 
 namespace baton::comm {
 namespace detail {
 
-using Clock = std::chrono::steady_clock;
-
 struct SendState {
   std::shared_ptr<CommState> comm;
   int dst = 0;
-  compat::WorkPtr header_work;
-  compat::WorkPtr payload_work;
+  std::shared_ptr<PendingSend> pending;
   bool waited = false;
 };
 
-// A receive in two steps: the header, then the payload it describes. With
-// Gloo a helper thread posts the payload receive the moment the header lands.
 struct RecvState {
   std::shared_ptr<CommState> comm;
   int src = 0;
-  Tag tag;
-  at::Tensor header;
-  compat::WorkPtr header_work;
-
-  std::mutex mutex;
-  std::condition_variable posted_cv;
-  bool posted = false;  // payload receive posted, or error set
-  std::exception_ptr error;
-  at::Tensor payload;
-  compat::WorkPtr payload_work;
-  std::thread poster;
+  std::shared_ptr<PendingRecv> pending;
   bool waited = false;
-
-  // Waits for the header (up to `limit`), then posts the payload receive.
-  void post_payload(std::chrono::milliseconds limit) {
-    std::exception_ptr failure;
-    try {
-      const bool arrived = header_work->wait(limit);
-      if (arrived) {
-        at::Tensor payload_tensor = allocate_from_header(header.to(at::kCPU), comm->device,
-                                                         ::baton::detail::concat("rank ", src));
-        std::vector<at::Tensor> tensors{payload_tensor};
-        compat::WorkPtr work = comm->backend->recv(tensors, src, c10d_tag(tag, Part::kPayload));
-        std::lock_guard<std::mutex> lock(mutex);
-        payload = std::move(payload_tensor);
-        payload_work = std::move(work);
-      }
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    error = failure;
-    posted = true;
-    posted_cv.notify_all();
-  }
-
-  ~RecvState() {
-    if (poster.joinable()) {
-      // An abandoned receive: release the helper thread if the header never came.
-      bool done;
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        done = posted;
-      }
-      if (!done) header_work->abort();
-      poster.join();
-    }
-  }
 };
 
 }  // namespace detail
 
 using detail::Clock;
-using detail::Part;
+
+TransportKind parse_transport(std::string_view text) {
+  if (text == "auto") return TransportKind::kAuto;
+  if (text == "shm") return TransportKind::kShm;
+  if (text == "gloo") return TransportKind::kGloo;
+  throw Error(::baton::detail::concat("[comm] unknown transport \"", text,
+                                      "\" (expected auto, shm or gloo)"));
+}
+
+std::string_view to_string(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::kAuto: return "auto";
+    case TransportKind::kShm: return "shm";
+    case TransportKind::kGloo: return "gloo";
+  }
+  return "auto";
+}
 
 void SendHandle::wait(const std::string& what) {
   BATON_CHECK(state_ != nullptr, "[comm] wait on an empty SendHandle for ", what);
   auto& state = *state_;
   BATON_CHECK(!state.waited, "[comm] SendHandle waited twice for ", what);
   state.waited = true;
-  state.comm->throw_if_failed();
-  const auto deadline = Clock::now() + state.comm->timeout;
-  state.comm->wait_work(state.header_work, deadline, what, state.dst);
-  state.comm->wait_work(state.payload_work, deadline, what, state.dst);
+  auto& comm = *state.comm;
+  comm.throw_if_failed();
+  bool done = false;
+  try {
+    done = state.pending->wait(Clock::now() + comm.timeout);
+  } catch (...) {
+    comm.fail(std::current_exception(), what, state.dst);
+  }
+  if (!done) comm.fail_timeout(what, state.dst);
+  state.pending.reset();
 }
 
 torch::Tensor RecvHandle::wait(const std::string& what) {
@@ -99,20 +67,17 @@ torch::Tensor RecvHandle::wait(const std::string& what) {
   state.waited = true;
   auto& comm = *state.comm;
   comm.throw_if_failed();
-  const auto deadline = Clock::now() + comm.timeout;
-  {
-    std::unique_lock<std::mutex> lock(state.mutex);
-    if (!state.posted_cv.wait_until(lock, deadline, [&] { return state.posted; })) {
-      lock.unlock();
-      state.header_work->abort();
-      comm.fail_timeout(what, state.src);
-    }
+  at::Tensor tensor;
+  try {
+    tensor = state.pending->wait(Clock::now() + comm.timeout);
+  } catch (const Error&) {
+    throw;  // a malformed message: already one line naming the peer
+  } catch (...) {
+    comm.fail(std::current_exception(), what, state.src);
   }
-  if (state.poster.joinable()) state.poster.join();
-  if (state.error) comm.fail(state.error, what, state.src);
-  if (!state.payload_work) comm.fail_timeout(what, state.src);
-  comm.wait_work(state.payload_work, deadline, what, state.src);
-  return state.payload;
+  if (!tensor.defined()) comm.fail_timeout(what, state.src);
+  state.pending.reset();
+  return tensor;
 }
 
 Communicator::Communicator(std::shared_ptr<detail::CommState> state) : state_(std::move(state)) {}
@@ -132,13 +97,17 @@ SendHandle Communicator::isend(const torch::Tensor& tensor, int dst, const Tag& 
               comm.rank, ": destination must be another rank in [0, ", comm.world_size, "), got ",
               dst);
   comm.throw_if_failed();
+  const int c10d = detail::c10d_tag(tag, detail::Part::kMessage);
   auto state = std::make_shared<detail::SendState>();
   state->comm = state_;
   state->dst = dst;
-  std::vector<at::Tensor> header{detail::encode_header(tensor).to(comm.device)};
-  std::vector<at::Tensor> payload{tensor.detach().to(comm.device).contiguous()};
-  state->header_work = comm.backend->send(header, dst, detail::c10d_tag(tag, Part::kHeader));
-  state->payload_work = comm.backend->send(payload, dst, detail::c10d_tag(tag, Part::kPayload));
+  try {
+    state->pending = comm.p2p[dst]->isend(tensor.detach().to(comm.device).contiguous(), dst, c10d);
+  } catch (const Error&) {
+    throw;
+  } catch (...) {
+    comm.fail(std::current_exception(), ::baton::detail::concat("the send of ", to_string(tag)), dst);
+  }
   SendHandle handle;
   handle.state_ = std::move(state);
   return handle;
@@ -152,22 +121,17 @@ RecvHandle Communicator::irecv(int src, const Tag& tag) {
   auto state = std::make_shared<detail::RecvState>();
   state->comm = state_;
   state->src = src;
-  state->tag = tag;
-  state->header =
-      at::empty({detail::kHeaderLength}, at::TensorOptions().dtype(at::kLong).device(comm.device));
-  std::vector<at::Tensor> header{state->header};
-  state->header_work = comm.backend->recv(header, src, detail::c10d_tag(tag, Part::kHeader));
-  if (comm.ordered_p2p) {
-    state->post_payload(comm.timeout);
-  } else {
-    // Bounded by wait(), which aborts the header receive when it gives up.
-    constexpr std::chrono::milliseconds kUntilAborted{24LL * 3600 * 1000};
-    detail::RecvState* raw = state.get();
-    state->poster = std::thread([raw] { raw->post_payload(kUntilAborted); });
-  }
+  state->pending = comm.p2p[src]->irecv(src, detail::c10d_tag(tag, detail::Part::kMessage));
   RecvHandle handle;
   handle.state_ = std::move(state);
   return handle;
+}
+
+std::string Communicator::transport_name(int peer) const {
+  BATON_CHECK(peer >= 0 && peer < state_->world_size && peer != state_->rank,
+              "[comm.transport_name] peer must be another rank in [0, ", state_->world_size,
+              "), got ", peer);
+  return state_->p2p[peer]->name();
 }
 
 void Communicator::all_reduce_sum(std::vector<torch::Tensor>& tensors, const std::string& what) {

@@ -2,7 +2,10 @@
 // collectives baton needs, over a c10d backend (Gloo on CPU, NCCL on GPU).
 //
 // Every tensor travels with a small header (dtype, ndim, shape), so a
-// receiver never states shapes. Every wait has a timeout; a timeout or a peer
+// receiver never states shapes. Point-to-point goes through shared memory to
+// ranks on this host and through Gloo (TCP) to others (TransportKind); in the
+// steady state each tensor is one message (see gloo_transport.h and
+// shm_transport.h). Every wait has a timeout; a timeout or a peer
 // that dies produces one baton::Error line naming this rank, the action that
 // waited and the peer, e.g.
 //   [comm] rank 1 timed out after 5 s waiting for stage 2 micro-batch 3 RECV_F from rank 0
@@ -18,6 +21,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -29,14 +33,27 @@ namespace baton::comm {
 
 inline constexpr std::chrono::milliseconds kDefaultTimeout{300'000};
 
+// How point-to-point tensors reach a peer. kAuto: shared memory for ranks on
+// this host (host_identity.h), Gloo over TCP for the others. kShm insists on
+// shared memory (connect fails naming a rank on another host); kGloo never
+// uses it. Collectives always go over Gloo (or NCCL).
+enum class TransportKind { kAuto, kShm, kGloo };
+// "auto", "shm", "gloo"; throws baton::Error naming the text otherwise.
+TransportKind parse_transport(std::string_view text);
+std::string_view to_string(TransportKind kind);
+
 namespace detail {
 struct CommState;
 struct SendState;
 struct RecvState;
 }  // namespace detail
 
-// A send in flight. wait() returns once the receiver's posted receive has
-// taken the tensor.
+// A send in flight. wait() returns once the transport no longer needs the
+// tensor. In the steady state (the receiver expects this size) that is at
+// once for tensors up to 256 KiB over shared memory, and when the receiver's
+// posted receive has taken it over Gloo; a larger tensor over shared memory,
+// or the first message of a tag over Gloo, completes only once the receiver
+// is in some wait(), as it is bound to be in any valid schedule.
 // Destroying a handle without waiting leaves the send in flight.
 class SendHandle {
  public:
@@ -91,13 +108,13 @@ class Communicator {
   // is in flight.
   SendHandle isend(const torch::Tensor& tensor, int dst, const Tag& tag);
 
-  // Posts the receive of the tensor that rank `src` sends with `tag`. With
-  // Gloo the payload receive is posted as soon as the header arrives, without
-  // waiting for wait(), so a sender's wait never depends on when the receiver
-  // calls wait(); receives may be waited on in any order. With NCCL, which
-  // matches messages by order rather than tag, irecv blocks until the header
-  // arrives and both sides must issue their messages in the same order.
+  // Posts the receive of the tensor that rank `src` sends with `tag`; it
+  // never blocks. Receives may be waited on in any order, except that two
+  // receives with the same (src, tag) complete in the order they were sent.
   RecvHandle irecv(int src, const Tag& tag);
+
+  // "shm", "gloo" or "nccl": how point-to-point reaches `peer`.
+  std::string transport_name(int peer) const;
 
   // Sums each tensor in place across all ranks (every rank passes tensors of
   // the same dtypes and shapes, in the same order). Blocks until done.
@@ -106,6 +123,9 @@ class Communicator {
 
   // Returns once every rank has called barrier().
   void barrier(const std::string& what = "barrier");
+
+  // For baton/comm's own factories (NCCL builds on a Gloo communicator).
+  const std::shared_ptr<detail::CommState>& state() const { return state_; }
 
  private:
   std::shared_ptr<detail::CommState> state_;
@@ -118,6 +138,7 @@ struct ConnectOptions {
   int master_port = 29500;
   // Bounds every wait, and the rendezvous of the ranks at creation.
   std::chrono::milliseconds timeout = kDefaultTimeout;
+  TransportKind transport = TransportKind::kAuto;
 
   ConnectOptions& set_rank(int v) {
     rank = v;
@@ -139,6 +160,10 @@ struct ConnectOptions {
     timeout = v;
     return *this;
   }
+  ConnectOptions& set_transport(TransportKind v) {
+    transport = v;
+    return *this;
+  }
 };
 
 // Joins a Gloo process group: rank 0 hosts a c10d TCPStore on master_port,
@@ -150,7 +175,8 @@ Communicator connect(const ConnectOptions& options);
 // Joins a Gloo process group on 127.0.0.1 over a store the caller made
 // (tests run ranks as threads over one make_hash_store()).
 Communicator from_store(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
-                        std::chrono::milliseconds timeout = kDefaultTimeout);
+                        std::chrono::milliseconds timeout = kDefaultTimeout,
+                        TransportKind transport = TransportKind::kAuto);
 
 // An in-memory store shared by ranks that are threads of one process.
 c10::intrusive_ptr<c10d::Store> make_hash_store();

@@ -1,10 +1,14 @@
 // Gloo-backed communicators: connect() over a TCPStore, from_store() over a
 // caller's store.
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
 #include "baton/comm/comm_state.h"
 #include "baton/comm/communicator.h"
+#include "baton/comm/gloo_transport.h"
+#include "baton/comm/host_identity.h"
+#include "baton/comm/shm_transport.h"
 #include "baton/core/error.h"
 
 namespace baton::comm {
@@ -24,9 +28,40 @@ std::shared_ptr<::gloo::transport::Device> make_device(const std::string& master
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
+// Picks each peer's point-to-point transport (see TransportKind).
+void add_transports(detail::CommState& comm, TransportKind kind) {
+  std::vector<bool> same_host(static_cast<size_t>(comm.world_size), false);
+  if (kind != TransportKind::kGloo) {
+    same_host = detail::same_host_ranks(*comm.store, "baton/host/", comm.rank, comm.world_size);
+    if (kind == TransportKind::kShm) {
+      for (int r = 0; r < comm.world_size; ++r) {
+        BATON_CHECK(same_host[r], "[comm] rank ", comm.rank,
+                    ": --transport shm needs every rank on this host, but rank ", r,
+                    " is on another (use --transport auto or gloo)");
+      }
+    }
+  }
+  std::vector<bool> shm_peers = same_host;
+  shm_peers[comm.rank] = false;
+  const bool any_shm = std::find(shm_peers.begin(), shm_peers.end(), true) != shm_peers.end();
+  comm.transports.push_back(detail::make_gloo_transport(comm.backend, comm.device));
+  detail::Transport* gloo = comm.transports.back().get();
+  detail::Transport* shm = nullptr;
+  if (any_shm) {
+    comm.transports.push_back(detail::make_shm_transport(*comm.store, "baton/shm/", comm.rank,
+                                                         comm.world_size, shm_peers, comm.backend,
+                                                         comm.timeout,
+                                                         detail::ShmOptions::from_env()));
+    shm = comm.transports.back().get();
+  }
+  for (int r = 0; r < comm.world_size; ++r) {
+    if (r != comm.rank) comm.p2p[r] = shm_peers[r] ? shm : gloo;
+  }
+}
+
 Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
                        std::chrono::milliseconds timeout,
-                       std::shared_ptr<::gloo::transport::Device> device) {
+                       std::shared_ptr<::gloo::transport::Device> device, TransportKind kind) {
   store->setTimeout(timeout);
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(std::move(device));
@@ -44,9 +79,10 @@ Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int worl
                                         " could not join the process group of ", world_size,
                                         " ranks: ", why));
   }
-  return Communicator(std::make_shared<detail::CommState>(
-      std::move(backend), std::move(store), rank, world_size, timeout, at::Device(at::kCPU),
-      /*ordered_p2p=*/false, "gloo"));
+  auto state = std::make_shared<detail::CommState>(std::move(backend), std::move(store), rank,
+                                                   world_size, timeout, at::Device(at::kCPU), "gloo");
+  add_transports(*state, kind);
+  return Communicator(std::move(state));
 }
 
 }  // namespace
@@ -54,14 +90,15 @@ Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int worl
 Communicator connect(const ConnectOptions& options) {
   auto store = detail::connect_store(options);
   return make_gloo(std::move(store), options.rank, options.world_size, options.timeout,
-                   make_device(options.master_addr));
+                   make_device(options.master_addr), options.transport);
 }
 
 Communicator from_store(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
-                        std::chrono::milliseconds timeout) {
+                        std::chrono::milliseconds timeout, TransportKind transport) {
   detail::check_group(rank, world_size, timeout);
   BATON_CHECK(store, "[comm.from_store] store is null");
-  return make_gloo(std::move(store), rank, world_size, timeout, make_device("127.0.0.1"));
+  return make_gloo(std::move(store), rank, world_size, timeout, make_device("127.0.0.1"),
+                   transport);
 }
 
 c10::intrusive_ptr<c10d::Store> make_hash_store() { return c10::make_intrusive<c10d::HashStore>(); }

@@ -9,7 +9,7 @@
 namespace baton::comm {
 
 void run_local_group(int world_size, std::chrono::milliseconds timeout,
-                     const std::function<void(Communicator&)>& body) {
+                     const std::function<void(Communicator&)>& body, TransportKind transport) {
   BATON_CHECK(world_size >= 1, "[comm.run_local_group] world size must be >= 1, got ", world_size);
   auto store = make_hash_store();
   std::vector<std::exception_ptr> errors(static_cast<size_t>(world_size));
@@ -17,7 +17,7 @@ void run_local_group(int world_size, std::chrono::milliseconds timeout,
   for (int rank = 0; rank < world_size; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        Communicator comm = from_store(store, rank, world_size, timeout);
+        Communicator comm = from_store(store, rank, world_size, timeout, transport);
         body(comm);
       } catch (...) {
         errors[static_cast<size_t>(rank)] = std::current_exception();

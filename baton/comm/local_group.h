@@ -14,6 +14,7 @@ namespace baton::comm {
 // finished. If any rank throws, rethrows the exception of the lowest such
 // rank after the others finish (they fail within `timeout` at the latest).
 void run_local_group(int world_size, std::chrono::milliseconds timeout,
-                     const std::function<void(Communicator&)>& body);
+                     const std::function<void(Communicator&)>& body,
+                     TransportKind transport = TransportKind::kAuto);
 
 }  // namespace baton::comm

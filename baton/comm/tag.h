@@ -11,7 +11,7 @@
 //
 //   c10d_tag = ((microbatch * kMaxStages + stage) * 2 + direction) * 2 + part
 //
-// where part is 0 for the shape header and 1 for the payload. The mapping is
+// where part is 0 for a tensor's message and 1 for a transport's follow-up. The mapping is
 // injective for 0 <= stage < kMaxStages and 0 <= microbatch < kMaxMicrobatches,
 // so no two messages of one step share a c10d tag. Messages of consecutive
 // steps do share tags; Gloo and NCCL deliver messages with the same tag and
@@ -52,7 +52,9 @@ Tag tag_for(const schedule::Action& action);
 
 namespace detail {
 
-enum class Part : int { kHeader = 0, kPayload = 1 };
+// kMessage carries a tensor; kSecond its follow-up when a transport needs one
+// (gloo_transport.h: a size change).
+enum class Part : int { kMessage = 0, kSecond = 1 };
 
 // The c10d tag of one part of one message; throws baton::Error when the
 // stage or micro-batch is outside the range the mapping covers.

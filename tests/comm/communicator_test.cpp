@@ -5,6 +5,7 @@
 #include <chrono>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -38,10 +39,11 @@ std::vector<torch::Tensor> sample_tensors(torch::ScalarType dtype) {
   return tensors;
 }
 
-class SendRecvDtypeTest : public testing::TestWithParam<torch::ScalarType> {};
+class SendRecvDtypeTest
+    : public testing::TestWithParam<std::tuple<torch::ScalarType, TransportKind>> {};
 
 TEST_P(SendRecvDtypeTest, TensorsOfEveryShapeArriveEqualWithoutStatingShapes) {
-  const auto tensors = sample_tensors(GetParam());
+  const auto tensors = sample_tensors(std::get<0>(GetParam()));
   run_local_group(2, kTimeout, [&](Communicator& comm) {
     for (int i = 0; i < static_cast<int>(tensors.size()); ++i) {
       const Tag tag{0, i, Direction::kForward};
@@ -51,11 +53,23 @@ TEST_P(SendRecvDtypeTest, TensorsOfEveryShapeArriveEqualWithoutStatingShapes) {
         expect_same(comm.irecv(0, tag).wait("recv"), tensors[static_cast<size_t>(i)]);
       }
     }
-  });
+  }, std::get<1>(GetParam()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, SendRecvDtypeTest,
-                         testing::Values(torch::kFloat32, torch::kFloat64, torch::kInt64));
+std::string transport_name(const testing::TestParamInfo<TransportKind>& info) {
+  return std::string(to_string(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Dtypes, SendRecvDtypeTest,
+    testing::Combine(testing::Values(torch::kFloat32, torch::kFloat64, torch::kInt64),
+                     testing::Values(TransportKind::kShm, TransportKind::kGloo)),
+    [](const auto& info) {
+      return std::string(c10::toString(std::get<0>(info.param))) + "_" +
+             std::string(to_string(std::get<1>(info.param)));
+    });
+
+class CommunicatorTest : public testing::TestWithParam<TransportKind> {};
 
 torch::Tensor tagged_tensor(int sender, const Tag& tag) {
   // Shape and values both depend on the tag, so a mix-up shows either way.
@@ -65,7 +79,7 @@ torch::Tensor tagged_tensor(int sender, const Tag& tag) {
   return torch::full({length}, value, torch::kFloat64);
 }
 
-TEST(CommunicatorTest, ManyTagsInterleavedAndPostedOutOfOrderArriveAtTheirOwnReceive) {
+TEST_P(CommunicatorTest, ManyTagsInterleavedAndPostedOutOfOrderArriveAtTheirOwnReceive) {
   std::vector<Tag> tags;
   for (int stage = 0; stage < 3; ++stage) {
     for (int mb = 0; mb < 6; ++mb) {
@@ -99,13 +113,19 @@ TEST(CommunicatorTest, ManyTagsInterleavedAndPostedOutOfOrderArriveAtTheirOwnRec
       expect_same(handles[i].wait("recv " + to_string(tags[t])), tagged_tensor(peer, tags[t]));
     }
     for (auto& send : sends) send.wait("send");
-  });
+  }, GetParam());
 }
 
-TEST(CommunicatorTest, SendCompletesBeforeTheReceiverCallsWait) {
+TEST_P(CommunicatorTest, InTheSteadyStateASendCompletesBeforeTheReceiverCallsWait) {
   std::atomic<bool> sent{false};
   run_local_group(2, kTimeout, [&](Communicator& comm) {
     const Tag tag{1, 2, Direction::kForward};
+    // The first message of a tag tells the receiver its size.
+    if (comm.rank() == 0) {
+      comm.isend(torch::zeros({1000}), 1, tag).wait("send");
+    } else {
+      comm.irecv(0, tag).wait("recv");
+    }
     if (comm.rank() == 0) {
       comm.isend(torch::ones({1000}), 1, tag).wait("send");
       sent = true;
@@ -116,8 +136,11 @@ TEST(CommunicatorTest, SendCompletesBeforeTheReceiverCallsWait) {
       EXPECT_TRUE(sent) << "the send waited for the receiver's wait()";
       expect_same(recv.wait("recv"), torch::ones({1000}));
     }
-  });
+  }, GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorTest,
+                         testing::Values(TransportKind::kShm, TransportKind::kGloo), transport_name);
 
 class AllReduceTest : public testing::TestWithParam<int> {};
 
@@ -145,16 +168,16 @@ TEST_P(AllReduceTest, SumEqualsTheSumComputedDirectly) {
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, AllReduceTest, testing::Values(2, 3));
 
-TEST(CommunicatorTest, BarrierWaitsForTheSlowestRank) {
+TEST_P(CommunicatorTest, BarrierWaitsForTheSlowestRank) {
   run_local_group(2, kTimeout, [&](Communicator& comm) {
     const auto start = std::chrono::steady_clock::now();
     if (comm.rank() == 1) std::this_thread::sleep_for(300ms);
     comm.barrier();
     EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
-  });
+  }, GetParam());
 }
 
-TEST(CommunicatorTest, ReceiveWhoseSenderNeverSendsTimesOutNamingTheAction) {
+TEST_P(CommunicatorTest, ReceiveWhoseSenderNeverSendsTimesOutNamingTheAction) {
   std::atomic<bool> done{false};
   run_local_group(2, 1s, [&](Communicator& comm) {
     if (comm.rank() == 0) {
@@ -179,19 +202,19 @@ TEST(CommunicatorTest, ReceiveWhoseSenderNeverSendsTimesOutNamingTheAction) {
             HasSubstr("[comm] rank 1 cannot communicate after an earlier failure: "
                       "[comm] rank 1 timed out after 1 s")));
     done = true;
-  });
+  }, GetParam());
 }
 
-TEST(CommunicatorTest, PeerThatLeavesMakesTheReceiverFailWithClosedConnection) {
+TEST_P(CommunicatorTest, PeerThatLeavesMakesTheReceiverFailWithClosedConnection) {
   std::atomic<bool> left{false};
   auto store = make_hash_store();
   std::thread leaver([&] {
-    Communicator comm = from_store(store, 0, 2, kTimeout);
+    Communicator comm = from_store(store, 0, 2, kTimeout, GetParam());
     comm.barrier();
     std::this_thread::sleep_for(200ms);  // let rank 1 post its receive
     left = true;
   });  // rank 0's communicator is destroyed here: its connections close
-  Communicator comm = from_store(store, 1, 2, kTimeout);
+  Communicator comm = from_store(store, 1, 2, kTimeout, GetParam());
   comm.barrier();
   RecvHandle recv = comm.irecv(0, Tag{0, 4, Direction::kForward});
   const auto start = std::chrono::steady_clock::now();
@@ -204,22 +227,22 @@ TEST(CommunicatorTest, PeerThatLeavesMakesTheReceiverFailWithClosedConnection) {
   EXPECT_TRUE(left);
 }
 
-TEST(CommunicatorTest, GroupCreationTimesOutWhenAPeerNeverShowsUp) {
+TEST_P(CommunicatorTest, GroupCreationTimesOutWhenAPeerNeverShowsUp) {
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_THAT([] { from_store(make_hash_store(), 0, 2, 1s); },
+  EXPECT_THAT([this] { from_store(make_hash_store(), 0, 2, 1s, GetParam()); },
               testing::ThrowsMessage<Error>(HasSubstr(
                   "[comm] rank 0 timed out after 1 s waiting for the other 1 rank(s) to join")));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
-TEST(CommunicatorTest, SendingToItselfOrOutsideTheGroupIsRejected) {
+TEST_P(CommunicatorTest, SendingToItselfOrOutsideTheGroupIsRejected) {
   run_local_group(2, kTimeout, [&](Communicator& comm) {
     EXPECT_THAT([&] { comm.isend(torch::ones({1}), comm.rank(), Tag{}); },
                 testing::ThrowsMessage<Error>(HasSubstr("destination must be another rank")));
     EXPECT_THAT(
         [&] { comm.irecv(2, Tag{}); },
         testing::ThrowsMessage<Error>(HasSubstr("source must be another rank in [0, 2), got 2")));
-  });
+  }, GetParam());
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 //           previous one, and all ranks all-reduce; prints "ok" on success.
 //   die   - rank 0 kills itself (SIGKILL) while rank 1 waits for a tensor
 //           from it; rank 1 reports the error and exits 2.
+// Usage: comm_peer ping|die [timeout_ms] [auto|shm|gloo]; the transport also
+// goes to stdout ("transport shm") so tests can check which one ran.
 // Any baton::Error is printed as one line on stderr with exit code 2.
 #include <signal.h>
 #include <unistd.h>
@@ -54,6 +56,7 @@ void die(Communicator& comm) {
 int main(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "";
   const int timeout_ms = argc > 2 ? std::stoi(argv[2]) : 10000;
+  const std::string transport = argc > 3 ? argv[3] : "auto";
   try {
     const auto env = rank_env_from_environment();
     BATON_CHECK(env.has_value(), "[comm_peer] RANK and WORLD_SIZE are not set");
@@ -62,13 +65,16 @@ int main(int argc, char** argv) {
                                     .set_world_size(env->world_size)
                                     .set_master_addr(env->master_addr)
                                     .set_master_port(env->master_port)
-                                    .set_timeout(std::chrono::milliseconds(timeout_ms)));
+                                    .set_timeout(std::chrono::milliseconds(timeout_ms))
+                                    .set_transport(parse_transport(transport)));
+    std::cout << "transport " << comm.transport_name((comm.rank() + 1) % comm.world_size())
+              << std::endl;
     if (scenario == "ping") {
       ping(comm);
     } else if (scenario == "die") {
       die(comm);
     } else {
-      std::cerr << "usage: comm_peer ping|die [timeout_ms]" << std::endl;
+      std::cerr << "usage: comm_peer ping|die [timeout_ms] [auto|shm|gloo]" << std::endl;
       return 64;
     }
   } catch (const baton::Error& e) {

@@ -1,6 +1,7 @@
 // Ranks as real processes talking over a TCPStore and Gloo, through the
 // comm_peer helper built next to this test.
 #include <signal.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,8 @@
 #include <climits>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -32,19 +35,36 @@ std::string peer_program() {
   return peer;
 }
 
-TEST(ProcessTest, LaunchedRanksExchangeTensorsAndAllReduceOverTcpStore) {
+// The names in /dev/shm that a baton inbox uses.
+std::vector<std::string> baton_shm_names() {
+  std::vector<std::string> names;
+  if (DIR* dir = opendir("/dev/shm")) {
+    while (dirent* entry = readdir(dir)) {
+      if (std::string(entry->d_name).rfind("baton.", 0) == 0) names.push_back(entry->d_name);
+    }
+    closedir(dir);
+  }
+  return names;
+}
+
+class ProcessTransportTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(ProcessTransportTest, LaunchedRanksExchangeTensorsAndAllReduceOverTcpStore) {
   std::ostringstream out, err;
-  const int code = launch_local(3, {peer_program(), "ping", "5000"},
+  const int code = launch_local(3, {peer_program(), "ping", "5000", GetParam()},
                                 LaunchOptions().set_out(&out).set_err(&err));
   EXPECT_EQ(code, 0) << err.str();
   for (int r = 0; r < 3; ++r) {
     EXPECT_THAT(out.str(), HasSubstr("[rank " + std::to_string(r) + "] ok from rank " +
                                      std::to_string(r) + "\n"));
+    EXPECT_THAT(out.str(), HasSubstr("[rank " + std::to_string(r) + "] transport " +
+                                     (GetParam() == "gloo" ? "gloo" : "shm") + "\n"));
   }
 }
 
 // Starts rank `rank` of 2 with its stderr in `stderr_path`.
-pid_t start_rank(const std::string& program, int rank, int port, const std::string& stderr_path) {
+pid_t start_rank(const std::string& program, int rank, int port, const std::string& stderr_path,
+                 const std::string& transport) {
   const pid_t pid = fork();
   if (pid == 0) {
     setenv("RANK", std::to_string(rank).c_str(), 1);
@@ -52,19 +72,22 @@ pid_t start_rank(const std::string& program, int rank, int port, const std::stri
     setenv("MASTER_ADDR", "127.0.0.1", 1);
     setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
     freopen(stderr_path.c_str(), "w", stderr);
-    execl(program.c_str(), program.c_str(), "die", "20000", static_cast<char*>(nullptr));
+    freopen("/dev/null", "w", stdout);
+    execl(program.c_str(), program.c_str(), "die", "20000", transport.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   return pid;
 }
 
-TEST(ProcessTest, KillingARankMidReceiveMakesItsPeerFailWellBeforeTheTimeout) {
+TEST_P(ProcessTransportTest, KillingARankMidReceiveMakesItsPeerFailWellBeforeTheTimeoutAndLeavesNoSharedMemory) {
   const std::string program = peer_program();
+  const std::vector<std::string> before = baton_shm_names();
   const int port = find_free_port();
   const std::string log = testing::TempDir() + "/comm_process_rank1.err";
   const auto start = std::chrono::steady_clock::now();
-  const pid_t rank0 = start_rank(program, 0, port, "/dev/null");
-  const pid_t rank1 = start_rank(program, 1, port, log);
+  const pid_t rank0 = start_rank(program, 0, port, "/dev/null", GetParam());
+  const pid_t rank1 = start_rank(program, 1, port, log, GetParam());
   int status0 = 0, status1 = 0;
   waitpid(rank1, &status1, 0);
   const auto took = std::chrono::steady_clock::now() - start;
@@ -79,7 +102,11 @@ TEST(ProcessTest, KillingARankMidReceiveMakesItsPeerFailWellBeforeTheTimeout) {
   EXPECT_EQ(text.str(),
             "[comm] rank 1: peer rank 0 closed the connection while waiting for stage 1 "
             "micro-batch 0 RECV_F from rank 0\n");
+  EXPECT_EQ(baton_shm_names(), before) << "a killed rank left shared memory behind";
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, ProcessTransportTest, testing::Values("shm", "gloo"),
+                         [](const auto& info) { return info.param; });
 
 TEST(ProcessTest, RankWhoseMasterNeverShowsUpFailsAfterTheTimeout) {
   const int port = find_free_port();

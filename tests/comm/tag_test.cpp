@@ -20,7 +20,7 @@ TEST(TagTest, NoTwoMessagesOfAStepShareAC10dTag) {
   for (int stage : {0, 1, 2, 7, kMaxStages - 1}) {
     for (int microbatch : {0, 1, 2, 63, kMaxMicrobatches - 1}) {
       for (Direction dir : {Direction::kForward, Direction::kBackward}) {
-        for (Part part : {Part::kHeader, Part::kPayload}) {
+        for (Part part : {Part::kMessage, Part::kSecond}) {
           const int tag = c10d_tag(Tag{stage, microbatch, dir}, part);
           EXPECT_GE(tag, 0);
           seen.insert(tag);
@@ -34,20 +34,20 @@ TEST(TagTest, NoTwoMessagesOfAStepShareAC10dTag) {
 
 TEST(TagTest, MappingFollowsTheDocumentedFormula) {
   // ((microbatch * kMaxStages + stage) * 2 + direction) * 2 + part
-  EXPECT_EQ(c10d_tag(Tag{3, 5, Direction::kBackward}, Part::kPayload),
+  EXPECT_EQ(c10d_tag(Tag{3, 5, Direction::kBackward}, Part::kSecond),
             ((5 * kMaxStages + 3) * 2 + 1) * 2 + 1);
-  EXPECT_EQ(c10d_tag(Tag{0, 0, Direction::kForward}, Part::kHeader), 0);
+  EXPECT_EQ(c10d_tag(Tag{0, 0, Direction::kForward}, Part::kMessage), 0);
 }
 
 TEST(TagTest, StageOrMicrobatchOutOfRangeIsRejectedWithTheValue) {
   EXPECT_THAT(
       [] {
-        c10d_tag(Tag{kMaxStages, 0, Direction::kForward}, Part::kHeader);
+        c10d_tag(Tag{kMaxStages, 0, Direction::kForward}, Part::kMessage);
       },
       testing::ThrowsMessage<Error>(testing::HasSubstr("stage must be in [0, 1024), got 1024")));
   EXPECT_THAT(
       [] {
-        c10d_tag(Tag{0, -1, Direction::kForward}, Part::kHeader);
+        c10d_tag(Tag{0, -1, Direction::kForward}, Part::kMessage);
       },
       testing::ThrowsMessage<Error>(
           testing::HasSubstr("micro-batch must be in [0, 524288), got -1")));

@@ -1,0 +1,119 @@
+#include "baton/comm/shm_inbox.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <new>
+
+#include "baton/core/error.h"
+
+namespace baton::comm::detail {
+namespace {
+
+constexpr std::uint64_t round_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
+
+std::uint64_t layout_bytes(int world_size, std::uint64_t ring_bytes, std::uint64_t* controls_at,
+                           std::uint64_t* rings_at) {
+  *controls_at = round_up(sizeof(InboxHeader), 4096);
+  *rings_at = round_up(*controls_at + sizeof(RingControl) * static_cast<std::uint64_t>(world_size), 4096);
+  return *rings_at + ring_bytes * static_cast<std::uint64_t>(world_size);
+}
+
+}  // namespace
+
+Inbox::~Inbox() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+  if (owner_) unlink();
+}
+
+void Inbox::map(int fd, std::uint64_t bytes) {
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  close(fd);
+  BATON_CHECK(base != MAP_FAILED, "[comm.shm] cannot map ", name_, " (", bytes,
+              " bytes): ", std::strerror(err));
+  base_ = base;
+  bytes_ = bytes;
+}
+
+void Inbox::create(const std::string& name, int world_size, std::uint64_t ring_bytes) {
+  name_ = name;
+  std::uint64_t controls_at = 0, rings_at = 0;
+  const std::uint64_t bytes = layout_bytes(world_size, ring_bytes, &controls_at, &rings_at);
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  BATON_CHECK(fd >= 0, "[comm.shm] cannot create shared memory ", name, ": ", std::strerror(errno));
+  owner_ = true;
+  // Reserve the pages now, so a full /dev/shm fails here and not as SIGBUS later.
+  const int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (err != 0) {
+    close(fd);
+    unlink();
+    BATON_CHECK(false, "[comm.shm] /dev/shm has no room for ", bytes, " bytes of ", name, " (",
+                std::strerror(err), "); set BATON_SHM_RING_KB lower or use --transport gloo");
+  }
+  map(fd, bytes);
+  header_ = new (base_) InboxHeader();
+  header_->owner_pid = static_cast<std::int32_t>(getpid());
+  header_->world_size = world_size;
+  header_->ring_bytes = ring_bytes;
+  controls_ = reinterpret_cast<RingControl*>(static_cast<char*>(base_) + controls_at);
+  for (int r = 0; r < world_size; ++r) new (&controls_[r]) RingControl();
+  rings_ = static_cast<char*>(base_) + rings_at;
+  ring_bytes_ = ring_bytes;
+  std::atomic_thread_fence(std::memory_order_release);
+  header_->magic = kInboxMagic;
+}
+
+void Inbox::open(const std::string& name) {
+  name_ = name;
+  const int fd = shm_open(name.c_str(), O_RDWR, 0600);
+  BATON_CHECK(fd >= 0, "[comm.shm] cannot open a peer's shared memory ", name, ": ",
+              std::strerror(errno));
+  struct stat st {};
+  fstat(fd, &st);
+  map(fd, static_cast<std::uint64_t>(st.st_size));
+  header_ = static_cast<InboxHeader*>(base_);
+  BATON_CHECK(bytes_ >= sizeof(InboxHeader) && header_->magic == kInboxMagic, "[comm.shm] ", name,
+              " is not a baton inbox");
+  std::uint64_t controls_at = 0, rings_at = 0;
+  const std::uint64_t expected =
+      layout_bytes(header_->world_size, header_->ring_bytes, &controls_at, &rings_at);
+  BATON_CHECK(expected == bytes_, "[comm.shm] ", name, " has ", bytes_, " bytes, expected ", expected);
+  controls_ = reinterpret_cast<RingControl*>(static_cast<char*>(base_) + controls_at);
+  rings_ = static_cast<char*>(base_) + rings_at;
+  ring_bytes_ = header_->ring_bytes;
+}
+
+void Inbox::unlink() {
+  if (!name_.empty()) shm_unlink(name_.c_str());
+  owner_ = false;
+}
+
+void ring_doorbell(InboxHeader& header) {
+  header.doorbell.fetch_add(1, std::memory_order_seq_cst);
+  if (header.sleepers.load(std::memory_order_seq_cst) != 0) {
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&header.doorbell), FUTEX_WAKE, INT_MAX,
+            nullptr, nullptr, 0);
+  }
+}
+
+void sleep_on_doorbell(InboxHeader& header, std::uint32_t seen, std::chrono::microseconds limit) {
+  header.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (header.doorbell.load(std::memory_order_seq_cst) == seen) {
+    struct timespec ts {};
+    ts.tv_sec = static_cast<time_t>(limit.count() / 1000000);
+    ts.tv_nsec = static_cast<long>(limit.count() % 1000000) * 1000;
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&header.doorbell), FUTEX_WAIT, seen, &ts,
+            nullptr, 0);
+  }
+  header.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+}  // namespace baton::comm::detail
