@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "baton/comm/buffer_cache.h"
 #include "baton/comm/comm_state.h"
 #include "baton/comm/tensor_header.h"
 #include "baton/core/error.h"
@@ -16,9 +17,9 @@ std::uint64_t key_of(int peer, int tag) {
          static_cast<std::uint32_t>(tag);
 }
 
-// A uint8 buffer holding `header` followed by `payload_bytes` of `payload`.
-at::Tensor pack(const TensorHeader& header, const at::Tensor& payload, std::int64_t total_bytes) {
-  at::Tensor buffer = at::empty({total_bytes}, at::TensorOptions().dtype(at::kByte));
+// `buffer` (uint8, total bytes) filled with `header` followed by `payload`.
+at::Tensor pack(const TensorHeader& header, const at::Tensor& payload, at::Tensor buffer) {
+  const std::int64_t total_bytes = buffer.numel();
   auto* out = static_cast<char*>(buffer.data_ptr());
   std::memcpy(out, header.words.data(), kHeaderBytes);
   if (payload.defined() && total_bytes > kHeaderBytes) {
@@ -86,11 +87,12 @@ class GlooTransport : public Transport {
     if (total != expected) {
       TensorHeader notice = header;
       notice.set_kind(MessageKind::kResized);
-      send->buffers.push_back(pack(notice, at::Tensor(), expected));
+      send->buffers.push_back(
+          pack(notice, at::Tensor(), at::empty({expected}, at::TensorOptions().dtype(at::kByte))));
       std::memset(static_cast<char*>(send->buffers.back().data_ptr()) + kHeaderBytes, 0,
                   static_cast<size_t>(expected - kHeaderBytes));
     }
-    send->buffers.push_back(pack(header, tensor, total));
+    send->buffers.push_back(pack(header, tensor, send_buffers_.take(key_of(dst, tag), at::kByte, {total})));
     for (size_t i = 0; i < send->buffers.size(); ++i) {
       std::vector<at::Tensor> one{send->buffers[i]};
       const int part_tag = tag + (send->buffers.size() == 2 && i == 1 ? 1 : 0);
@@ -120,7 +122,7 @@ class GlooTransport : public Transport {
     return expected_locked(src, tag);
   }
   void post(GlooRecv& recv, std::int64_t bytes, int part = 0) {
-    recv.buffer_ = at::empty({bytes}, at::TensorOptions().dtype(at::kByte));
+    recv.buffer_ = buffers_.take(key_of(recv.src_, recv.tag_ + part), at::kByte, {bytes});
     std::vector<at::Tensor> one{recv.buffer_};
     recv.work_ = backend_->recv(one, recv.src_, recv.tag_ + part);
   }
@@ -137,6 +139,7 @@ class GlooTransport : public Transport {
   std::mutex mutex_;
   std::unordered_map<std::uint64_t, std::int64_t> send_expected_, recv_expected_;
   std::unordered_map<std::uint64_t, int> outstanding_;
+  BufferCache buffers_, send_buffers_;
 };
 
 at::Tensor GlooRecv::wait(Clock::time_point deadline) {

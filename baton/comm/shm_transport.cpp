@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "baton/comm/buffer_cache.h"
 #include "baton/comm/gloo_transport.h"
 #include "baton/comm/shm_inbox.h"
 #include "baton/comm/tensor_header.h"
@@ -172,6 +173,7 @@ class ShmTransport : public Transport {
   std::mutex recv_mutex_;  // the tails, arrivals and draining
   std::vector<std::uint64_t> tails_;
   std::map<std::pair<int, int>, std::deque<Arrival>> arrived_;
+  BufferCache buffers_;
 
   std::mutex send_mutex_;  // the heads and outstanding sends
   std::vector<std::uint64_t> heads_;
@@ -302,7 +304,9 @@ void ShmTransport::drain_locked() {
       if (record->type == kRecordData) {
         check_header(record->header, from);
         Arrival arrival;
-        arrival.tensor = allocate_from_header(record->header, at::Device(at::kCPU));
+        arrival.tensor = buffers_.take(
+            (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint32_t>(record->tag),
+            record->header.dtype(), record->header.sizes());
         const auto bytes = static_cast<size_t>(record->header.payload_bytes());
         switch (record->header.kind()) {
           case MessageKind::kInline:

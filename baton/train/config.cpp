@@ -62,6 +62,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"seed", field(&TrainConfig::seed, "seed")},
       {"threads", field(&TrainConfig::threads, "threads")},
       {"timeout", field(&TrainConfig::timeout_s, "timeout")},
+      {"transport", field(&TrainConfig::transport, "transport")},
       {"metrics", field(&TrainConfig::metrics, "metrics")},
       {"trace", field(&TrainConfig::trace, "trace")},
       {"svg", field(&TrainConfig::svg, "svg")},
@@ -127,6 +128,8 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.lr > 0, "[train.config] lr must be positive, got ", c.lr);
   BATON_CHECK(c.timeout_s > 0, "[train.config] timeout must be positive, got ", c.timeout_s);
   BATON_CHECK(c.threads >= 0, "[train.config] threads must be >= 0, got ", c.threads);
+  BATON_CHECK(c.transport == "auto" || c.transport == "shm" || c.transport == "gloo",
+              "[train.config] unknown transport \"", c.transport, "\" (expected auto, shm or gloo)");
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,
               " samples cannot make ", c.microbatches, " micro-batches; use a batch of at least ",
               c.microbatches, " or fewer micro-batches");

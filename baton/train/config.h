@@ -46,6 +46,7 @@ struct TrainConfig {
   // Processes
   int threads = 0;          // intra-op threads per rank; 0: cores / local ranks
   double timeout_s = 300;   // every wait between ranks
+  std::string transport = "auto";  // point-to-point: auto | shm | gloo (comm::TransportKind)
   // Output
   std::string metrics;      // JSON lines file
   std::string trace;        // Chrome trace of the last step's measured timeline

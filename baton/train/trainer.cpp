@@ -204,7 +204,8 @@ void train(const TrainConfig& c, const RankContext& ctx) {
                                            .set_master_addr(ctx.master_addr)
                                            .set_master_port(ctx.master_port)
                                            .set_timeout(std::chrono::milliseconds(
-                                               static_cast<int64_t>(c.timeout_s * 1000)))));
+                                               static_cast<int64_t>(c.timeout_s * 1000)))
+                                           .set_transport(comm::parse_transport(c.transport))));
   }
   comm::Communicator* comm = communicator ? &*communicator : nullptr;
 

@@ -113,6 +113,38 @@ TEST_P(TransportTest, MessagesOfOneTagFromTwoStepsKeepTheirOrder) {
   });
 }
 
+TEST_P(TransportTest, AReceivedTensorStillHeldIsNeverOverwrittenAndAFreedOneIsReused) {
+  auto payload = [](int step) { return torch::full({1 << 18}, static_cast<float>(step)); };  // 1 MiB
+  run(2, [&](Communicator& comm) {
+    const Tag tag{0, 1, Direction::kForward};
+    if (comm.rank() == 0) {
+      for (int step = 0; step < 4; ++step) {
+        comm.isend(payload(step), 1, tag).wait("send");
+        comm.barrier();
+      }
+      return;
+    }
+    torch::Tensor held = comm.irecv(0, tag).wait("recv 0");
+    comm.barrier();
+    const torch::Tensor second = comm.irecv(0, tag).wait("recv 1");
+    comm.barrier();
+    EXPECT_TRUE(torch::equal(held, payload(0))) << "a later message overwrote a tensor still in use";
+    EXPECT_TRUE(torch::equal(second, payload(1)));
+    const void* freed = second.data_ptr();
+    held = torch::Tensor();
+    torch::Tensor third = comm.irecv(0, tag).wait("recv 2");
+    comm.barrier();
+    EXPECT_TRUE(torch::equal(third, payload(2)));
+    EXPECT_NE(third.data_ptr(), freed) << "reused a buffer that `second` still holds";
+    const void* reusable = third.data_ptr();
+    third = torch::Tensor();
+    const torch::Tensor fourth = comm.irecv(0, tag).wait("recv 3");
+    comm.barrier();
+    EXPECT_TRUE(torch::equal(fourth, payload(3)));
+    if (GetParam().kind == TransportKind::kShm) EXPECT_EQ(fourth.data_ptr(), reusable);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, TransportTest,
                          testing::Values(Variant{"shm", TransportKind::kShm, true},
                                          Variant{"shm_without_cma", TransportKind::kShm, false},

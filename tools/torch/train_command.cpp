@@ -105,6 +105,8 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--checkpoint", &train::TrainConfig::checkpoint, "never | except_last | always");
   flag(cmd, *f, "--threads", &train::TrainConfig::threads, "Intra-op threads per rank (default: cores / local ranks)");
   flag(cmd, *f, "--timeout", &train::TrainConfig::timeout_s, "Seconds any wait between ranks may take");
+  flag(cmd, *f, "--transport", &train::TrainConfig::transport,
+       "Point-to-point between ranks: auto (shared memory on one host, else Gloo), shm or gloo");
   flag(cmd, *f, "--metrics", &train::TrainConfig::metrics, "Write JSON lines of metrics");
   flag(cmd, *f, "--trace", &train::TrainConfig::trace, "Write the last step's measured timeline as a Chrome trace");
   flag(cmd, *f, "--svg", &train::TrainConfig::svg, "Write the last step's measured timeline as SVG");
