@@ -1,5 +1,6 @@
 #include "baton/comm/shm_transport.h"
 
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -391,11 +392,10 @@ bool ShmTransport::progress_until(int peer, Clock::time_point deadline, Done don
       }
       next_check = now + std::chrono::milliseconds(10);
     }
+    // Spin briefly, yielding: a peer waiting for this core gets it at once.
     const auto spin_end = now + options_.spin;
     while (bell.doorbell.load(std::memory_order_acquire) == seen && Clock::now() < spin_end) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
+      sched_yield();
     }
     if (bell.doorbell.load(std::memory_order_acquire) == seen) {
       const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -421,7 +421,9 @@ bool RemoteSend::done() const {
 }
 
 bool RemoteSend::wait(Clock::time_point deadline) {
-  return transport_->progress_until(dst_, deadline, [&] { return done(); });
+  if (!transport_->progress_until(dst_, deadline, [&] { return done(); })) return false;
+  tensor_ = at::Tensor();  // copied: its buffer may be reused at once
+  return true;
 }
 
 at::Tensor ShmRecv::wait(Clock::time_point deadline) { return transport_->await(src_, tag_, deadline); }

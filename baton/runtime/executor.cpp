@@ -95,6 +95,8 @@ StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& 
   const int S = schedule_.stages, m = schedule_.microbatches;
   Step step(S, m);
   step.start = Clock::now();
+  step.result.start_ms =
+      std::chrono::duration<double, std::milli>(step.start.time_since_epoch()).count();
   const auto& actions = schedule_.actions[rank_];
   bool needs_inputs = false, needs_targets = false;
   for (const Action& a : actions) {
@@ -206,6 +208,8 @@ void Executor::run_action(Step& step, size_t index) {
       break;
     case ActionKind::SEND_F: {
       const int peer = placement_.rank_of(s + 1, mb);
+      step.result.stage_boundary_bytes[s] =
+          static_cast<double>(step.output[c].numel() * step.output[c].element_size());
       step.sends.push_back(comm_->isend(step.output[c].detach(), peer,
                                         comm::Tag{s, mb, comm::Direction::kForward}));
       return;

@@ -49,6 +49,12 @@ struct StepResult {
   double peak_activation_bytes = 0;  // most stashed activation bytes at once on this rank
   // This rank's compute actions, ms from the step's start.
   std::vector<trace::Event> events;
+  // When the step started on this rank: ms on the steady clock, which ranks
+  // of one host share (to put every rank's events on one time axis).
+  double start_ms = 0;
+  // Bytes of the activation each stage of this rank sent forward (the last
+  // micro-batch's): what the simulator charges to move a boundary.
+  std::map<int, double> stage_boundary_bytes;
   // Activation bytes one forward stashed, per stage of this rank (mean over
   // the step's micro-batches): what the simulator's cost model takes.
   std::map<int, double> stage_activation_bytes;

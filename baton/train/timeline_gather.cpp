@@ -5,7 +5,7 @@
 namespace baton::train {
 
 trace::Timeline gather_timeline(comm::Communicator* comm, const std::vector<trace::Event>& events,
-                                int rank, int world_size, const std::string& title) {
+                                double start_ms, int rank, int world_size, const std::string& title) {
   trace::Timeline timeline;
   timeline.title = title;
   timeline.time_unit = "ms";
@@ -14,10 +14,13 @@ trace::Timeline gather_timeline(comm::Communicator* comm, const std::vector<trac
     timeline.events = events;
     return timeline;
   }
-  std::vector<torch::Tensor> counts{torch::zeros({world_size}, torch::kFloat64)};
-  counts[0][rank] = static_cast<double>(events.size());
+  // Row 0: events per rank; row 1: each rank's step start.
+  std::vector<torch::Tensor> counts{torch::zeros({2, world_size}, torch::kFloat64)};
+  counts[0][0][rank] = static_cast<double>(events.size());
+  counts[0][1][rank] = start_ms;
   comm->all_reduce_sum(counts, "the timeline gather (sizes)");
-  const int64_t most = static_cast<int64_t>(counts[0].max().item<double>());
+  const int64_t most = static_cast<int64_t>(counts[0][0].max().item<double>());
+  const double first_start = counts[0][1].min().item<double>();
   // [rank, event, (stage, microbatch, kind, start, end)], zero elsewhere.
   std::vector<torch::Tensor> table{torch::zeros({world_size, std::max<int64_t>(most, 1), 5}, torch::kFloat64)};
   auto mine = table[0][rank];
@@ -32,11 +35,12 @@ trace::Timeline gather_timeline(comm::Communicator* comm, const std::vector<trac
   comm->all_reduce_sum(table, "the timeline gather (events)");
   auto data = table[0].accessor<double, 3>();
   for (int r = 0; r < world_size; ++r) {
-    const int64_t n = static_cast<int64_t>(counts[0][r].item<double>());
+    const int64_t n = static_cast<int64_t>(counts[0][0][r].item<double>());
+    const double shift = counts[0][1][r].item<double>() - first_start;
     for (int64_t i = 0; i < n; ++i) {
       timeline.events.push_back({r, static_cast<int>(data[r][i][0]), static_cast<int>(data[r][i][1]),
                                  static_cast<schedule::ActionKind>(static_cast<int>(data[r][i][2])),
-                                 data[r][i][3], data[r][i][4]});
+                                 data[r][i][3] + shift, data[r][i][4] + shift});
     }
   }
   return timeline;

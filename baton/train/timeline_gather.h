@@ -1,7 +1,8 @@
 // Bringing every rank's measured events (and per-stage activation bytes) to
 // every rank, over the communicator's all-reduce, so rank 0 can draw the
-// whole pipeline's timeline. Times stay as each rank measured them, from its
-// own step start; ranks of one host share the clock.
+// whole pipeline's timeline. Events are put on one time axis, from the
+// earliest rank's step start, by each rank's `start_ms` on the steady clock,
+// which ranks of one host share (across hosts the offsets are meaningless).
 #pragma once
 
 #include <map>
@@ -15,7 +16,7 @@ namespace baton::train {
 
 // Collective: every rank calls it. comm may be null for a single rank.
 trace::Timeline gather_timeline(comm::Communicator* comm, const std::vector<trace::Event>& events,
-                                int rank, int world_size, const std::string& title);
+                                double start_ms, int rank, int world_size, const std::string& title);
 
 // Collective: per-stage values, each known on the ranks holding the stage
 // (replicas average).

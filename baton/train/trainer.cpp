@@ -12,8 +12,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "baton/comm/communicator.h"
+#include "baton/comm/p2p_probe.h"
 #include "baton/core/error.h"
 #include "baton/nn/models.h"
 #include "baton/partition/balance.h"
@@ -128,9 +130,14 @@ double test_accuracy(runtime::Executor& executor, DataSource& data, const TrainC
 }
 
 // Measured vs simulated: the simulator fed with the stage costs just measured.
+// Simulates the schedule with the costs just measured (per-stage mean F, B,
+// I, W times; activation and boundary bytes; the probed link) and prints
+// measured against simulated: step time, bubble, the largest start-time
+// deviation of any action, and rank 0's peak activation bytes.
 void compare_with_simulation(const schedule::Schedule& schedule, const trace::Timeline& measured,
-                             const std::map<int, double>& stage_bytes, double measured_peak_bytes,
-                             int rank_of_peak) {
+                             const std::map<int, double>& stage_bytes,
+                             const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
+                             double measured_peak_bytes, int rank_of_peak) {
   // Mean measured time of each kind (F, B, I, W) per stage.
   std::vector<std::array<double, 4>> sum(schedule.stages, {0, 0, 0, 0}), count = sum;
   for (const auto& e : measured.events) {
@@ -144,6 +151,8 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
     return count[s][k] > 0 ? sum[s][k] / count[s][k] : 0.0;
   };
   sim::CostModel costs;
+  costs.comm_latency = link.latency_ms;
+  costs.comm_bytes_per_time = link.bytes_per_ms;
   costs.stages.resize(schedule.stages);
   for (int s = 0; s < schedule.stages; ++s) {
     sim::StageCost& cost = costs.stages[s];
@@ -155,14 +164,38 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
                               : mean(s, schedule::ActionKind::I);
     const auto it = stage_bytes.find(s);
     cost.activation_bytes = it == stage_bytes.end() ? 0 : it->second;
+    const auto boundary = boundary_bytes.find(s);
+    cost.boundary_bytes = boundary == boundary_bytes.end() ? 0 : boundary->second;
   }
   const sim::Result predicted = sim::simulate(schedule, costs);
   const double measured_ms = trace::makespan(measured);
-  std::printf("compare-sim: measured step %.2f ms, simulated %.2f ms (efficiency %.1f%%); "
-              "bubble measured %.1f%%, simulated %.1f%%\n",
-              measured_ms, predicted.stats.makespan,
-              100.0 * predicted.stats.makespan / std::max(1e-9, measured_ms),
+  std::printf("compare-sim: link %.1f us + %.2f GB/s; measured step %.2f ms, simulated %.2f ms "
+              "(efficiency %.1f%%); bubble measured %.1f%%, simulated %.1f%%\n",
+              link.latency_ms * 1000, link.bytes_per_ms / 1e6, measured_ms,
+              predicted.stats.makespan, 100.0 * predicted.stats.makespan / std::max(1e-9, measured_ms),
               100.0 * trace::bubble_fraction(measured), 100.0 * predicted.stats.bubble_fraction);
+  // Action by action: the start that strays furthest from its prediction.
+  std::map<std::tuple<int, int, int, int>, double> simulated_start;
+  for (const auto& e : predicted.timeline.events) {
+    simulated_start[{e.rank, e.stage, e.microbatch, static_cast<int>(e.kind)}] = e.start;
+  }
+  const trace::Event* worst = nullptr;
+  double worst_deviation = 0;
+  for (const auto& e : measured.events) {
+    const auto it = simulated_start.find({e.rank, e.stage, e.microbatch, static_cast<int>(e.kind)});
+    if (it == simulated_start.end()) continue;
+    const double deviation = e.start - it->second;
+    if (worst == nullptr || std::abs(deviation) > std::abs(worst_deviation)) {
+      worst = &e;
+      worst_deviation = deviation;
+    }
+  }
+  if (worst != nullptr) {
+    std::printf("compare-sim: largest start deviation %+.3f ms at rank %d %s (measured %.3f ms)\n",
+                worst_deviation, worst->rank,
+                schedule::to_string(schedule::Action{worst->kind, worst->stage, worst->microbatch}).c_str(),
+                worst->start);
+  }
   std::printf("compare-sim: peak activation bytes on rank %d: measured %.0f, simulated %.0f\n",
               rank_of_peak, measured_peak_bytes, predicted.stats.peak_activation_bytes[rank_of_peak]);
 }
@@ -208,6 +241,8 @@ void train(const TrainConfig& c, const RankContext& ctx) {
                                            .set_transport(comm::parse_transport(c.transport))));
   }
   comm::Communicator* comm = communicator ? &*communicator : nullptr;
+  // What a message costs, for the simulator to charge (collective).
+  const comm::P2pCost link = c.compare_sim && comm ? comm::measure_p2p_cost(*comm) : comm::P2pCost{};
 
   const partition::Partition part = choose_partition(c, model, lowered.stages, *data, comm);
   const schedule::Placement placement(lowered);
@@ -268,11 +303,13 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   }
 
   const double accuracy = test_accuracy(executor, *data, c, comm);
-  const trace::Timeline timeline = gather_timeline(comm, last.events, ctx.rank, ctx.world_size,
+  const trace::Timeline timeline = gather_timeline(comm, last.events, last.start_ms, ctx.rank, ctx.world_size,
                                                    lowered.name + " p=" + std::to_string(c.pp) +
                                                        " m=" + std::to_string(c.microbatches) +
                                                        " (measured)");
   const std::map<int, double> stage_bytes = gather_stage_bytes(comm, last.stage_activation_bytes, lowered.stages);
+  const std::map<int, double> boundary_bytes =
+      gather_stage_bytes(comm, last.stage_boundary_bytes, lowered.stages);
   const double peak0 = last.peak_activation_bytes;
   if (leader) {
     if (accuracy >= 0) std::printf("test accuracy %.4f\n", accuracy);
@@ -285,7 +322,9 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     }
     if (!c.trace.empty()) trace::write_file(c.trace, trace::to_chrome_trace(timeline));
     if (!c.svg.empty()) trace::write_file(c.svg, trace::to_svg(timeline));
-    if (c.compare_sim) compare_with_simulation(lowered, timeline, stage_bytes, peak0, 0);
+    if (c.compare_sim) {
+      compare_with_simulation(lowered, timeline, stage_bytes, boundary_bytes, link, peak0, 0);
+    }
     std::fflush(stdout);
   }
   if (comm) comm->barrier("the end of training");

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""baton against the Python peers on the same pipeline, in one run.
+
+The model is an 8-layer MLP (in-features = hidden, 10 classes), batch 256, SGD, 2 ranks x 1
+thread, cut 4 + 4. For each workload (hidden, micro-batches) it runs:
+  - baton train, GPipe and 1F1B (local launcher, --transport auto: shared memory);
+  - bench/peers/gpipe_send_recv.py: a plain PyTorch GPipe with gloo dist.send/recv, under
+    Debian's torch 1.13 (/usr/bin/python3, package python3-torch) when it is installed, and
+    under the PyPI torch 2.x (python3);
+  - bench/peers/pipelining_1f1b.py: torch.distributed.pipelining's Schedule1F1B (torch 2.x).
+and prints the median step times, baton 1F1B's speedup over each peer, and baton's
+--compare-sim efficiency (simulated / measured step, communication charged from a probe).
+
+Usage: python3 bench/pipeline_vs_peers.py [--baton build/baton] [--steps 60]
+"""
+import argparse, json, os, re, statistics, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = [(16, 32), (16, 8), (1024, 8)]
+
+
+def baton(binary, hidden, m, schedule, steps):
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = os.path.join(tmp, "m.jsonl")
+        out = subprocess.run(
+            [binary, "train", "--model", "mlp", "--layers", "8", "--hidden", str(hidden),
+             "--in-features", str(hidden), "--classes", "10", "--batch", "256",
+             "--microbatches", str(m), "--pp", "2", "--nproc", "2", "--threads", "1",
+             "--schedule", schedule, "--optimizer", "sgd", "--lr", "0.01", "--steps", str(steps),
+             "--log-every", "100000", "--metrics", metrics, "--compare-sim"],
+            check=True, capture_output=True, text=True).stdout
+        rows = [json.loads(line) for line in open(metrics)]
+    step = statistics.median([r["step_ms"] for r in rows if "step_ms" in r][5:])
+    eff = re.search(r"efficiency ([0-9.]+)%", out)
+    bubbles = re.search(r"bubble measured ([0-9.]+)%, simulated ([0-9.]+)%", out)
+    return step, float(eff.group(1)) if eff else float("nan"), bubbles.groups() if bubbles else None
+
+
+def peer(python, script, hidden, m, steps, extra=()):
+    try:
+        out = subprocess.run([python, os.path.join(HERE, "peers", script), "--hidden", str(hidden),
+                              "--in-features", str(hidden), "--microbatches", str(m),
+                              "--steps", str(steps), *extra],
+                             check=True, capture_output=True, text=True, timeout=600).stdout
+    except (subprocess.SubprocessError, FileNotFoundError) as e:
+        return float("nan")
+    return json.loads(out.strip().splitlines()[-1])["median_step_ms"]
+
+
+def has_torch(python):
+    return subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--baton", default="build/baton")
+    p.add_argument("--steps", type=int, default=60)
+    a = p.parse_args()
+    debian = "/usr/bin/python3" if has_torch("/usr/bin/python3") else None
+    print(f"{'hidden':>6} {'m':>3} {'baton gpipe':>11} {'baton 1f1b':>10} {'script 1.13':>11} "
+          f"{'script 2.x':>10} {'pipelining':>10} {'vs script':>9} {'vs pipel.':>9} "
+          f"{'eff':>6} {'bubble meas/sim':>15}  (ms per step, medians)")
+    for hidden, m in WORKLOADS:
+        gpipe, _, _ = baton(a.baton, hidden, m, "gpipe", a.steps)
+        one, eff, bubbles = baton(a.baton, hidden, m, "1f1b", a.steps)
+        script_old = peer(debian, "gpipe_send_recv.py", hidden, m, a.steps) if debian else float("nan")
+        script_new = peer(sys.executable, "gpipe_send_recv.py", hidden, m, a.steps)
+        pipelining = peer(sys.executable, "pipelining_1f1b.py", hidden, m, a.steps)
+        best_script = min(x for x in (script_old, script_new) if x == x) if (script_old == script_old or script_new == script_new) else float("nan")
+        print(f"{hidden:>6} {m:>3} {gpipe:>11.2f} {one:>10.2f} {script_old:>11.2f} {script_new:>10.2f} "
+              f"{pipelining:>10.2f} {best_script / one:>8.2f}x {pipelining / one:>8.2f}x "
+              f"{eff:>5.1f}% {'/'.join(bubbles) if bubbles else '-':>15}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
