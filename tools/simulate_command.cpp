@@ -7,6 +7,7 @@
 
 #include "baton/core/error.h"
 #include "baton/schedule/generator.h"
+#include "baton/schedule/limits.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/validate.h"
@@ -96,12 +97,12 @@ Action add_simulate(CLI::App& app) {
   cmd->add_option("--schedule-file", flags->schedule_file,
                   "Load a schedule in compact notation (one line per rank, e.g. 0F0 0F1 0B0 ...)")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--pp", flags->pp, "Pipeline ranks p")->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--pp", flags->pp, "Pipeline ranks p")->capture_default_str()->check(CLI::Range(1, schedule::kMaxRanks));
   cmd->add_option("--microbatches", flags->microbatches, "Micro-batches m per step")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+      ->capture_default_str()->check(CLI::Range(1, schedule::kMaxMicrobatches));
   cmd->add_option("--virtual", flags->virtual_stages,
                   "Stage chunks per rank v (default 1; interleaved and looped-bfs default to 2; "
-                  "zb-v and chimera fix their own layout)")->check(CLI::Range(1, 1024));
+                  "zb-v and chimera fix their own layout)")->check(CLI::Range(1, schedule::kMaxVirtualStages));
   cmd->add_option("--tf", flags->tf, "Forward time of a rank's share of the model per micro-batch")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--tb", flags->tb, "Full backward time (input + weight gradients)")
