@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
 #include "baton/schedule/limits.h"
 #include "baton/schedule/validate.h"
 
@@ -67,7 +68,8 @@ Schedule generate(const std::string& name, const GeneratorOptions& options) {
   }
   std::string known;
   for (const auto& n : schedule_names()) known += (known.empty() ? "" : ", ") + n;
-  BATON_CHECK(false, "[schedule.generate] unknown schedule \"", name, "\" (known: ", known, ")");
+  BATON_CHECK(false, "[schedule.generate] unknown schedule \"", printable(name), "\" (known: ", known,
+              ")");
   return {};
 }
 

@@ -52,4 +52,15 @@ printf '%s' "$err" | grep -qF "stages=99999999 exceeds the limit of 4194304" || 
 run --schedule-file "$tmp/no
 such"
 [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "path with a newline: $err"
+
+# Flag values with a newline stay on one line too, whoever reports them.
+escaped_one_line() {  # escaped_one_line args...
+  err=$("$baton" simulate "$@" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] || fail "'$*' exit $rc"
+  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "'$*' printed more than one line: $err"
+  printf '%s' "$err" | grep -qF '\x0a' || fail "'$*' said: $err"
+}
+escaped_one_line --pp $'1\n2'
+escaped_one_line --schedule $'x\ny'
+escaped_one_line $'--bo\ngus'
 echo "1 passed, 0 failed"
