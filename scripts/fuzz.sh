@@ -30,4 +30,5 @@ corpus=$build/corpus/schedule_text
 mkdir -p "$corpus"
 cd "$build"
 ./fuzz/schedule_text_fuzz -max_total_time="$seconds" -max_len=8192 -timeout=20 \
-  -rss_limit_mb=4096 -print_final_stats=1 "$corpus" "$root/fuzz/corpus/schedule_text"
+  -rss_limit_mb=4096 -print_final_stats=1 -dict="$root/fuzz/schedule_text.dict" \
+  "$corpus" "$root/fuzz/corpus/schedule_text"

@@ -57,7 +57,8 @@ void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
     BATON_CHECK(option->get_expected_max() == 0 || option->count() <= 1, "[simulate] ",
                 option->get_name(), " given more than once");
   }
-  if (f.schedule_file.empty()) return;
+  if (cmd.count("--schedule-file") == 0) return;
+  BATON_CHECK(!f.schedule_file.empty(), "[simulate] --schedule-file needs a file name");
   for (const char* flag : kShapeFlags) {
     BATON_CHECK(cmd.count(flag) == 0, "[simulate] ", flag,
                 " cannot be combined with --schedule-file, which sets the schedule, pp, "

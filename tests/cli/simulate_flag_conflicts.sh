@@ -21,6 +21,7 @@ printf '0F0 0B0\n' > "$tmp/s.txt"
 for flag in "--pp 4" "--microbatches 8" "--schedule gpipe" "--virtual 2"; do
   check "${flag%% *} cannot be combined with --schedule-file" --schedule-file "$tmp/s.txt" $flag
 done
+check "--schedule-file needs a file name" --schedule-file ''
 check "--pp given more than once" --pp 2 --pp 3
 check "--schedule given more than once" --schedule gpipe --schedule 1f1b
 check "--svg given more than once" --svg "$tmp/a.svg" --svg "$tmp/b.svg"
