@@ -126,6 +126,8 @@ Schedule parse_schedule(std::string_view text, std::string name) {
                         key == "map",
                     "[schedule.parse] line ", line_no, ": unknown header key \"",
                     printable(key), "\" (expected name, pp, stages, microbatches, map)");
+        BATON_CHECK(declared.count(key) == 0, "[schedule.parse] line ", line_no,
+                    ": header key \"", key, "\" given more than once");
         declared[key] = std::string(word.substr(eq + 1));
       }
       continue;
@@ -165,9 +167,10 @@ Schedule parse_schedule(std::string_view text, std::string name) {
   schedule.microbatches = max_microbatch + 1;
   if (declared.count("name")) {
     const std::string& n = declared["name"];
-    BATON_CHECK(n.size() <= kMaxNameBytes && printable(n, kMaxNameBytes) == n,
+    // Not empty: format_schedule() writes an empty name as "file".
+    BATON_CHECK(!n.empty() && n.size() <= kMaxNameBytes && printable(n, kMaxNameBytes) == n,
                 "[schedule.parse] line ", header_line, ": name=", printable(n),
-                " must be at most ", kMaxNameBytes, " printable ASCII characters");
+                " must be 1 to ", kMaxNameBytes, " printable ASCII characters");
     schedule.name = n;
   }
   if (declared.count("pp")) {

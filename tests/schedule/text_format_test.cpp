@@ -261,7 +261,21 @@ TEST(ParseSchedule, EscapesControlBytesInHeaderValuesSoTheMessageIsOneLine) {
 
 TEST(ParseSchedule, RejectsANameThatIsNotPrintable) {
   EXPECT_NE(parse_error("# baton schedule: name=a\x01\n0F0 0B0\n")
-                .find("name=a\\x01 must be at most 64 printable ASCII characters"),
+                .find("name=a\\x01 must be 1 to 64 printable ASCII characters"),
+            std::string::npos);
+}
+
+// Found by fuzz/schedule_text_fuzz: "name=" parsed as an empty name, which
+// format_schedule() prints as name=file, so the schedule did not print back.
+TEST(ParseSchedule, RejectsAnEmptyNameThatWouldNotPrintBack) {
+  EXPECT_NE(parse_error("# baton schedule: name= map=loop\n0F0 0B0\n")
+                .find("line 1: name= must be 1 to 64 printable ASCII characters"),
+            std::string::npos);
+}
+
+TEST(ParseSchedule, RejectsAHeaderKeyGivenTwice) {
+  EXPECT_NE(parse_error("# baton schedule: map=zig map=loop\n0F0 0B0\n")
+                .find("line 1: header key \"map\" given more than once"),
             std::string::npos);
 }
 
