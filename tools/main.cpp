@@ -6,6 +6,7 @@
 #include <string>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
 #include "tools/cli.h"
 
 namespace baton::cli {
@@ -38,7 +39,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    print_error(e.what());
+    // CLI11 quotes the arguments as given; escaped, they cannot break the line.
+    print_error(baton::printable(e.what(), 1024));
     return 2;
   }
   try {

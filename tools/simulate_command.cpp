@@ -1,18 +1,23 @@
 // baton simulate: generate (or load) a schedule, lower and validate it,
 // simulate it against uniform per-rank costs, and print, draw and trace it.
+#include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
 #include "baton/schedule/generator.h"
+#include "baton/schedule/limits.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/validate.h"
 #include "baton/sim/simulator.h"
 #include "baton/trace/writers.h"
 #include "tools/cli.h"
+#include "tools/output_paths.h"
 
 namespace baton::cli {
 namespace {
@@ -42,12 +47,40 @@ schedule::Schedule load(const SimulateFlags& f) {
   return s;
 }
 
-int run(const SimulateFlags& f) {
+// Flags that a schedule file replaces: it sets the schedule and its shape.
+constexpr const char* kShapeFlags[] = {"--schedule", "--pp", "--microbatches", "--virtual"};
+
+// What CLI11 leaves to us: each option at most once (flags such as --json may
+// repeat), and no shape flags beside --schedule-file.
+void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
+  for (const CLI::Option* option : cmd.get_options()) {
+    BATON_CHECK(option->get_expected_max() == 0 || option->count() <= 1, "[simulate] ",
+                option->get_name(), " given more than once");
+  }
+  if (cmd.count("--schedule-file") == 0) return;
+  BATON_CHECK(!f.schedule_file.empty(), "[simulate] --schedule-file needs a file name");
+  for (const char* flag : kShapeFlags) {
+    BATON_CHECK(cmd.count(flag) == 0, "[simulate] ", flag,
+                " cannot be combined with --schedule-file, which sets the schedule, pp, "
+                "micro-batches and stages itself");
+  }
+}
+
+int run(const CLI::App& cmd, const SimulateFlags& f) {
+  check_flags(cmd, f);
+  check_stdout_open();
+  std::vector<NamedPath> outputs;
+  if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
+  if (!f.trace.empty() || cmd.count("--trace")) outputs.push_back({"--trace", f.trace});
+  check_output_paths(outputs, {{"--schedule-file", f.schedule_file}});
+
   const schedule::Schedule s = load(f);
   const sim::Result result = sim::simulate(s, sim::uniform_cost_model(s, f.tf, f.tb, f.tw, f.comm));
   const sim::Stats& st = result.stats;
-  if (!f.svg.empty()) trace::write_file(f.svg, trace::to_svg(result.timeline));
-  if (!f.trace.empty()) trace::write_file(f.trace, trace::to_chrome_trace(result.timeline));
+  for (const NamedPath& out : outputs) {
+    write_output(out, out.flag == "--svg" ? trace::to_svg(result.timeline)
+                                          : trace::to_chrome_trace(result.timeline));
+  }
   if (f.json) {
     nlohmann::json out = {
         {"schedule", s.name},
@@ -66,6 +99,7 @@ int run(const SimulateFlags& f) {
         {"actions", s.action_count()},
     };
     std::cout << out.dump() << "\n";
+    flush_stdout();
     return 0;
   }
   std::cout << "schedule " << s.name << "  pp=" << s.ranks << "  microbatches=" << s.microbatches
@@ -80,42 +114,64 @@ int run(const SimulateFlags& f) {
   }
   if (f.print) std::cout << schedule::format_schedule(s);
   if (f.grid) std::cout << trace::to_grid(result.timeline);
-  if (!f.svg.empty()) std::cout << "wrote " << f.svg << "\n";
-  if (!f.trace.empty()) std::cout << "wrote " << f.trace << "\n";
+  for (const NamedPath& out : outputs) std::cout << "wrote " << out.path << "\n";
+  flush_stdout();
   return 0;
 }
+
+// A time flag: a finite number >= 0. (CLI11's NonNegativeNumber names its
+// upper bound, the largest double, with all 309 digits.)
+const CLI::Validator kTime(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double t = std::strtod(text.c_str(), &end);
+      if (end != text.c_str() && *end == '\0' && std::isfinite(t) && t >= 0) return "";
+      return "must be a finite number >= 0, got " + printable(text);
+    },
+    "TIME", "time");
 
 }  // namespace
 
 Action add_simulate(CLI::App& app) {
   auto flags = std::make_shared<SimulateFlags>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate a pipeline schedule and draw its timeline");
+  // A repeated option is reported by check_flags(), by name.
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   std::string names;
   for (const auto& n : schedule::schedule_names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--schedule", flags->schedule, "Schedule: " + names)->capture_default_str();
   cmd->add_option("--schedule-file", flags->schedule_file,
-                  "Load a schedule in compact notation (one line per rank, e.g. 0F0 0F1 0B0 ...)")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--pp", flags->pp, "Pipeline ranks p")->capture_default_str()->check(CLI::Range(1, 4096));
+                  "Load a schedule in compact notation (one line per rank, e.g. 0F0 0F1 0B0 ...); "
+                  "it sets the schedule, pp, micro-batches and stages");
+  cmd->add_option("--pp", flags->pp, "Pipeline ranks p")
+      ->capture_default_str()->check(CLI::Range(1, schedule::kMaxRanks));
   cmd->add_option("--microbatches", flags->microbatches, "Micro-batches m per step")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+      ->capture_default_str()->check(CLI::Range(1, schedule::kMaxMicrobatches));
   cmd->add_option("--virtual", flags->virtual_stages,
                   "Stage chunks per rank v (default 1; interleaved and looped-bfs default to 2; "
-                  "zb-v and chimera fix their own layout)")->check(CLI::Range(1, 1024));
+                  "zb-v and chimera fix their own layout)")
+      ->check(CLI::Range(1, schedule::kMaxVirtualStages));
   cmd->add_option("--tf", flags->tf, "Forward time of a rank's share of the model per micro-batch")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(kTime);
   cmd->add_option("--tb", flags->tb, "Full backward time (input + weight gradients)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(kTime);
   cmd->add_option("--tw", flags->tw, "Weight-gradient part of --tb (I = tb - tw)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(kTime);
   cmd->add_option("--comm", flags->comm, "Time from an action's end to its output's arrival on another rank")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(kTime);
   cmd->add_flag("--grid", flags->grid, "Print the timeline as a text grid");
   cmd->add_flag("--print-schedule", flags->print, "Print the lowered schedule in compact notation");
   cmd->add_option("--svg", flags->svg, "Write an SVG Gantt chart");
   cmd->add_option("--trace", flags->trace, "Write a Chrome trace JSON (open in Perfetto)");
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of text");
-  return [flags] { return run(*flags); };
+  return [flags, cmd] {
+    try {
+      return run(*cmd, *flags);
+    } catch (const WriteError& e) {
+      std::cerr << "baton: error: " << e.what() << "\n";
+      return 1;
+    }
+  };
 }
 
 }  // namespace baton::cli

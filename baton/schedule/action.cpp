@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
+#include "baton/schedule/limits.h"
 
 namespace baton::schedule {
 namespace {
@@ -11,16 +13,17 @@ namespace {
 constexpr std::array<std::string_view, kActionKindCount> kNames = {
     "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
 
-// Reads a non-negative integer at `pos`, advancing it; -1 if there is none.
-long read_number(std::string_view text, size_t& pos) {
+// Reads the digits at `pos`, advancing past all of them. Returns their value,
+// -1 if there are none, or `limit` + 1 if the value exceeds `limit`.
+long read_number(std::string_view text, size_t& pos, long limit) {
   size_t start = pos;
   long value = 0;
   while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
-    value = value * 10 + (text[pos] - '0');
-    if (value > 1000000000L) return -2;
+    if (value <= limit) value = value * 10 + (text[pos] - '0');
     ++pos;
   }
-  return pos == start ? -1 : value;
+  if (pos == start) return -1;
+  return value > limit ? limit + 1 : value;
 }
 
 }  // namespace
@@ -44,10 +47,13 @@ std::string to_string(const Action& action) {
 }
 
 Action parse_action(std::string_view token) {
+  const std::string quoted = "\"" + printable(token) + "\"";
   size_t pos = 0;
-  const long stage = read_number(token, pos);
-  BATON_CHECK(stage >= 0, "[schedule.parse] action \"", token,
-              "\" must start with a stage number, as in 2F5");
+  const long stage = read_number(token, pos, kMaxStages - 1);
+  BATON_CHECK(stage >= 0, "[schedule.parse] action ", quoted,
+              " must start with a stage number, as in 2F5");
+  BATON_CHECK(stage < kMaxStages, "[schedule.parse] action ", quoted, ": stage ",
+              printable(token.substr(0, pos)), " exceeds the limit of ", kMaxStages - 1);
   size_t kind_start = pos;
   while (pos < token.size() && !std::isdigit(static_cast<unsigned char>(token[pos]))) ++pos;
   const std::string_view kind_text = token.substr(kind_start, pos - kind_start);
@@ -55,11 +61,15 @@ Action parse_action(std::string_view token) {
   for (int k = 0; k < kActionKindCount; ++k) {
     if (kNames[k] == kind_text) kind_index = k;
   }
-  BATON_CHECK(kind_index >= 0, "[schedule.parse] action \"", token, "\" has unknown kind \"",
-              kind_text, "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B or RECV_B)");
-  const long microbatch = read_number(token, pos);
-  BATON_CHECK(microbatch >= 0 && pos == token.size(), "[schedule.parse] action \"", token,
-              "\" must end with a micro-batch number, as in 2F5");
+  BATON_CHECK(kind_index >= 0, "[schedule.parse] action ", quoted, " has unknown kind \"",
+              printable(kind_text), "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B or RECV_B)");
+  const size_t microbatch_start = pos;
+  const long microbatch = read_number(token, pos, kMaxMicrobatches - 1);
+  BATON_CHECK(microbatch >= 0 && pos == token.size(), "[schedule.parse] action ", quoted,
+              " must end with a micro-batch number, as in 2F5");
+  BATON_CHECK(microbatch < kMaxMicrobatches, "[schedule.parse] action ", quoted,
+              ": micro-batch ", printable(token.substr(microbatch_start)),
+              " exceeds the limit of ", kMaxMicrobatches - 1);
   return Action{static_cast<ActionKind>(kind_index), static_cast<int>(stage),
                 static_cast<int>(microbatch)};
 }

@@ -1,8 +1,11 @@
 #include "baton/schedule/generator.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
+#include "baton/schedule/limits.h"
 #include "baton/schedule/validate.h"
 
 namespace baton::schedule {
@@ -11,13 +14,36 @@ namespace {
 struct Entry {
   const char* name;
   Schedule (*make)(const GeneratorOptions&);
+  int chunks;             // stage chunks per rank unless --virtual says otherwise
+  bool takes_virtual;     // whether --virtual sets the chunks
+  int compute_per_pair;   // compute actions per (stage, micro-batch): F B, or F I W
 };
 
 constexpr Entry kGenerators[] = {
-    {"naive", naive},       {"gpipe", gpipe},         {"1f1b", one_f_one_b},
-    {"interleaved", interleaved}, {"looped-bfs", looped_bfs}, {"zb-h1", zb_h1},
-    {"zb-h2", zb_h2},       {"zb-v", zb_v},           {"chimera", chimera},
+    {"naive", naive, 1, false, 2},
+    {"gpipe", gpipe, 1, false, 2},
+    {"1f1b", one_f_one_b, 1, false, 2},
+    {"interleaved", interleaved, 2, true, 2},
+    {"looped-bfs", looped_bfs, 2, true, 2},
+    {"zb-h1", zb_h1, 1, false, 3},
+    {"zb-h2", zb_h2, 1, false, 3},
+    {"zb-v", zb_v, 2, false, 3},
+    {"chimera", chimera, 1, false, 2},
 };
+
+// Refuses a shape whose lowered schedule could exceed kMaxActions, before the
+// generator allocates anything: each (stage, micro-batch) has its compute
+// actions and at most four SEND/RECV.
+void check_size(const Entry& e, const GeneratorOptions& options) {
+  const int v = e.takes_virtual && options.virtual_stages > 0 ? options.virtual_stages : e.chunks;
+  const uint64_t stages = static_cast<uint64_t>(options.ranks) * v;
+  const uint64_t most = stages * options.microbatches * (e.compute_per_pair + 4);
+  BATON_CHECK(most <= kMaxActions, "[schedule.generate] ", e.name, " with pp=", options.ranks,
+              ", m=", options.microbatches, " and ", stages,
+              " stages would have up to ", most, " actions (", stages, " stages x ",
+              options.microbatches, " micro-batches x ", e.compute_per_pair + 4,
+              "), more than the limit of ", kMaxActions);
+}
 
 }  // namespace
 
@@ -33,6 +59,8 @@ const std::vector<std::string>& schedule_names() {
 Schedule generate(const std::string& name, const GeneratorOptions& options) {
   for (const Entry& e : kGenerators) {
     if (name == e.name) {
+      detail::check_options(e.name, options, 1, {detail::kAnyVirtualStages});
+      check_size(e, options);
       Schedule schedule = e.make(options);
       validate(schedule);
       return schedule;
@@ -40,7 +68,8 @@ Schedule generate(const std::string& name, const GeneratorOptions& options) {
   }
   std::string known;
   for (const auto& n : schedule_names()) known += (known.empty() ? "" : ", ") + n;
-  BATON_CHECK(false, "[schedule.generate] unknown schedule \"", name, "\" (known: ", known, ")");
+  BATON_CHECK(false, "[schedule.generate] unknown schedule \"", printable(name), "\" (known: ", known,
+              ")");
   return {};
 }
 
@@ -54,6 +83,13 @@ int check_options(const char* name, const GeneratorOptions& options, int default
               "] micro-batches must be at least 1, got ", options.microbatches);
   BATON_CHECK(options.virtual_stages >= 0, "[schedule.", name,
               "] virtual stages must be at least 1, got ", options.virtual_stages);
+  BATON_CHECK(options.ranks <= kMaxRanks, "[schedule.", name, "] pp=", options.ranks,
+              " exceeds the limit of ", kMaxRanks);
+  BATON_CHECK(options.microbatches <= kMaxMicrobatches, "[schedule.", name, "] micro-batches m=",
+              options.microbatches, " exceeds the limit of ", kMaxMicrobatches);
+  BATON_CHECK(options.virtual_stages <= kMaxVirtualStages, "[schedule.", name,
+              "] virtual stages v=", options.virtual_stages, " exceeds the limit of ",
+              kMaxVirtualStages);
   const int v = options.virtual_stages == 0 ? default_v : options.virtual_stages;
   if (allowed_v.empty()) allowed_v = {1};
   if (std::find(allowed_v.begin(), allowed_v.end(), v) == allowed_v.end() &&

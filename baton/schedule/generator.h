@@ -34,7 +34,8 @@ Schedule chimera(const GeneratorOptions& options);      // "chimera"
 const std::vector<std::string>& schedule_names();
 
 // Runs the named generator and validates its output; throws baton::Error for
-// an unknown name (listing the known ones) or an undefined (p, m, v).
+// an unknown name (listing the known ones), an undefined (p, m, v), or a shape
+// past the limits of schedule/limits.h (checked before anything is built).
 Schedule generate(const std::string& name, const GeneratorOptions& options);
 
 namespace detail {

@@ -1,35 +1,34 @@
 #include "baton/schedule/greedy.h"
 
-#include <tuple>
+#include <map>
+#include <set>
+#include <utility>
 
 #include "baton/core/error.h"
 
 namespace baton::schedule::detail {
 namespace {
 
-struct Cell {
-  int stage;
-  int microbatch;
-};
+// A priority key: the smallest key is played first. Backwards and weight
+// backwards use (micro-batch, -stage); forwards that too, or (-stage,
+// micro-batch) when they prefer later stages.
+using Key = std::pair<int, int>;
 
-// What has run, per (stage, micro-batch) and per (rank, micro-batch).
-struct Played {
-  int m;
-  std::vector<char> forward, input_backward, weight_backward;  // [stage * m + mb]
-  std::vector<int> visits, forwards, backwards, weights;       // [rank * m + mb]
+// What each rank may play next, kept up to date as actions run, so that each
+// time unit costs O(log n) per rank rather than a scan of every cell.
+struct Ready {
+  bool stage_first;  // forward keys are (-stage, micro-batch)
+  std::set<Key> backward, weight;
+  // Forwards of micro-batches the rank has let in, and of those it has not
+  // (by the chunks they need there, so one look per size finds the best that fits).
+  std::set<Key> forward_entered;
+  std::map<int, std::set<Key>> forward_new;
 
-  Played(int ranks, int stages, int microbatches)
-      : m(microbatches),
-        forward(static_cast<size_t>(stages) * m),
-        input_backward(forward.size()),
-        weight_backward(forward.size()),
-        visits(static_cast<size_t>(ranks) * m),
-        forwards(visits.size()),
-        backwards(visits.size()),
-        weights(visits.size()) {}
-
-  size_t at(int stage, int mb) const { return static_cast<size_t>(stage) * m + mb; }
-  size_t on(int rank, int mb) const { return static_cast<size_t>(rank) * m + mb; }
+  Key key_b(int stage, int mb) const { return {mb, -stage}; }
+  Key key_f(int stage, int mb) const { return stage_first ? Key{-stage, mb} : Key{mb, -stage}; }
+  std::pair<int, int> cell_f(const Key& k) const {  // (stage, mb)
+    return stage_first ? std::make_pair(-k.first, k.second) : std::make_pair(-k.second, k.first);
+  }
 };
 
 }  // namespace
@@ -39,85 +38,103 @@ std::vector<std::vector<Action>> greedy_order(const GreedyPlan& plan) {
   BATON_ASSERT(static_cast<int>(plan.inflight_limit.size()) == p &&
                    static_cast<int>(plan.stash_limit.size()) == p,
                "greedy plan needs one limit per rank");
-  Played played(p, S, m);
-  std::vector<std::vector<Cell>> cells(p);
+  for (int r = 0; r < p; ++r) BATON_ASSERT(plan.inflight_limit[r] >= 1, "rank ", r, " limit < 1");
+  auto at = [m](int stage, int mb) { return static_cast<size_t>(stage) * m + mb; };
+  auto on = [m](int rank, int mb) { return static_cast<size_t>(rank) * m + mb; };
+
+  std::vector<int> owner(static_cast<size_t>(S) * m);
+  std::vector<int> visits(static_cast<size_t>(p) * m, 0);  // chunks of (rank, mb)
   for (int s = 0; s < S; ++s) {
     for (int mb = 0; mb < m; ++mb) {
       const int r = plan.rank_of(s, mb);
       BATON_ASSERT(r >= 0 && r < p, "stage ", s, " micro-batch ", mb, " maps to rank ", r);
-      cells[r].push_back({s, mb});
-      ++played.visits[played.on(r, mb)];
+      owner[at(s, mb)] = r;
+      ++visits[on(r, mb)];
     }
   }
-  for (int r = 0; r < p; ++r) BATON_ASSERT(plan.inflight_limit[r] >= 1, "rank ", r, " limit < 1");
+  std::vector<char> forward_done(owner.size(), 0), input_backward_done(owner.size(), 0);
+  std::vector<char> entered(visits.size(), 0);
+  // Per rank: chunks let in and not yet through their input backward, and not
+  // yet through their weight backward.
+  std::vector<int> inflight(p, 0), stashed(p, 0);
+  std::vector<Ready> ready(p, Ready{plan.forward_prefers_later_stage, {}, {}, {}, {}});
+
+  // A forward is ready when its input is; whether its micro-batch is let in
+  // cannot change before it runs (only its own forward would let it in).
+  auto forward_ready = [&](int s, int mb) {
+    const int r = owner[at(s, mb)];
+    Ready& q = ready[r];
+    if (entered[on(r, mb)]) q.forward_entered.insert(q.key_f(s, mb));
+    else q.forward_new[visits[on(r, mb)]].insert(q.key_f(s, mb));
+  };
+  auto backward_ready = [&](int s, int mb) {
+    ready[owner[at(s, mb)]].backward.insert(ready[owner[at(s, mb)]].key_b(s, mb));
+  };
+  for (int mb = 0; mb < m; ++mb) forward_ready(0, mb);
 
   std::vector<std::vector<Action>> order(p);
   const size_t total = static_cast<size_t>(S) * m * (plan.split_backward ? 3 : 2);
+  const ActionKind backward = plan.split_backward ? ActionKind::I : ActionKind::B;
   size_t done = 0;
   std::vector<Action> chosen(p);
   std::vector<char> has(p);
   while (done < total) {
     for (int r = 0; r < p; ++r) {
-      // Stage chunks the rank holds or has promised to micro-batches it let in:
-      // until their input backward, and until their weight backward.
-      int inflight = 0, stashed = 0;
-      for (int mb = 0; mb < m; ++mb) {
-        const size_t k = played.on(r, mb);
-        if (played.forwards[k] == 0) continue;
-        inflight += played.visits[k] - played.backwards[k];
-        if (plan.split_backward) stashed += played.visits[k] - played.weights[k];
-      }
-      auto may_enter = [&](int mb) {
-        const int need = played.visits[played.on(r, mb)];
-        return inflight + need <= plan.inflight_limit[r] &&
-               (plan.stash_limit[r] == 0 || stashed + need <= plan.stash_limit[r]);
-      };
-      // Best candidate per kind, as (micro-batch, -stage) or (-stage, micro-batch).
-      const Cell* best_b = nullptr;
-      const Cell* best_f = nullptr;
-      const Cell* best_w = nullptr;
-      auto key_b = [](const Cell* c) { return std::make_tuple(c->microbatch, -c->stage); };
-      auto key_f = [&](const Cell* c) {
-        return plan.forward_prefers_later_stage ? std::make_tuple(-c->stage, c->microbatch)
-                                                : std::make_tuple(c->microbatch, -c->stage);
-      };
-      for (const Cell& c : cells[r]) {
-        const size_t k = played.at(c.stage, c.microbatch);
-        if (!played.forward[k]) {
-          const bool input_ready = c.stage == 0 || played.forward[played.at(c.stage - 1, c.microbatch)];
-          const bool entered = played.forwards[played.on(r, c.microbatch)] > 0;
-          if (input_ready && (entered || may_enter(c.microbatch)) && (!best_f || key_f(&c) < key_f(best_f)))
-            best_f = &c;
-        } else if (!played.input_backward[k]) {
-          const bool grad_ready =
-              c.stage == S - 1 || played.input_backward[played.at(c.stage + 1, c.microbatch)];
-          if (grad_ready && (!best_b || key_b(&c) < key_b(best_b))) best_b = &c;
-        } else if (plan.split_backward && !played.weight_backward[k]) {
-          if (!best_w || key_b(&c) < key_b(best_w)) best_w = &c;
-        }
-      }
-      const ActionKind backward = plan.split_backward ? ActionKind::I : ActionKind::B;
+      const Ready& q = ready[r];
       has[r] = 1;
-      if (best_b) chosen[r] = {backward, best_b->stage, best_b->microbatch};
-      else if (best_f) chosen[r] = {ActionKind::F, best_f->stage, best_f->microbatch};
-      else if (best_w) chosen[r] = {ActionKind::W, best_w->stage, best_w->microbatch};
-      else has[r] = 0;
+      if (!q.backward.empty()) {
+        const Key k = *q.backward.begin();
+        chosen[r] = {backward, -k.second, k.first};
+        continue;
+      }
+      // The best forward: of a micro-batch let in, or the best new one that fits.
+      const Key* best = q.forward_entered.empty() ? nullptr : &*q.forward_entered.begin();
+      for (const auto& [need, keys] : q.forward_new) {
+        const bool fits = inflight[r] + need <= plan.inflight_limit[r] &&
+                          (plan.stash_limit[r] == 0 || stashed[r] + need <= plan.stash_limit[r]);
+        if (fits && !keys.empty() && (!best || *keys.begin() < *best)) best = &*keys.begin();
+      }
+      if (best) {
+        const auto [s, mb] = q.cell_f(*best);
+        chosen[r] = {ActionKind::F, s, mb};
+      } else if (!q.weight.empty()) {
+        const Key k = *q.weight.begin();
+        chosen[r] = {ActionKind::W, -k.second, k.first};
+      } else {
+        has[r] = 0;
+      }
     }
     // All ranks chose from the state before this time unit; now it ends.
     size_t progressed = 0;
     for (int r = 0; r < p; ++r) {
       if (!has[r]) continue;
       const Action& a = chosen[r];
-      const size_t k = played.at(a.stage, a.microbatch), kr = played.on(r, a.microbatch);
+      const int s = a.stage, mb = a.microbatch;
+      Ready& q = ready[r];
       if (a.kind == ActionKind::F) {
-        played.forward[k] = 1;
-        ++played.forwards[kr];
+        const size_t k = on(r, mb);
+        if (entered[k]) {
+          q.forward_entered.erase(q.key_f(s, mb));
+        } else {
+          auto it = q.forward_new.find(visits[k]);
+          it->second.erase(q.key_f(s, mb));
+          if (it->second.empty()) q.forward_new.erase(it);
+          entered[k] = 1;
+          inflight[r] += visits[k];
+          if (plan.split_backward) stashed[r] += visits[k];
+        }
+        forward_done[at(s, mb)] = 1;
+        if (s + 1 < S) forward_ready(s + 1, mb);
+        if (s == S - 1 || input_backward_done[at(s + 1, mb)]) backward_ready(s, mb);
       } else if (a.kind == ActionKind::W) {
-        played.weight_backward[k] = 1;
-        ++played.weights[kr];
+        q.weight.erase(q.key_b(s, mb));
+        --stashed[r];
       } else {
-        played.input_backward[k] = 1;
-        ++played.backwards[kr];
+        q.backward.erase(q.key_b(s, mb));
+        input_backward_done[at(s, mb)] = 1;
+        --inflight[r];
+        if (plan.split_backward) q.weight.insert(q.key_b(s, mb));
+        if (s > 0 && forward_done[at(s - 1, mb)]) backward_ready(s - 1, mb);
       }
       order[r].push_back(a);
       ++progressed;

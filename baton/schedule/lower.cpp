@@ -1,6 +1,8 @@
 #include "baton/schedule/lower.h"
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
+#include "baton/schedule/limits.h"
 #include "baton/schedule/validate.h"
 
 namespace baton::schedule {
@@ -10,8 +12,16 @@ Schedule lower(const Schedule& schedule) {
               "\" already has SEND/RECV actions; lower a compute-only schedule");
   validate(schedule);
   const Placement placement(schedule);
-  Schedule out = schedule;
   const int S = schedule.stages;
+  size_t crossings = 0;
+  for (int s = 0; s + 1 < S; ++s)
+    for (int mb = 0; mb < schedule.microbatches; ++mb)
+      crossings += placement.rank_of(s, mb) != placement.rank_of(s + 1, mb);
+  const size_t lowered = schedule.action_count() + 4 * crossings;
+  BATON_CHECK(lowered <= kMaxActions, "[schedule.lower] schedule \"", printable(schedule.name),
+              "\" has ", schedule.action_count(), " actions and would have ", lowered,
+              " with its communication, more than the limit of ", kMaxActions);
+  Schedule out = schedule;
   for (int r = 0; r < schedule.ranks; ++r) {
     std::vector<Action>& list = out.actions[r];
     list.clear();

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
 
 namespace baton::schedule {
 
@@ -22,7 +23,7 @@ StageMap parse_stage_map(std::string_view text) {
   if (text == "v") return StageMap::V;
   if (text == "bidirectional" || text == "chimera") return StageMap::Bidirectional;
   if (text == "custom") return StageMap::Custom;
-  BATON_CHECK(false, "[schedule.map] unknown stage-to-rank map \"", text,
+  BATON_CHECK(false, "[schedule.map] unknown stage-to-rank map \"", printable(text),
               "\" (expected loop, v, bidirectional or custom)");
   return StageMap::Custom;
 }

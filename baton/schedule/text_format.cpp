@@ -5,15 +5,22 @@
 #include <fstream>
 #include <map>
 #include <optional>
-#include <set>
 #include <sstream>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
+#include "baton/schedule/limits.h"
 
 namespace baton::schedule {
 namespace {
 
 constexpr std::string_view kParsePrefix = "[schedule.parse] ";
+constexpr size_t kMaxNameBytes = 64;
+// Enough for kMaxActions actions of a dozen characters each.
+constexpr size_t kMaxFileBytes = size_t{1} << 30;
+// Pairs a file may name beyond its action count, so that a small incomplete
+// file still reaches the validator, whose message points at what is missing.
+constexpr size_t kMaxPairsWithoutActions = 1 << 20;
 
 std::vector<std::string_view> split_words(std::string_view line) {
   std::vector<std::string_view> words;
@@ -27,17 +34,31 @@ std::vector<std::string_view> split_words(std::string_view line) {
   return words;
 }
 
-int parse_count(std::string_view key, std::string_view value, int line_no) {
-  int n = 0;
-  for (char c : value) {
-    BATON_CHECK(std::isdigit(static_cast<unsigned char>(c)) && n < 1000000,
-                "[schedule.parse] line ", line_no, ": ", key, "=", value,
-                " is not a positive integer");
-    n = n * 10 + (c - '0');
-  }
-  BATON_CHECK(n > 0, "[schedule.parse] line ", line_no, ": ", key, "=", value,
+// A header count: digits only, from 1 to `limit`.
+int parse_count(std::string_view key, std::string_view value, int line_no, int limit) {
+  const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+  BATON_CHECK(digits, "[schedule.parse] line ", line_no, ": ", key, "=", printable(value),
+              " is not a positive integer");
+  long n = 0;
+  for (char c : value) n = std::min<long>(n * 10 + (c - '0'), long{limit} + 1);
+  BATON_CHECK(n <= limit, "[schedule.parse] line ", line_no, ": ", key, "=", printable(value),
+              " exceeds the limit of ", limit);
+  BATON_CHECK(n > 0, "[schedule.parse] line ", line_no, ": ", key, "=", printable(value),
               " must be at least 1");
-  return n;
+  return static_cast<int>(n);
+}
+
+// A header count must equal what the actions name, `named` `things` (0 to
+// named - 1), since every one of them needs its actions.
+void check_declared(const char* key, int declared, int named, const char* thing,
+                    const char* things) {
+  BATON_CHECK(declared >= named, "[schedule.parse] header says ", key, "=", declared,
+              " but an action names ", thing, " ", named - 1);
+  BATON_CHECK(declared == named, "[schedule.parse] header says ", key, "=", declared,
+              " but the actions name ", things, " 0..", named - 1,
+              " only; each needs its actions, so the header must say ", key, "=", named);
 }
 
 // Whether every placed (stage, micro-batch) sits where `map` puts it.
@@ -82,6 +103,7 @@ Schedule parse_schedule(std::string_view text, std::string name) {
   std::map<std::string, std::string> declared;
   int header_line = 0;
   int line_no = 0;
+  size_t action_count = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find('\n', pos);
@@ -98,17 +120,27 @@ Schedule parse_schedule(std::string_view text, std::string name) {
       for (auto word : split_words(line.substr(header + 15))) {
         const size_t eq = word.find('=');
         BATON_CHECK(eq != std::string_view::npos, "[schedule.parse] line ", line_no,
-                    ": header entry \"", word, "\" is not key=value");
+                    ": header entry \"", printable(word), "\" is not key=value");
         const std::string key(word.substr(0, eq));
         BATON_CHECK(key == "name" || key == "pp" || key == "stages" || key == "microbatches" ||
                         key == "map",
-                    "[schedule.parse] line ", line_no, ": unknown header key \"", key,
-                    "\" (expected name, pp, stages, microbatches, map)");
+                    "[schedule.parse] line ", line_no, ": unknown header key \"",
+                    printable(key), "\" (expected name, pp, stages, microbatches, map)");
+        BATON_CHECK(declared.count(key) == 0, "[schedule.parse] line ", line_no,
+                    ": header key \"", key, "\" given more than once");
         declared[key] = std::string(word.substr(eq + 1));
       }
       continue;
     }
+    BATON_CHECK(schedule.actions.size() < static_cast<size_t>(kMaxRanks), "[schedule.parse] line ",
+                line_no, ": more than ", kMaxRanks,
+                " action lines; a schedule has one line per rank and at most ", kMaxRanks,
+                " ranks");
+    action_count += words.size();
+    BATON_CHECK(action_count <= kMaxActions, "[schedule.parse] line ", line_no,
+                ": more than ", kMaxActions, " actions, the limit of a schedule");
     std::vector<Action> list;
+    list.reserve(words.size());
     for (auto word : words) {
       try {
         list.push_back(parse_action(word));
@@ -133,24 +165,36 @@ Schedule parse_schedule(std::string_view text, std::string name) {
     }
   schedule.stages = max_stage + 1;
   schedule.microbatches = max_microbatch + 1;
-  if (declared.count("name")) schedule.name = declared["name"];
+  if (declared.count("name")) {
+    const std::string& n = declared["name"];
+    // Not empty: format_schedule() writes an empty name as "file".
+    BATON_CHECK(!n.empty() && n.size() <= kMaxNameBytes && printable(n, kMaxNameBytes) == n,
+                "[schedule.parse] line ", header_line, ": name=", printable(n),
+                " must be 1 to ", kMaxNameBytes, " printable ASCII characters");
+    schedule.name = n;
+  }
   if (declared.count("pp")) {
-    const int pp = parse_count("pp", declared["pp"], header_line);
+    const int pp = parse_count("pp", declared["pp"], header_line, kMaxRanks);
     BATON_CHECK(pp == schedule.ranks, "[schedule.parse] header says pp=", pp, " but the file has ",
                 schedule.ranks, " action lines (one per rank)");
   }
   if (declared.count("stages")) {
-    const int stages = parse_count("stages", declared["stages"], header_line);
-    BATON_CHECK(stages >= schedule.stages, "[schedule.parse] header says stages=", stages,
-                " but an action names stage ", max_stage);
-    schedule.stages = stages;
+    check_declared("stages", parse_count("stages", declared["stages"], header_line, kMaxStages),
+                   schedule.stages, "stage", "stages");
   }
   if (declared.count("microbatches")) {
-    const int m = parse_count("microbatches", declared["microbatches"], header_line);
-    BATON_CHECK(m >= schedule.microbatches, "[schedule.parse] header says microbatches=", m,
-                " but an action names micro-batch ", max_microbatch);
-    schedule.microbatches = m;
+    check_declared("microbatches",
+                   parse_count("microbatches", declared["microbatches"], header_line,
+                               kMaxMicrobatches),
+                   schedule.microbatches, "micro-batch", "micro-batches");
   }
+  // Each (stage, micro-batch) needs an F and a B; the validator's tables have
+  // one entry per pair, so far more pairs than actions are refused here.
+  const size_t pairs = static_cast<size_t>(schedule.stages) * schedule.microbatches;
+  BATON_CHECK(pairs <= std::max(action_count, kMaxPairsWithoutActions),
+              "[schedule.parse] the actions name stages 0..", max_stage, " and micro-batches 0..",
+              max_microbatch, ", ", pairs, " (stage, micro-batch) pairs, but the file has only ",
+              action_count, " actions; each pair needs an F and a B");
   // A (stage, micro-batch) with compute on two ranks has no map; validate()
   // reports it with the grid, so parsing still succeeds.
   std::optional<Placement> placement;
@@ -163,48 +207,32 @@ Schedule parse_schedule(std::string_view text, std::string name) {
     const StageMap map = parse_stage_map(declared["map"]);
     // At p = 1 several maps describe the same placement (loop and v, say).
     BATON_CHECK(map == schedule.map || (placement && placement_fits(map, schedule, *placement)),
-                "[schedule.parse] line ", header_line, ": header says map=", declared["map"],
-                " but the actions place stages as map=", to_string(schedule.map));
+                "[schedule.parse] line ", header_line, ": header says map=",
+                printable(declared["map"]), " but the actions place stages as map=",
+                to_string(schedule.map));
     schedule.map = map;
   }
   return schedule;
 }
 
 Schedule load_schedule_file(const std::string& path) {
-  std::ifstream in(path);
-  BATON_CHECK(in.good(), "[schedule.load] cannot read schedule file \"", path, "\"");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  const std::string quoted = "\"" + printable(path, 256) + "\"";
+  std::ifstream in(path, std::ios::binary);
+  BATON_CHECK(in.good(), "[schedule.load] cannot read schedule file ", quoted);
+  // Bounded, so that a device such as /dev/zero fails instead of filling memory.
+  std::string text;
+  std::vector<char> chunk(1 << 20);
+  while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+    text.append(chunk.data(), static_cast<size_t>(in.gcount()));
+    BATON_CHECK(text.size() <= kMaxFileBytes, "[schedule.load] schedule file ", quoted,
+                " is larger than ", kMaxFileBytes >> 20, " MiB, the limit of a schedule file");
+  }
+  BATON_CHECK(in.eof(), "[schedule.load] cannot read schedule file ", quoted);
   try {
-    return parse_schedule(buffer.str(), "file");
+    return parse_schedule(text, "file");
   } catch (const Error& e) {
-    throw Error(detail::concat(path, ": ", e.what()));
+    throw Error(detail::concat(printable(path, 256), ": ", e.what()));
   }
-}
-
-std::string format_grid(const Schedule& schedule,
-                        const std::vector<std::pair<int, size_t>>& marks) {
-  const std::set<std::pair<int, size_t>> marked(marks.begin(), marks.end());
-  size_t width = 3;
-  for (const auto& list : schedule.actions)
-    for (const auto& a : list) width = std::max(width, to_string(a).size() + 2);
-  std::ostringstream out;
-  const int label_width = static_cast<int>(std::to_string(schedule.actions.size()).size());
-  for (size_t r = 0; r < schedule.actions.size(); ++r) {
-    std::string row = "rank " + std::to_string(r);
-    row.append(label_width - std::to_string(r).size(), ' ');
-    row += " |";
-    const auto& list = schedule.actions[r];
-    for (size_t i = 0; i < list.size(); ++i) {
-      std::string cell = to_string(list[i]);
-      cell = marked.count({static_cast<int>(r), i}) ? ">" + cell + "<" : " " + cell + " ";
-      cell.append(width - cell.size(), ' ');
-      row += cell;
-    }
-    while (!row.empty() && row.back() == ' ') row.pop_back();
-    out << row << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace baton::schedule

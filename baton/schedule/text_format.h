@@ -27,6 +27,9 @@ Schedule load_schedule_file(const std::string& path);
 
 // Aligned columns, one row per rank ("rank 0 | 0F0 0F1 ..."); the actions at
 // (rank, index) in `marks` are drawn as ">0B3<" so an error can point at them.
+// A grid of more than 16 ranks or 32 columns is cut to the ranks and columns
+// near the first 8 marks (near rank 0, column 0 without marks), with "..."
+// where ranks or columns are left out; the text is at most about 16 KiB.
 std::string format_grid(const Schedule& schedule,
                         const std::vector<std::pair<int, size_t>>& marks = {});
 

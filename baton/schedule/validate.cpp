@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/walk.h"
 
@@ -12,6 +13,9 @@ namespace baton::schedule {
 namespace {
 
 using Marks = std::vector<std::pair<int, size_t>>;
+
+// A deadlock's message names this many waiting ranks.
+constexpr size_t kNamedWaits = 8;
 
 [[noreturn]] void fail(const Schedule& schedule, const std::string& message, const Marks& marks) {
   throw Error("[schedule.validate] " + message + "\n" + format_grid(schedule, marks));
@@ -51,10 +55,10 @@ struct Occurrences {
 
 void check_shape(const Schedule& schedule) {
   BATON_CHECK(schedule.ranks >= 1 && schedule.stages >= 1 && schedule.microbatches >= 1,
-              "[schedule.validate] schedule \"", schedule.name, "\" needs p, stages and m >= 1 (p=",
+              "[schedule.validate] schedule \"", printable(schedule.name), "\" needs p, stages and m >= 1 (p=",
               schedule.ranks, ", stages=", schedule.stages, ", m=", schedule.microbatches, ")");
   BATON_CHECK(static_cast<int>(schedule.actions.size()) == schedule.ranks,
-              "[schedule.validate] schedule \"", schedule.name, "\" has ", schedule.actions.size(),
+              "[schedule.validate] schedule \"", printable(schedule.name), "\" has ", schedule.actions.size(),
               " action lists for p=", schedule.ranks, " ranks");
   for (int r = 0; r < schedule.ranks; ++r) {
     for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
@@ -206,16 +210,21 @@ void validate(const Schedule& schedule) {
                         to_string(a), " needs ", to_string(wait.needs), " first)"),
          marks);
   }
+  // The first line names a few waiting ranks; the grid marks them all.
   std::string cycle;
   Marks marks;
   for (int r = 0; r < schedule.ranks; ++r) {
     if (walked.next[r] == schedule.actions[r].size()) continue;
     const Action& a = schedule.actions[r][walked.next[r]];
-    cycle += detail::concat(cycle.empty() ? "" : "; ", "rank ", r, " waits at ", to_string(a),
-                            " for ", to_string(walked.waits[r].needs), " on rank ",
-                            walked.waits[r].rank);
+    if (marks.size() < kNamedWaits) {
+      cycle += detail::concat(cycle.empty() ? "" : "; ", "rank ", r, " waits at ", to_string(a),
+                              " for ", to_string(walked.waits[r].needs), " on rank ",
+                              walked.waits[r].rank);
+    }
     marks.push_back({r, walked.next[r]});
   }
+  if (marks.size() > kNamedWaits)
+    cycle += detail::concat("; ", marks.size() - kNamedWaits, " more ranks wait");
   fail(schedule, "deadlock: " + cycle, marks);
 }
 

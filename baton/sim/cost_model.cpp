@@ -1,5 +1,7 @@
 #include "baton/sim/cost_model.h"
 
+#include <cmath>
+
 #include "baton/core/error.h"
 
 namespace baton::sim {
@@ -12,11 +14,13 @@ double CostModel::comm_time(int stage) const {
 
 CostModel uniform_cost_model(const schedule::Schedule& schedule, double tf, double tb, double tw,
                              double comm) {
-  BATON_CHECK(tf >= 0 && tb >= 0 && tw >= 0, "[sim.costs] times must be non-negative (tf=", tf,
-              ", tb=", tb, ", tw=", tw, ")");
+  auto time = [](double t) { return std::isfinite(t) && t >= 0; };
+  BATON_CHECK(time(tf) && time(tb) && time(tw), "[sim.costs] times must be finite and "
+              "non-negative (tf=", tf, ", tb=", tb, ", tw=", tw, ")");
   BATON_CHECK(tw <= tb, "[sim.costs] the weight-gradient time tw=", tw,
               " is part of the backward time tb=", tb, ", so it cannot exceed it");
-  BATON_CHECK(comm >= 0, "[sim.costs] communication time must be non-negative, got ", comm);
+  BATON_CHECK(time(comm), "[sim.costs] communication time must be finite and non-negative, got ",
+              comm);
   const double v = schedule.map == schedule::StageMap::Bidirectional
                        ? 1.0
                        : static_cast<double>(schedule.stages_per_rank());

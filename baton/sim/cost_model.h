@@ -34,7 +34,8 @@ struct CostModel {
 // weight part) are the work of a rank's whole share of the model for one
 // micro-batch; a rank holding v chunks pays 1/v of it per chunk action. So
 // I = (tb - tw) / v, W = tw / v. `comm` is the latency between ranks.
-// REQUIRES: 0 <= tw <= tb, tf >= 0, comm >= 0 (throws otherwise).
+// REQUIRES: finite costs with 0 <= tw <= tb, tf >= 0, comm >= 0 (throws
+// otherwise).
 CostModel uniform_cost_model(const schedule::Schedule& schedule, double tf, double tb, double tw,
                              double comm = 0);
 

@@ -1,8 +1,10 @@
 #include "baton/sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
 #include "baton/schedule/walk.h"
 
 namespace baton::sim {
@@ -10,10 +12,56 @@ namespace baton::sim {
 using schedule::Action;
 using schedule::ActionKind;
 
+namespace {
+
+// Every cost finite and non-negative, and their sums over the schedule within
+// kMaxTotalCost, so that no time, statistic or drawing overflows.
+void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
+  auto fine = [](double x) { return std::isfinite(x) && x >= 0; };
+  BATON_CHECK(fine(costs.comm_latency) && fine(costs.comm_bytes_per_time),
+              "[sim.costs] communication latency and bandwidth must be finite and non-negative "
+              "(latency=", costs.comm_latency, ", bytes per time=", costs.comm_bytes_per_time, ")");
+  for (size_t s = 0; s < costs.stages.size(); ++s) {
+    const StageCost& c = costs.stages[s];
+    BATON_CHECK(fine(c.forward) && fine(c.input_backward) && fine(c.weight_backward) &&
+                    fine(c.activation_bytes) && fine(c.weight_stash_bytes) &&
+                    fine(c.boundary_bytes) && fine(c.parameter_bytes),
+                "[sim.costs] stage ", s, ": costs must be finite and non-negative (F=", c.forward,
+                ", I=", c.input_backward, ", W=", c.weight_backward, ", activation bytes=",
+                c.activation_bytes, ", stash bytes=", c.weight_stash_bytes, ", boundary bytes=",
+                c.boundary_bytes, ", parameter bytes=", c.parameter_bytes, ")");
+  }
+  // Each action may wait for one transfer at most; charge one to every action.
+  double transfer = 0;
+  for (int s = 0; s + 1 < schedule.stages; ++s) transfer = std::max(transfer, costs.comm_time(s));
+  double time = 0, bytes = 0;
+  for (const auto& list : schedule.actions) {
+    for (const Action& a : list) {
+      const StageCost& c = costs.stages[a.stage];
+      time += transfer;
+      if (a.kind == ActionKind::F) time += c.forward, bytes += c.activation_bytes;
+      if (a.kind == ActionKind::B) time += c.input_backward + c.weight_backward;
+      if (a.kind == ActionKind::I) time += c.input_backward;
+      if (a.kind == ActionKind::W) time += c.weight_backward;
+    }
+  }
+  for (const StageCost& c : costs.stages) bytes += c.parameter_bytes;
+  BATON_CHECK(time <= kMaxTotalCost, "[sim.costs] schedule \"", printable(schedule.name),
+              "\": the times of its ", schedule.action_count(),
+              " actions and their transfers add up to ", time, ", more than the limit of ",
+              kMaxTotalCost, "; use smaller costs");
+  BATON_CHECK(bytes <= kMaxTotalCost, "[sim.costs] schedule \"", printable(schedule.name),
+              "\": its activation and parameter bytes add up to ", bytes,
+              ", more than the limit of ", kMaxTotalCost);
+}
+
+}  // namespace
+
 Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
   BATON_CHECK(static_cast<int>(costs.stages.size()) == schedule.stages, "[sim.simulate] cost model has ",
-              costs.stages.size(), " stages but schedule \"", schedule.name, "\" has ",
+              costs.stages.size(), " stages but schedule \"", printable(schedule.name), "\" has ",
               schedule.stages);
+  check_costs(schedule, costs);
   const int p = schedule.ranks, m = schedule.microbatches;
   const schedule::Placement placement(schedule);
   auto cell = [m](int s, int mb) { return static_cast<size_t>(s) * m + mb; };

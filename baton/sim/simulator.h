@@ -30,7 +30,14 @@ struct Result {
   Stats stats;
 };
 
+// The most that every action's time and every transfer of a step may add up
+// to (the step time can be no longer), and likewise every forward's activation
+// bytes. Far from overflow, so every statistic and writer's figure is finite.
+inline constexpr double kMaxTotalCost = 1e300;
+
 // REQUIRES: `schedule` is valid (validate() passes); one StageCost per stage.
+// Throws baton::Error if a cost is negative or not finite, or if the costs of
+// the schedule's actions add up to more than kMaxTotalCost.
 Result simulate(const schedule::Schedule& schedule, const CostModel& costs);
 
 }  // namespace baton::sim

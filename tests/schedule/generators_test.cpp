@@ -130,6 +130,50 @@ TEST(Generate, RejectsAnUnknownNameAndListsTheKnownOnes) {
   }
 }
 
+// Issue 7.3: p = 4096, m = 2^20 went on to build tens of billions of actions.
+class EachGeneratorPastTheLimit : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EachGeneratorPastTheLimit, RefusesTheShapeBeforeBuildingIt) {
+  try {
+    generate(GetParam(), GeneratorOptions().set_ranks(4096).set_microbatches(1 << 20));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("[schedule.generate] " + GetParam() + " with pp=4096, m=1048576"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("more than the limit of 50000000"), std::string::npos) << message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllNames, EachGeneratorPastTheLimit, ::testing::ValuesIn(schedule_names()),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
+                         });
+
+TEST(Generate, RefusesRanksMicrobatchesAndChunksPastTheirLimits) {
+  auto message = [](const GeneratorOptions& options) -> std::string {
+    try {
+      generate("interleaved", options);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message(GeneratorOptions().set_ranks(5000).set_microbatches(1)).find(
+                "pp=5000 exceeds the limit of 4096"),
+            std::string::npos);
+  EXPECT_NE(message(GeneratorOptions().set_ranks(1).set_microbatches(2000000)).find(
+                "m=2000000 exceeds the limit of 1048576"),
+            std::string::npos);
+  EXPECT_NE(message(GeneratorOptions().set_ranks(1).set_microbatches(1).set_virtual_stages(2000))
+                .find("v=2000 exceeds the limit of 1024"),
+            std::string::npos);
+}
+
 // Megatron's formulas applied by hand for p = 2, v = 2, m = 4: forward k runs
 // chunk (k % 4) / 2 of micro-batch (k / 4) * 2 + k % 2; backward k runs chunk
 // 1 - (k % 4) / 2; warmup is 4 on rank 0 and 2 on rank 1.

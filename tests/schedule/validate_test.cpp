@@ -2,6 +2,7 @@
 // and the action, and show the grid with the offending actions marked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "baton/core/error.h"
@@ -146,6 +147,36 @@ TEST(Validate, RejectsACrossRankCycleInAComputeOnlySchedule) {
                               "1F1 1B1 1F0 1B0"),
                {"deadlock: ", "rank 0 waits at 0B0 for 1B0 on rank 1",
                 "rank 1 waits at 1F1 for 0F1 on rank 0", ">0B0<", ">1F1<"});
+}
+
+// Issue 7.13: the error of a large invalid schedule printed its whole grid.
+TEST(Validate, BoundsTheMessageOfALargeInvalidSchedule) {
+  Schedule s = generate("1f1b", GeneratorOptions().set_ranks(64).set_microbatches(512));
+  auto& list = s.actions[40];
+  const auto f = std::find(list.begin(), list.end(), Action{ActionKind::F, 40, 300});
+  const auto b = std::find(list.begin(), list.end(), Action{ActionKind::B, 40, 300});
+  ASSERT_TRUE(f != list.end() && b != list.end());
+  std::iter_swap(f, b);  // B before F, in the middle of 64 ranks of 1024 actions
+  const std::string message = validate_error(s);
+  ASSERT_FALSE(message.empty());
+  EXPECT_LT(message.size(), 8u * 1024) << message.size();
+  EXPECT_NE(message.find(">40"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank 38 |"), std::string::npos) << message;
+  EXPECT_EQ(message.find("rank 37 |"), std::string::npos) << message;
+}
+
+TEST(Validate, NamesAFewRanksOfADeadlockOfManyOnItsFirstLine) {
+  // Rank 0 runs micro-batch 0 through; every other rank wants micro-batch 1 first.
+  std::string text = "0F0 0B0 0F1 0B1\n";
+  for (int r = 1; r < 40; ++r) {
+    const std::string s = std::to_string(r);
+    text += s + "F1 " + s + "F0 " + s + "B0 " + s + "B1\n";
+  }
+  const std::string message = validate_error(text);
+  const std::string first_line = message.substr(0, message.find('\n'));
+  expect_names(first_line, {"deadlock: ", "rank 0 waits at 0B0 for 1B0 on rank 1",
+                            "; 32 more ranks wait"});
+  EXPECT_LT(first_line.size(), 600u) << first_line;
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <string>
+
 #include "baton/core/error.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
@@ -100,6 +104,49 @@ TEST(Simulator, BandwidthAddsBytesOverBandwidthToEachHop) {
   const Result r = simulate(s, costs);
   // F0 [0,1], hop 1, F1 [2,3], B1 [3,5], hop 1, B0 [6,8].
   EXPECT_DOUBLE_EQ(r.stats.makespan, 8);
+}
+
+std::string simulate_error(const schedule::Schedule& s, const CostModel& costs) {
+  try {
+    simulate(s, costs);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Issue 7.9: tf = tb = 1e308 gave makespan inf and bubble nan.
+TEST(Simulator, RefusesCostsThatAddUpPastTheLimitInsteadOfOverflowing) {
+  const auto s = schedule::lower(schedule::one_f_one_b(
+      schedule::GeneratorOptions{}.set_ranks(4).set_microbatches(8)));
+  EXPECT_NE(simulate_error(s, uniform_cost_model(s, 1e308, 1e308, 1))
+                .find("[sim.costs] schedule \"1f1b\": the times of its 160 actions and their "
+                      "transfers add up to inf, more than the limit of 1e+300"),
+            std::string::npos);
+  EXPECT_NE(simulate_error(s, uniform_cost_model(s, 1, 2, 1, 1e299)).find("more than the limit"),
+            std::string::npos);
+  const Result r = simulate(s, uniform_cost_model(s, 1e290, 1e290, 0));
+  EXPECT_TRUE(std::isfinite(r.stats.makespan));
+  EXPECT_TRUE(std::isfinite(r.stats.bubble_fraction));
+}
+
+TEST(Simulator, RefusesAStageCostThatIsNotFinite) {
+  const auto s = schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
+  CostModel costs = uniform_cost_model(s, 1, 2, 1);
+  costs.stages[1].weight_backward = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(simulate_error(s, costs).find("[sim.costs] stage 1: costs must be finite"),
+            std::string::npos);
+  costs = uniform_cost_model(s, 1, 2, 1);
+  costs.stages[0].activation_bytes = std::numeric_limits<double>::infinity();
+  EXPECT_NE(simulate_error(s, costs).find("[sim.costs] stage 0: costs must be finite"),
+            std::string::npos);
+}
+
+TEST(Simulator, UniformCostsRejectInfiniteTimes) {
+  const auto s = schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(uniform_cost_model(s, inf, inf, 1), Error);
+  EXPECT_THROW(uniform_cost_model(s, 1, 2, 1, inf), Error);
 }
 
 }  // namespace

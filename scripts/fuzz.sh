@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Fuzzes the schedule text format (parse, validate, lower, simulate; torch-free)
+# with libFuzzer under AddressSanitizer and UBSan for FUZZ_SECONDS seconds
+# (default 60). Fails on any crash, sanitizer report, leak or timeout; the
+# input that caused it is left in build-fuzz/ as crash-*, leak-* or timeout-*.
+#
+#   FUZZ_SECONDS=300 bash scripts/fuzz.sh
+#
+# Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev).
+# Builds in build-fuzz (FUZZ_BUILD_DIR), separate from the normal build.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
+seconds=${FUZZ_SECONDS:-60}
+jobs=${FUZZ_BUILD_JOBS:-1}
+
+if ! command -v clang++ > /dev/null; then
+  echo "fuzz.sh: clang++ not found; install clang and libclang-rt-14-dev" >&2
+  exit 2
+fi
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER=clang++ -DBATON_FUZZ=ON -DBATON_WITH_TORCH=OFF \
+  -DBATON_BUILD_TESTS=OFF -DBATON_BUILD_BENCH=OFF > "$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log" >&2; exit 2; }
+ninja -C "$build" -j"$jobs" schedule_text_fuzz
+
+# New inputs go to a corpus in the build folder; the seeds stay as they are.
+corpus=$build/corpus/schedule_text
+mkdir -p "$corpus"
+cd "$build"
+./fuzz/schedule_text_fuzz -max_total_time="$seconds" -max_len=8192 -timeout=20 \
+  -rss_limit_mb=4096 -print_final_stats=1 -dict="$root/fuzz/schedule_text.dict" \
+  "$corpus" "$root/fuzz/corpus/schedule_text"
