@@ -36,7 +36,10 @@ grep -q "schedule interleaved" "$tmp/mlp.out" || fail "flag did not override the
 grep -q "traceEvents" "$tmp/t.json" || fail "no chrome trace"
 grep -q "<svg" "$tmp/t.svg" || fail "no svg"
 grep -q "measured" "$tmp/t.svg" || fail "svg title does not say measured"
-grep -q "compare-sim: measured step" "$tmp/mlp.out" || fail "no compare-sim line"
+grep -qE "compare-sim: link [0-9.]+ us \+ [0-9.]+ GB/s; measured step [0-9.]+ ms, simulated [0-9.]+ ms .*bubble measured [0-9.]+%, simulated [0-9.]+%" "$tmp/mlp.out" \
+  || fail "no compare-sim line with the probed link and both bubbles: $(grep compare-sim "$tmp/mlp.out")"
+grep -qE "compare-sim: largest start deviation [-+][0-9.]+ ms at rank [01] [0-9]+[FBIW][0-9]+" "$tmp/mlp.out" \
+  || fail "no action-by-action deviation: $(grep compare-sim "$tmp/mlp.out")"
 grep -q "test accuracy" "$tmp/mlp.out" || fail "no accuracy line"
 
 # Chimera: replicated stages on 2 ranks train and agree.
