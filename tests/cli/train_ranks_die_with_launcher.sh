@@ -3,12 +3,15 @@
 # Ranks die with their launcher (PR_SET_PDEATHSIG), within a few seconds.
 source "$(dirname "$0")/lib/common.sh"
 job="baton-pdeathsig-$$-$RANDOM"
+# Silent ranks (no progress lines), so no SIGPIPE on a write to the dead
+# launcher's pipe can stop them by chance.
 BATON_TEST_JOB=$job "$baton" train "${J[@]}" --hidden 16 --steps 1000000 --threads 1 --timeout 600 \
-  > "$tmp/out" 2> "$tmp/err" &
+  --log-every 1000000 > "$tmp/out" 2> "$tmp/err" &
 launcher=$!
 pids+=($launcher)
-for _ in $(seq 1 150); do grep -q "step 3/" "$tmp/out" && break; sleep 0.2; done
-grep -q "step 3/" "$tmp/out" || fail "training did not start: $(cat "$tmp/err")"
+for _ in $(seq 1 150); do grep -q "^\[rank 0\] baton train: model" "$tmp/out" && break; sleep 0.2; done
+grep -q "baton train: model" "$tmp/out" || fail "training did not start: $(cat "$tmp/err")"
+sleep 1
 
 # The rank processes of this job: those whose environment holds the marker.
 job_ranks() {
