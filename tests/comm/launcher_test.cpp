@@ -180,7 +180,8 @@ class ScopedEnv {
  private:
   static void clear() {
     for (const char* name :
-         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+          "TORCHELASTIC_USE_AGENT_STORE"}) {
       unsetenv(name);
     }
   }
@@ -206,6 +207,19 @@ TEST(RankEnvTest, ReadsTorchrunVariables) {
   EXPECT_EQ(rank_env->local_world_size, 4);
   EXPECT_EQ(rank_env->master_addr, "node0");
   EXPECT_EQ(rank_env->master_port, 29500);
+}
+
+// Issue 7.17: torchrun 2.x's agent already serves MASTER_PORT, in a wire
+// format LibTorch 1.13's TCPStore cannot join.
+TEST(RankEnvTest, UnderTorchrunsAgentStoreBatonsStoreTakesTheNextPort) {
+  ScopedEnv env({{"RANK", "0"},
+                 {"WORLD_SIZE", "2"},
+                 {"MASTER_ADDR", "localhost"},
+                 {"MASTER_PORT", "29500"},
+                 {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  EXPECT_EQ(rank_env_from_environment()->master_port, 29501);
+  setenv("TORCHELASTIC_USE_AGENT_STORE", "False", 1);
+  EXPECT_EQ(rank_env_from_environment()->master_port, 29500);
 }
 
 TEST(RankEnvTest, LocalRankDefaultsToRankOnOneMachine) {
