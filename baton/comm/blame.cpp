@@ -76,11 +76,19 @@ std::vector<int> stuck_ranks(const std::vector<RankReport>& reports) {
       if (r != report.rank) ++votes[r];
     }
   }
+  // A blamed rank that itself waited on another is a link in a chain of waits
+  // (0 waits on 1, which waits on 2): blame the end of the chain when one is.
+  const std::vector<int> waiters = waiting_ranks(reports);
+  auto waited = [&](int r) { return std::find(waiters.begin(), waiters.end(), r) != waiters.end(); };
+  bool any_end = false;
+  for (const auto& [rank, count] : votes) any_end = any_end || !waited(rank);
   std::vector<int> stuck;
   int most = 0;
-  for (const auto& [rank, count] : votes) most = std::max(most, count);
   for (const auto& [rank, count] : votes) {
-    if (count == most) stuck.push_back(rank);
+    if (!any_end || !waited(rank)) most = std::max(most, count);
+  }
+  for (const auto& [rank, count] : votes) {
+    if (count == most && (!any_end || !waited(rank))) stuck.push_back(rank);
   }
   if (!stuck.empty()) return stuck;
   // Only collectives timed out: whoever never reported is the one missing.

@@ -27,9 +27,11 @@ struct RankReport {
   std::vector<std::string> error_lines;  // its stderr lines, oldest first
 };
 
-// The rank(s) the others waited for: the one named by the most ranks whose
-// errors are wait failures; without any named, the ranks still running that
-// reported no wait failure. Empty when neither applies.
+// The rank(s) the others waited for: among the ranks named by wait failures,
+// those that did not fail waiting themselves (the end of a chain of waits:
+// 0 waits on 1, which waits on 2), the one named most often; without any
+// named, the ranks still running that reported no wait failure. Empty when
+// neither applies.
 std::vector<int> stuck_ranks(const std::vector<RankReport>& reports);
 
 // The ranks whose error lines hold a wait failure, in rank order.

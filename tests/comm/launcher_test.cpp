@@ -148,6 +148,18 @@ TEST(LauncherTest, ACrashDuringTheBlameWindowIsNamedAsTheCause) {
   EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 1 was killed by signal 9"));
 }
 
+TEST(BlameTest, AChainOfWaitsIsFollowedToTheRankThatWaitedForNoOne) {
+  // Seen with rank 2 of 4 stopped: rank 3 was already in the loss all-reduce.
+  const std::vector<RankReport> reports = {
+      {0, true, {"[comm] rank 0 timed out after 3 s waiting for stage 0 micro-batch 3 RECV_B from rank 1"}},
+      {1, true, {"[comm] rank 1 timed out after 3 s waiting for stage 1 micro-batch 3 RECV_B from rank 2"}},
+      {2, false, {}},
+      {3, true, {"[comm] rank 3 timed out after 3 s waiting for the step 9 loss sum (an all-reduce over ranks 0-3)"}}};
+  EXPECT_EQ(stuck_ranks(reports), std::vector<int>{2});
+  EXPECT_EQ(describe_stuck_ranks(reports),
+            "rank 2 stopped responding (ranks 0, 1, 3 timed out waiting for it)");
+}
+
 TEST(BlameTest, ReadsThePeersAnErrorLineWaitedFor) {
   EXPECT_EQ(ranks_waited_for("[comm] rank 1 timed out after 5 s waiting for stage 2 micro-batch 3 "
                              "RECV_F from rank 0"),
