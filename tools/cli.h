@@ -12,6 +12,10 @@ namespace baton::cli {
 // The process's arguments as main() received them (argv[0] first).
 const std::vector<std::string>& command_line();
 
+// Writes "baton: error: <message>" (and a final newline if missing) to stderr
+// in one write(2), so the line is never cut or interleaved.
+void print_error(const std::string& message);
+
 // A subcommand's action, run after parsing; returns the process exit code.
 using Action = std::function<int()>;
 

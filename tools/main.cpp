@@ -2,6 +2,9 @@
 // 1 a failure while running (a dead peer, a failed rank), 2 bad input (an
 // unknown flag, a bad value, an invalid schedule or config), 3 an internal
 // error.
+#include <unistd.h>
+
+#include <cerrno>
 #include <iostream>
 #include <string>
 
@@ -14,17 +17,24 @@ namespace {
 std::vector<std::string> g_command_line;
 }  // namespace
 const std::vector<std::string>& command_line() { return g_command_line; }
-}  // namespace baton::cli
 
-namespace {
-
-// Prints "baton: error: <first line>" and any detail lines (a schedule grid).
 void print_error(const std::string& message) {
-  std::cerr << "baton: error: " << message;
-  if (message.empty() || message.back() != '\n') std::cerr << "\n";
+  std::string text = "baton: error: " + message;
+  if (message.empty() || message.back() != '\n') text += '\n';
+  // One write(2) for the whole text, so no signal and no other writer can cut
+  // the line; a pipe takes up to PIPE_BUF (4 KiB) bytes in one piece.
+  std::cerr.flush();
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
 }
 
-}  // namespace
+}  // namespace baton::cli
+
+using baton::cli::print_error;
 
 int main(int argc, char** argv) {
   baton::cli::g_command_line.assign(argv, argv + argc);

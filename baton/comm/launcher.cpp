@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <optional>
 
+#include "baton/comm/blame.h"
 #include "baton/core/error.h"
 
 extern char** environ;
@@ -32,10 +34,15 @@ struct Stream {
   std::string partial;
 };
 
+// A rank's last stderr lines, for naming the rank the others waited on.
+constexpr size_t kKeptErrorLines = 16;
+
 struct Rank {
   pid_t pid = -1;
   Stream streams[2];  // stdout, stderr
   bool running = true;
+  int status = 0;  // once !running
+  std::vector<std::string> error_lines;
 };
 
 std::vector<std::string> child_environment(int rank, int nproc, int port) {
@@ -72,9 +79,13 @@ pid_t spawn(int rank, int nproc, int port, std::vector<std::string> argv, Rank& 
   std::vector<std::string> env = child_environment(rank, nproc, port);
   std::vector<char*> c_env = c_strings(env);
   std::vector<char*> c_argv = c_strings(argv);
+  const pid_t launcher = getpid();
   const pid_t pid = fork();
   BATON_CHECK(pid >= 0, "[launch] fork failed: ", std::strerror(errno));
   if (pid == 0) {
+    // Die with the launcher, even by SIGKILL; a launcher that died before
+    // prctl took effect has already left this child to another parent.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher) _exit(128 + SIGKILL);
     setpgid(0, 0);
     dup2(pipes[0][1], STDOUT_FILENO);
     dup2(pipes[1][1], STDERR_FILENO);
@@ -94,8 +105,19 @@ pid_t spawn(int rank, int nproc, int port, std::vector<std::string> argv, Rank& 
   return pid;
 }
 
-// Reads what is available; writes complete lines, or everything at EOF.
-void pump(Stream& stream, int rank, std::ostream& sink) {
+// Writes one prefixed line in one piece; keeps it if it came from stderr.
+void emit(Rank& rank, int r, int s, const std::string& line, std::ostream& sink) {
+  sink << ("[rank " + std::to_string(r) + "] " + line + "\n");
+  if (s == 1) {
+    rank.error_lines.push_back(line);
+    if (rank.error_lines.size() > kKeptErrorLines) rank.error_lines.erase(rank.error_lines.begin());
+  }
+}
+
+// Reads what is available of rank r's stream s; writes complete lines, or
+// everything at EOF.
+void pump(Rank& rank, int r, int s, std::ostream& sink) {
+  Stream& stream = rank.streams[s];
   char buffer[4096];
   while (stream.fd >= 0) {
     const ssize_t n = read(stream.fd, buffer, sizeof buffer);
@@ -103,14 +125,15 @@ void pump(Stream& stream, int rank, std::ostream& sink) {
       stream.partial.append(buffer, static_cast<size_t>(n));
       size_t newline;
       while ((newline = stream.partial.find('\n')) != std::string::npos) {
-        sink << "[rank " << rank << "] " << stream.partial.substr(0, newline) << '\n';
+        emit(rank, r, s, stream.partial.substr(0, newline), sink);
         stream.partial.erase(0, newline + 1);
       }
       sink.flush();
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-    if (!stream.partial.empty()) sink << "[rank " << rank << "] " << stream.partial << std::endl;
+    if (!stream.partial.empty()) emit(rank, r, s, stream.partial, sink);
+    sink.flush();
     stream.partial.clear();
     close(stream.fd);
     stream.fd = -1;
@@ -133,6 +156,27 @@ void signal_all(std::vector<Rank>& ranks, int signal) {
   for (const Rank& r : ranks) kill(-r.pid, signal);
 }
 
+// SIGTERM, and SIGCONT so that a stopped rank acts on it now.
+void terminate_all(std::vector<Rank>& ranks) {
+  signal_all(ranks, SIGTERM);
+  signal_all(ranks, SIGCONT);
+}
+
+bool reports_wait_failure(const Rank& rank) {
+  for (const std::string& line : rank.error_lines) {
+    if (is_wait_failure(line)) return true;
+  }
+  return false;
+}
+
+std::vector<RankReport> reports_of(const std::vector<Rank>& ranks) {
+  std::vector<RankReport> reports;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    reports.push_back(RankReport{static_cast<int>(r), !ranks[r].running, ranks[r].error_lines});
+  }
+  return reports;
+}
+
 }  // namespace
 
 int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOptions& options) {
@@ -150,10 +194,28 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
 
   std::vector<Rank> ranks(static_cast<size_t>(nproc));
   for (int r = 0; r < nproc; ++r) spawn(r, nproc, port, argv, ranks[static_cast<size_t>(r)]);
+  auto sink = [&](int s) -> std::ostream& { return s == 0 ? *options.out : *options.err; };
 
   int result = 0;
-  std::optional<Clock::time_point> kill_at;  // set once the ranks are being stopped
+  int first_failed = -1;
+  std::optional<Clock::time_point> blame_at;  // when to name the rank the others waited on
+  std::optional<Clock::time_point> kill_at;   // set once the ranks are being stopped
   int running = nproc;
+  auto stop = [&](const std::string& why) {
+    *options.err << ("[launch] " + why + "; stopping the " + std::to_string(running) +
+                     " other running rank(s)\n")
+                 << std::flush;
+    terminate_all(ranks);
+    kill_at = Clock::now() + options.grace_period;
+    blame_at.reset();
+  };
+  // The first failure was a wait on a peer: name whom the ranks waited on.
+  auto blame = [&] {
+    std::string stuck = describe_stuck_ranks(reports_of(ranks));
+    const Rank& first = ranks[static_cast<size_t>(first_failed)];
+    stop(stuck.empty() ? ::baton::detail::concat("rank ", first_failed, " ", describe(first.status))
+                       : stuck);
+  };
   while (running > 0) {
     std::vector<pollfd> fds;
     std::vector<std::pair<int, int>> owners;  // (rank, stream)
@@ -168,45 +230,55 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
     for (size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       const auto [r, s] = owners[i];
-      pump(ranks[static_cast<size_t>(r)].streams[s], r, s == 0 ? *options.out : *options.err);
+      pump(ranks[static_cast<size_t>(r)], r, s, sink(s));
     }
     for (int r = 0; r < nproc; ++r) {
       Rank& rank = ranks[static_cast<size_t>(r)];
-      int status = 0;
-      if (!rank.running || waitpid(rank.pid, &status, WNOHANG) != rank.pid) continue;
+      if (!rank.running || waitpid(rank.pid, &rank.status, WNOHANG) != rank.pid) continue;
       rank.running = false;
       --running;
-      const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-      if (failed && !kill_at) {
-        result = exit_code(status);
-        *options.err << "[launch] rank " << r << " " << describe(status) << "; stopping the "
-                     << running << " other running rank(s)" << std::endl;
-        signal_all(ranks, SIGTERM);
-        kill_at = Clock::now() + options.grace_period;
+      const bool failed = !(WIFEXITED(rank.status) && WEXITSTATUS(rank.status) == 0);
+      if (!failed || kill_at) continue;
+      // Everything it wrote is in its pipes now: read its error first.
+      for (int s = 0; s < 2; ++s) pump(rank, r, s, sink(s));
+      const bool waited = WIFEXITED(rank.status) && reports_wait_failure(rank);
+      if (first_failed < 0) {
+        first_failed = r;
+        result = exit_code(rank.status);
+      }
+      if (!waited) {
+        // A crash or an error of its own: this rank is the cause.
+        if (first_failed != r) result = exit_code(rank.status);
+        stop(::baton::detail::concat("rank ", r, " ", describe(rank.status)));
+      } else if (!blame_at) {
+        // Let the other waiting ranks report whom they waited on too.
+        blame_at = Clock::now() + options.blame_window;
       }
     }
     if (g_interrupted && !kill_at) {
       result = 130;
       *options.err << "[launch] interrupted; stopping " << running << " rank(s)" << std::endl;
-      signal_all(ranks, SIGTERM);
+      terminate_all(ranks);
       kill_at = Clock::now() + options.grace_period;
+      blame_at.reset();
     }
+    if (blame_at && (Clock::now() >= *blame_at || running == 0)) blame();
     if (kill_at && Clock::now() >= *kill_at) {
       signal_all(ranks, SIGKILL);
       kill_at = Clock::time_point::max();
     }
   }
+  if (blame_at) blame();
   // Every rank has exited: flush what is left in the pipes without waiting
   // for EOF, which a leftover grandchild could hold back forever.
   for (int r = 0; r < nproc; ++r) {
+    Rank& rank = ranks[static_cast<size_t>(r)];
     for (int s = 0; s < 2; ++s) {
-      Stream& stream = ranks[static_cast<size_t>(r)].streams[s];
-      pump(stream, r, s == 0 ? *options.out : *options.err);
+      Stream& stream = rank.streams[s];
+      pump(rank, r, s, sink(s));
       if (stream.fd >= 0) {
-        if (!stream.partial.empty()) {
-          (s == 0 ? *options.out : *options.err)
-              << "[rank " << r << "] " << stream.partial << std::endl;
-        }
+        if (!stream.partial.empty()) emit(rank, r, s, stream.partial, sink(s));
+        sink(s).flush();
         close(stream.fd);
       }
     }

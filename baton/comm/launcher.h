@@ -15,6 +15,10 @@ namespace baton::comm {
 struct LaunchOptions {
   // Between SIGTERM and SIGKILL when the other ranks are stopped.
   std::chrono::milliseconds grace_period{5000};
+  // After a rank fails waiting on a peer (a timeout, a lost connection), how
+  // long the others may take to report whom they waited on before they are
+  // stopped and the culprit is named.
+  std::chrono::milliseconds blame_window{2000};
   // MASTER_PORT for the ranks; 0 picks a free port.
   int master_port = 0;
   // Where the ranks' prefixed stdout and stderr lines, and the launcher's
@@ -24,6 +28,10 @@ struct LaunchOptions {
 
   LaunchOptions& set_grace_period(std::chrono::milliseconds v) {
     grace_period = v;
+    return *this;
+  }
+  LaunchOptions& set_blame_window(std::chrono::milliseconds v) {
+    blame_window = v;
     return *this;
   }
   LaunchOptions& set_master_port(int v) {
@@ -44,12 +52,19 @@ struct LaunchOptions {
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1 and
 // MASTER_PORT set, and every line of rank r's stdout/stderr written to
 // options.out/err as "[rank r] line". Each rank runs in its own process
-// group. Returns 0 when all ranks exit 0. When a rank exits non-zero or dies
-// by a signal, writes one line naming it to options.err, sends SIGTERM to
-// the other ranks' process groups and SIGKILL after the grace period, and
-// returns its exit code (128 + signal for a signal). SIGINT or SIGTERM to the
-// launcher stops the ranks the same way and returns 130.
-// Not thread-safe: it installs SIGINT/SIGTERM handlers while it runs.
+// group and dies with the launcher (PR_SET_PDEATHSIG, SIGKILL), so a killed
+// launcher leaves no rank behind. Returns 0 when all ranks exit 0. When a
+// rank exits non-zero or dies by a signal, writes one line naming it to
+// options.err, sends SIGTERM (and SIGCONT) to the other ranks' process groups
+// and SIGKILL after the grace period, and returns its exit code (128 + signal
+// for a signal). When that rank failed waiting on a peer (its stderr says
+// "timed out" or "closed the connection"), the launcher first lets the
+// others report for options.blame_window, then names the rank they waited on
+// (see blame.h): "rank 2 stopped responding (ranks 0, 1, 3 timed out waiting
+// for it)". SIGINT or SIGTERM to the launcher stops the ranks the same way and
+// returns 130.
+// Not thread-safe: it installs SIGINT/SIGTERM handlers while it runs, and the
+// calling thread must outlive the ranks (their parent-death signal follows it).
 int launch_local(int nproc, const std::vector<std::string>& argv,
                  const LaunchOptions& options = {});
 

@@ -20,7 +20,9 @@ struct RankEnv {
 // MASTER_PORT. Returns nullopt when neither RANK nor WORLD_SIZE is set (a
 // single-process run). LOCAL_WORLD_SIZE defaults to WORLD_SIZE (one
 // machine) and LOCAL_RANK to RANK % LOCAL_WORLD_SIZE. Throws baton::Error naming the variable and
-// its value when one is missing, not an integer, or out of range.
+// its value when one is missing, not an integer, or out of range. Under
+// torchrun 2.x's agent store (TORCHELASTIC_USE_AGENT_STORE=True), whose
+// TCPStore LibTorch 1.13 cannot join, master_port is MASTER_PORT + 1.
 std::optional<RankEnv> rank_env_from_environment();
 
 }  // namespace baton::comm

@@ -5,6 +5,7 @@
 #include <torch/data/datasets/mnist.h>
 #include <zlib.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -31,7 +32,24 @@ constexpr IdxFile kFiles[] = {
 };
 
 std::string cache_dir_of(const FashionMnistOptions& options) {
-  return options.cache_dir().empty() ? default_fashion_mnist_cache_dir() : options.cache_dir();
+  return options.cache_dir().empty() ? default_fashion_mnist_cache_dir(options.source_dir())
+                                     : options.cache_dir();
+}
+
+// FNV-1a, 64 bits: stable across runs and builds, unlike std::hash.
+uint64_t fnv1a(const std::string& text) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ULL;
+  return hash;
+}
+
+fs::path canonical_folder(const std::string& folder) {
+  std::error_code error;
+  fs::path path = fs::weakly_canonical(fs::absolute(folder), error);
+  if (error) path = fs::absolute(folder).lexically_normal();
+  // "a/b/" names the folder "a/b".
+  while (!path.has_filename() && path.has_relative_path()) path = path.parent_path();
+  return path;
 }
 
 bool is_cached(const fs::path& path, uintmax_t size_bytes) {
@@ -70,18 +88,32 @@ void decompress(const fs::path& source, const fs::path& destination, uintmax_t s
 
 }  // namespace
 
-std::string default_fashion_mnist_cache_dir() {
+std::string default_fashion_mnist_cache_dir(const std::string& source_dir) {
+  std::string name = "fashion-mnist";
+  const fs::path source = canonical_folder(source_dir);
+  if (source != canonical_folder(kFashionMnistSourceDir)) {
+    char key[17];
+    std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a(source.string())));
+    name += std::string("-") + key;
+  }
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && *xdg != '\0') {
-    return (fs::path(xdg) / "baton" / "fashion-mnist").string();
+    return (fs::path(xdg) / "baton" / name).string();
   }
   const char* home = std::getenv("HOME");
   BATON_CHECK(home != nullptr && *home != '\0',
               "[data.fashion_mnist] neither XDG_CACHE_HOME nor HOME is set: pass a cache_dir");
-  return (fs::path(home) / ".cache" / "baton" / "fashion-mnist").string();
+  return (fs::path(home) / ".cache" / "baton" / name).string();
 }
 
 int prepare_fashion_mnist(const FashionMnistOptions& options) {
+  if (canonical_folder(options.source_dir()) != canonical_folder(kFashionMnistSourceDir)) {
+    std::error_code error;
+    BATON_CHECK(fs::is_directory(options.source_dir(), error), "[data.fashion_mnist] data folder ",
+                options.source_dir(), " does not exist or is not a folder; name the folder of",
+                " the .gz files, or leave it out and install it with: apt-get install",
+                " dataset-fashion-mnist");
+  }
   const fs::path cache = cache_dir_of(options);
   int decompressed = 0;
   for (const IdxFile& file : kFiles) {

@@ -15,13 +15,18 @@ inline constexpr const char* kFashionMnistSourceDir = "/usr/share/datasets/fashi
 inline constexpr double kFashionMnistMean = 0.2860;
 inline constexpr double kFashionMnistStd = 0.3530;
 
-// $XDG_CACHE_HOME/baton/fashion-mnist, else $HOME/.cache/baton/fashion-mnist.
-std::string default_fashion_mnist_cache_dir();
+// The cache of the files decompressed from `source_dir`, keyed by it so that
+// another source never reads this one's cache: $XDG_CACHE_HOME/baton (else
+// $HOME/.cache/baton) / "fashion-mnist" for kFashionMnistSourceDir, and
+// "fashion-mnist-<16 hex digits of a hash of its canonical path>" for others.
+std::string default_fashion_mnist_cache_dir(const std::string& source_dir = kFashionMnistSourceDir);
 
 struct FashionMnistOptions {
-  // Holds {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz.
+  // Holds {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz. Any folder other
+  // than kFashionMnistSourceDir must exist, even when its files are cached.
   TORCH_ARG(std::string, source_dir) = kFashionMnistSourceDir;
-  // Where the decompressed files live; empty: default_fashion_mnist_cache_dir().
+  // Where the decompressed files live, used as given (the caller keys it);
+  // empty: default_fashion_mnist_cache_dir(source_dir).
   TORCH_ARG(std::string, cache_dir) = "";
 };
 

@@ -18,8 +18,8 @@ class TextCorpus {
  public:
   static constexpr int64_t kVocabSize = 256;
 
-  // Reads the whole file; a missing or unreadable file throws baton::Error
-  // naming the path.
+  // Reads the whole file; a missing or unreadable file, or a folder, throws
+  // baton::Error naming the path.
   explicit TextCorpus(const std::string& path = kDefaultTextPath);
 
   const std::string& path() const { return path_; }

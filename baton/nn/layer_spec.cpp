@@ -4,13 +4,30 @@
 #include "baton/core/hash.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/util/Exception.h>
 
+#include <cctype>
 #include <mutex>
+#include <new>
+#include <string>
 
 namespace baton::nn {
 namespace {
 
 using baton::splitmix64;
+
+// "N bytes" from c10's "... you tried to allocate N bytes ...", else "memory".
+std::string requested_bytes(const std::string& message) {
+  const std::string marker = "allocate ";
+  for (size_t pos = message.find(marker); pos != std::string::npos;
+       pos = message.find(marker, pos + 1)) {
+    const size_t begin = pos + marker.size();
+    size_t end = begin;
+    while (end < message.size() && std::isdigit(static_cast<unsigned char>(message[end]))) ++end;
+    if (end > begin) return message.substr(begin, end - begin) + " bytes";
+  }
+  return "memory";
+}
 
 std::mutex& build_mutex() {
   static std::mutex mutex;
@@ -48,7 +65,20 @@ torch::nn::AnyModule build_layer(const ModelSpec& spec, int global_index, uint64
       generator.set_state(state);
     }
   } restore{generator, saved_state};
-  torch::nn::AnyModule module = layer.build();
+  torch::nn::AnyModule module;
+  std::string out_of_memory;  // what could not be allocated, when it failed
+  try {
+    module = layer.build();
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    if (what.find("can't allocate memory") == std::string::npos) throw;
+    out_of_memory = requested_bytes(what);
+  } catch (const std::bad_alloc&) {
+    out_of_memory = "memory";
+  }
+  BATON_CHECK(out_of_memory.empty(), "[nn.build_layer] model '", spec.name, "': layer ",
+              global_index, " (", layer.name, ") cannot allocate ", out_of_memory,
+              " for its parameters: out of memory");
   BATON_CHECK(!module.is_empty(), "[nn.build_layer] model '", spec.name, "': layer ",
               global_index, " (", layer.name, ") built an empty module");
   return module;

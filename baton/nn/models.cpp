@@ -135,4 +135,28 @@ ModelSpec make_model(const std::string& name, const ModelOptions& options) {
   return {};
 }
 
+double parameter_count(const std::string& name, const ModelOptions& o) {
+  // A Linear(in, out) holds in * out weights and out biases.
+  auto linear = [](double in, double out) { return in * out + out; };
+  if (name == "mlp") {
+    double count = 0;
+    for (int i = 0; i < o.layers(); ++i) {
+      count += linear(i == 0 ? o.in_features() : o.hidden(),
+                      i == o.layers() - 1 ? o.classes() : o.hidden());
+    }
+    return count;
+  }
+  if (name == "fashion_cnn") {
+    return linear(1 * 9, 32) + linear(32 * 9, 64) + linear(64 * 7 * 7, 128) + linear(128, 10);
+  }
+  if (name == "gpt") {
+    const double h = o.hidden();
+    // Two LayerNorms (2h each), qkv, proj, fc1, fc2.
+    const double block = 4 * h + linear(h, 3 * h) + linear(h, h) + linear(h, 4 * h) + linear(4 * h, h);
+    return (o.vocab() + o.context()) * h + o.layers() * block + 2 * h + linear(h, o.vocab());
+  }
+  make_model(name, o);  // throws, naming the known models
+  return 0;
+}
+
 }  // namespace baton::nn

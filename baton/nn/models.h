@@ -48,4 +48,9 @@ std::vector<std::string> model_names();
 // known ones.
 ModelSpec make_model(const std::string& name, const ModelOptions& options = {});
 
+// The parameter count of make_model(name, options), computed from the sizes
+// without building anything (a double: absurd sizes overflow int64).
+// Throws baton::Error for an unknown name.
+double parameter_count(const std::string& name, const ModelOptions& options = {});
+
 }  // namespace baton::nn

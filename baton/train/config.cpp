@@ -2,9 +2,14 @@
 
 #include <toml++/toml.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
+#include <thread>
 
 #include "baton/core/error.h"
 #include "baton/schedule/generator.h"
@@ -12,9 +17,12 @@
 namespace baton::train {
 namespace {
 
+// `minimum` bounds integer keys from below (their type bounds them above).
 template <typename T>
-std::function<void(const toml::node&, TrainConfig&)> field(T TrainConfig::*member, const char* key) {
-  return [member, key](const toml::node& node, TrainConfig& config) {
+std::function<void(const toml::node&, TrainConfig&)> field(
+    T TrainConfig::*member, const char* key,
+    int64_t minimum = std::numeric_limits<int64_t>::min()) {
+  return [member, key, minimum](const toml::node& node, TrainConfig& config) {
     if constexpr (std::is_same_v<T, std::string>) {
       auto v = node.value<std::string>();
       BATON_CHECK(v.has_value(), "key \"", key, "\" must be a string");
@@ -30,6 +38,13 @@ std::function<void(const toml::node&, TrainConfig&)> field(T TrainConfig::*membe
     } else {
       auto v = node.value<int64_t>();
       BATON_CHECK(v.has_value() && node.is_integer(), "key \"", key, "\" must be an integer");
+      // TOML integers are int64: only a narrower type's top needs checking.
+      const int64_t low = std::max<int64_t>(minimum, std::numeric_limits<T>::min());
+      const int64_t high = std::is_same_v<T, uint64_t>
+                               ? std::numeric_limits<int64_t>::max()
+                               : static_cast<int64_t>(std::numeric_limits<T>::max());
+      BATON_CHECK(*v >= low && *v <= high, "key \"", key, "\" must be an integer in [", low, ", ",
+                  high, "], got ", *v);
       config.*member = static_cast<T>(*v);
     }
   };
@@ -49,13 +64,13 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"cache_dir", field(&TrainConfig::cache_dir, "cache_dir")},
       {"pp", field(&TrainConfig::pp, "pp")},
       {"schedule", field(&TrainConfig::schedule, "schedule")},
-      {"virtual", field(&TrainConfig::virtual_stages, "virtual")},
+      {"virtual", field(&TrainConfig::virtual_stages, "virtual", 1)},
       {"microbatches", field(&TrainConfig::microbatches, "microbatches")},
       {"balance", field(&TrainConfig::balance, "balance")},
       {"checkpoint", field(&TrainConfig::checkpoint, "checkpoint")},
       {"batch", field(&TrainConfig::batch, "batch")},
-      {"steps", field(&TrainConfig::steps, "steps")},
-      {"epochs", field(&TrainConfig::epochs, "epochs")},
+      {"steps", field(&TrainConfig::steps, "steps", 1)},
+      {"epochs", field(&TrainConfig::epochs, "epochs", 1)},
       {"lr", field(&TrainConfig::lr, "lr")},
       {"lr_schedule", field(&TrainConfig::lr_schedule, "lr_schedule")},
       {"optimizer", field(&TrainConfig::optimizer, "optimizer")},
@@ -73,6 +88,13 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
 }
 
 }  // namespace
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 void load_toml(const std::string& path, TrainConfig& config) {
   toml::table table;
@@ -125,9 +147,16 @@ void check_config(const TrainConfig& c) {
   positive("hidden", c.hidden);
   positive("log_every", c.log_every);
   BATON_CHECK(c.steps >= 0 && c.epochs >= 0, "[train.config] steps and epochs must be >= 0");
-  BATON_CHECK(c.lr > 0, "[train.config] lr must be positive, got ", c.lr);
-  BATON_CHECK(c.timeout_s > 0, "[train.config] timeout must be positive, got ", c.timeout_s);
+  BATON_CHECK(std::isfinite(c.lr) && c.lr > 0, "[train.config] lr must be a finite positive number, got ",
+              c.lr);
+  // Below 1 ms the timeout rounds to 0, which c10d reads as "its default".
+  BATON_CHECK(std::isfinite(c.timeout_s) && c.timeout_s >= 0.001 && c.timeout_s <= kMaxTimeoutSeconds,
+              "[train.config] timeout must be between 0.001 and ", kMaxTimeoutSeconds,
+              " seconds (one week), got ", c.timeout_s);
   BATON_CHECK(c.threads >= 0, "[train.config] threads must be >= 0, got ", c.threads);
+  const int cores = available_cores();
+  BATON_CHECK(c.threads <= cores, "[train.config] threads must be at most the ", cores,
+              " core(s) this process may run on, got ", c.threads);
   BATON_CHECK(c.transport == "auto" || c.transport == "shm" || c.transport == "gloo",
               "[train.config] unknown transport \"", c.transport, "\" (expected auto, shm or gloo)");
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,

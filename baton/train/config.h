@@ -11,10 +11,14 @@
 //   optimizer = "adam"     # sgd | adam | adamw
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace baton::train {
+
+// The longest --timeout accepted: a week; beyond that it is a typo.
+inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
 
 struct TrainConfig {
   // Model
@@ -31,21 +35,21 @@ struct TrainConfig {
   // Pipeline
   int pp = 2;
   std::string schedule = "1f1b";
-  int virtual_stages = 0;  // 0: the schedule's default
+  int virtual_stages = 0;  // 0: the schedule's default (given values must be >= 1)
   int microbatches = 4;
   std::string balance = "uniform";  // uniform|params|time|memory|optimal|"3,5,..."
   std::string checkpoint = "never";
   // Optimisation
   int batch = 64;
-  int steps = 0;   // 0: run `epochs` epochs instead (or 100 steps without a dataset)
-  int epochs = 0;
+  int steps = 0;   // 0: not given; run `epochs` epochs (or 100 steps without a dataset)
+  int epochs = 0;  // 0: not given (given values of steps and epochs must be >= 1)
   double lr = 0.001;
   std::string lr_schedule = "constant";  // constant | cosine (decays to 0 over the run)
   std::string optimizer = "adam";
   uint64_t seed = 1;
   // Processes
   int threads = 0;          // intra-op threads per rank; 0: cores / local ranks
-  double timeout_s = 300;   // every wait between ranks
+  double timeout_s = 300;   // every wait between ranks, at most kMaxTimeoutSeconds
   std::string transport = "auto";  // point-to-point: auto | shm | gloo (comm::TransportKind)
   // Output
   std::string metrics;      // JSON lines file
@@ -57,10 +61,15 @@ struct TrainConfig {
 
 // Reads a TOML file into `config` (only keys present change). Throws
 // baton::Error naming the file, the key and the problem for malformed TOML,
-// unknown keys and values of the wrong type.
+// unknown keys, values of the wrong type, integers out of their range, and
+// steps, epochs or virtual below 1.
 void load_toml(const std::string& path, TrainConfig& config);
 
-// Checks values that need no model or world: positive sizes, known names.
+// Checks values that need no model or world: positive sizes, known names,
+// a finite lr and timeout, threads within available_cores().
 void check_config(const TrainConfig& config);
+
+// The cores this process may run on (its CPU affinity), at least 1.
+int available_cores();
 
 }  // namespace baton::train

@@ -2,11 +2,14 @@
 
 #include <ATen/Parallel.h>
 #include <torch/optim.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -25,6 +28,7 @@
 #include "baton/schedule/lower.h"
 #include "baton/sim/simulator.h"
 #include "baton/train/data_source.h"
+#include "baton/train/output_paths.h"
 #include "baton/train/profile.h"
 #include "baton/train/timeline_gather.h"
 #include "baton/trace/writers.h"
@@ -34,11 +38,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-nn::ModelSpec make_model(const TrainConfig& c) {
+nn::ModelOptions model_options(const TrainConfig& c) {
   nn::ModelOptions options;
   options.layers(c.layers).hidden(c.hidden).heads(c.heads).context(c.context);
   options.in_features(c.in_features).classes(c.classes).vocab(256);
-  return nn::make_model(c.model == "cnn" ? "fashion_cnn" : c.model, options);
+  return options;
+}
+
+std::string model_name(const TrainConfig& c) { return c.model == "cnn" ? "fashion_cnn" : c.model; }
+
+nn::ModelSpec make_model(const TrainConfig& c) { return nn::make_model(model_name(c), model_options(c)); }
+
+// The ranks all live on this machine: their float parameters alone must fit.
+void check_parameter_memory(const TrainConfig& c) {
+  const double bytes = nn::parameter_count(model_name(c), model_options(c)) * sizeof(float);
+  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  char text[160];
+  std::snprintf(text, sizeof text, "%.0f bytes of parameters, more than the %.0f bytes", bytes, memory);
+  BATON_CHECK(memory <= 0 || bytes <= memory, "[train] model ", c.model, " needs ", text,
+              " of memory on this machine; lower --hidden or --layers");
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
@@ -207,6 +225,8 @@ void check_setup(const TrainConfig& c) {
   const schedule::Schedule lowered = make_schedule(c);
   const nn::ModelSpec model = make_model(c);
   check_stage_count(c, model, lowered.stages);
+  check_parameter_memory(c);
+  check_output_paths(c);
   runtime::parse_checkpoint(c.checkpoint);
   // Zero costs are enough to check a method's name or hand-written counts.
   partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);
@@ -218,11 +238,12 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   BATON_CHECK(ctx.world_size == c.pp, "[train] world size ", ctx.world_size,
               " does not equal pp=", c.pp, ": each process runs one pipeline rank (start ", c.pp,
               " ranks, e.g. --nproc ", c.pp, ")");
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = available_cores();
   const int threads = c.threads > 0 ? c.threads : std::max(1, cores / std::max(1, ctx.local_world_size));
   at::set_num_threads(threads);
   torch::manual_seed(c.seed);
   const bool leader = ctx.rank == 0;
+  if (leader) check_output_paths(c);  // again: torchrun starts ranks without check_setup
 
   const schedule::Schedule lowered = make_schedule(c);
   const nn::ModelSpec model = make_model(c);
@@ -281,7 +302,13 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     last = executor.run_step(inputs, targets);
     optimizer->step();
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    last_loss = sum_over_ranks(comm, last.loss, "the step's loss sum");
+    // A collective cannot tell which rank is missing; it names the group.
+    last_loss = sum_over_ranks(comm, last.loss,
+                               detail::concat("the step ", step + 1, " loss sum (an all-reduce over ranks 0-",
+                                              ctx.world_size - 1, ")"));
+    // Every rank sees the summed loss, so every rank stops here.
+    BATON_CHECK(std::isfinite(last_loss), "[train] rank ", ctx.rank, ": the loss of step ", step + 1,
+                " is ", last_loss, "; training diverged (lower --lr, now ", c.lr, ")");
     if (leader) {
       const double samples_per_s = c.batch / std::max(1e-9, step_s);
       const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
@@ -298,6 +325,8 @@ void train(const TrainConfig& c, const RankContext& ctx) {
                        .dump()
                 << "\n";
         metrics.flush();
+        BATON_CHECK(metrics.good(), "[train] cannot write the metrics file \"", c.metrics,
+                    "\": ", std::strerror(errno));
       }
     }
   }
@@ -319,6 +348,9 @@ void train(const TrainConfig& c, const RankContext& ctx) {
       nlohmann::json final_line{{"final", true}, {"loss", last_loss}, {"steps", total}};
       if (accuracy >= 0) final_line["test_accuracy"] = accuracy;
       metrics << final_line.dump() << "\n";
+      metrics.flush();
+      BATON_CHECK(metrics.good(), "[train] cannot write the metrics file \"", c.metrics, "\": ",
+                  std::strerror(errno));
     }
     if (!c.trace.empty()) trace::write_file(c.trace, trace::to_chrome_trace(timeline));
     if (!c.svg.empty()) trace::write_file(c.svg, trace::to_svg(timeline));

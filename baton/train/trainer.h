@@ -21,7 +21,8 @@ struct RankContext {
 // Checks what can be checked before any rank starts, so bad input fails once
 // with one line: the schedule is defined for (pp, microbatches, virtual), the
 // model exists, it has at least as many layers as stages, a hand-written
-// --balance fits, and the data is there.
+// --balance fits, the data is there, the output files can be written (each its
+// own), and the parameters fit in this machine's memory.
 void check_setup(const TrainConfig& config);
 
 // Runs the whole training on this rank. Rank 0 prints progress and writes the

@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "baton/comm/blame.h"
 #include "baton/core/error.h"
 
 namespace baton::comm {
@@ -96,6 +97,84 @@ TEST(LauncherTest, RankKilledBySignalIsReportedWithTheSignal) {
   EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 1 was killed by signal 9"));
 }
 
+// Issue 7.16: the rank that exits first is one that waited, not the culprit.
+TEST(LauncherTest, TheRankTheOthersWaitedForIsNamedNotTheFirstToExit) {
+  Captured c;
+  const int code = launch_sh(
+      4,
+      "if [ $RANK = 2 ]; then sleep 30; fi; sleep 0.$RANK; echo \"[comm] rank $RANK timed out after "
+      "1 s waiting for stage 1 micro-batch 0 RECV_F from rank 2\" >&2; exit 1",
+      c);
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 2 stopped responding (ranks 0, 1, 3 timed out "
+                                     "waiting for it); stopping the 1 other running rank(s)\n"));
+  EXPECT_THAT(c.err.str(), testing::Not(HasSubstr("[launch] rank 0")));
+}
+
+TEST(LauncherTest, IndirectWaitsAreOutvotedByTheRanksNextToTheStuckOne) {
+  Captured c;
+  // Rank 0 waits on rank 1, which (like rank 3) waits on the stopped rank 2.
+  const int code = launch_sh(
+      4,
+      "case $RANK in 2) sleep 30;; 0) peer=1;; *) peer=2;; esac; "
+      "echo \"[comm] rank $RANK: peer rank $peer closed the connection while waiting for x\" >&2; "
+      "exit 1",
+      c);
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(c.err.str(),
+              HasSubstr("[launch] rank 2 stopped responding (ranks 0, 1, 3 failed waiting for it)"));
+}
+
+TEST(LauncherTest, AfterCollectiveTimeoutsTheRankThatNeverReportedIsNamed) {
+  Captured c;
+  const int code = launch_sh(
+      3,
+      "if [ $RANK = 1 ]; then sleep 30; fi; echo \"[comm] rank $RANK timed out after 1 s waiting "
+      "for the step 4 loss sum (an all-reduce over ranks 0-2)\" >&2; exit 1",
+      c);
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(c.err.str(),
+              HasSubstr("[launch] rank 1 stopped responding (ranks 0, 2 timed out waiting for it)"));
+}
+
+TEST(LauncherTest, ACrashDuringTheBlameWindowIsNamedAsTheCause) {
+  Captured c;
+  const int code = launch_sh(
+      2,
+      "if [ $RANK = 1 ]; then sleep 0.3; kill -9 $$; fi; echo \"[comm] rank 0: peer rank 1 closed "
+      "the connection while waiting for x\" >&2; exit 1",
+      c);
+  EXPECT_EQ(code, 128 + 9);
+  EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 1 was killed by signal 9"));
+}
+
+TEST(BlameTest, AChainOfWaitsIsFollowedToTheRankThatWaitedForNoOne) {
+  // Seen with rank 2 of 4 stopped: rank 3 was already in the loss all-reduce.
+  const std::vector<RankReport> reports = {
+      {0, true, {"[comm] rank 0 timed out after 3 s waiting for stage 0 micro-batch 3 RECV_B from rank 1"}},
+      {1, true, {"[comm] rank 1 timed out after 3 s waiting for stage 1 micro-batch 3 RECV_B from rank 2"}},
+      {2, false, {}},
+      {3, true, {"[comm] rank 3 timed out after 3 s waiting for the step 9 loss sum (an all-reduce over ranks 0-3)"}}};
+  EXPECT_EQ(stuck_ranks(reports), std::vector<int>{2});
+  EXPECT_EQ(describe_stuck_ranks(reports),
+            "rank 2 stopped responding (ranks 0, 1, 3 timed out waiting for it)");
+}
+
+TEST(BlameTest, ReadsThePeersAnErrorLineWaitedFor) {
+  EXPECT_EQ(ranks_waited_for("[comm] rank 1 timed out after 5 s waiting for stage 2 micro-batch 3 "
+                             "RECV_F from rank 0"),
+            std::vector<int>{0});
+  EXPECT_EQ(ranks_waited_for("[comm] rank 1: peer rank 12 closed the connection while waiting for "
+                             "stage 2 micro-batch 3 SEND_B to rank 12"),
+            std::vector<int>{12});
+  EXPECT_EQ(ranks_waited_for("waiting for the loss from ranks 1, 3"), (std::vector<int>{1, 3}));
+  EXPECT_EQ(ranks_waited_for("[comm] rank 0 timed out after 5 s waiting for the step 4 loss sum "
+                             "(an all-reduce over ranks 0-3)"),
+            std::vector<int>{});
+  EXPECT_TRUE(is_wait_failure("[comm] rank 0 timed out after 5 s waiting for x"));
+  EXPECT_FALSE(is_wait_failure("[train] rank 0: the loss of step 3 is nan"));
+}
+
 TEST(LauncherTest, MissingCommandFailsWithExitCode127) {
   Captured c;
   EXPECT_EQ(launch_local(1, {"/nonexistent/baton-command"}, c.options()), 127);
@@ -113,7 +192,8 @@ class ScopedEnv {
  private:
   static void clear() {
     for (const char* name :
-         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+          "TORCHELASTIC_USE_AGENT_STORE"}) {
       unsetenv(name);
     }
   }
@@ -139,6 +219,19 @@ TEST(RankEnvTest, ReadsTorchrunVariables) {
   EXPECT_EQ(rank_env->local_world_size, 4);
   EXPECT_EQ(rank_env->master_addr, "node0");
   EXPECT_EQ(rank_env->master_port, 29500);
+}
+
+// Issue 7.17: torchrun 2.x's agent already serves MASTER_PORT, in a wire
+// format LibTorch 1.13's TCPStore cannot join.
+TEST(RankEnvTest, UnderTorchrunsAgentStoreBatonsStoreTakesTheNextPort) {
+  ScopedEnv env({{"RANK", "0"},
+                 {"WORLD_SIZE", "2"},
+                 {"MASTER_ADDR", "localhost"},
+                 {"MASTER_PORT", "29500"},
+                 {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  EXPECT_EQ(rank_env_from_environment()->master_port, 29501);
+  setenv("TORCHELASTIC_USE_AGENT_STORE", "False", 1);
+  EXPECT_EQ(rank_env_from_environment()->master_port, 29500);
 }
 
 TEST(RankEnvTest, LocalRankDefaultsToRankOnOneMachine) {

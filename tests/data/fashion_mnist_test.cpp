@@ -2,6 +2,7 @@
 
 #include "baton/core/error.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -83,17 +84,48 @@ TEST(FashionMnistTest, DecompressesOnceAndReusesTheCache) {
 }
 
 TEST(FashionMnistTest, AMissingDatasetSaysHowToInstallIt) {
-  TemporaryDir cache;
+  TemporaryDir source, cache;
   const auto options =
-      FashionMnistOptions().source_dir("/nonexistent/fashion-mnist").cache_dir(cache.path().string());
+      FashionMnistOptions().source_dir(source.path().string()).cache_dir(cache.path().string());
   try {
     load_fashion_mnist(Split::kTrain, options);
     FAIL() << "expected baton::Error";
   } catch (const baton::Error& error) {
-    EXPECT_STREQ(error.what(),
-                 "[data.fashion_mnist] /nonexistent/fashion-mnist/train-images-idx3-ubyte.gz not "
-                 "found; install it with: apt-get install dataset-fashion-mnist");
+    EXPECT_EQ(std::string(error.what()),
+              "[data.fashion_mnist] " + (source.path() / "train-images-idx3-ubyte.gz").string() +
+                  " not found; install it with: apt-get install dataset-fashion-mnist");
   }
+}
+
+// Issue 7.11: a --data-dir that does not exist trained on whatever was cached.
+TEST(FashionMnistTest, ADataFolderThatDoesNotExistIsRejectedEvenWhenItsCacheIsFull) {
+  if (!dataset_installed()) {
+    GTEST_SKIP() << "apt-get install dataset-fashion-mnist";
+  }
+  TemporaryDir cache;
+  ASSERT_EQ(prepare_fashion_mnist(FashionMnistOptions().cache_dir(cache.path().string())), 4);
+  const auto options =
+      FashionMnistOptions().source_dir("/nonexistent/fashion-mnist").cache_dir(cache.path().string());
+  try {
+    prepare_fashion_mnist(options);
+    FAIL() << "expected baton::Error";
+  } catch (const baton::Error& error) {
+    EXPECT_THAT(error.what(), testing::HasSubstr("data folder /nonexistent/fashion-mnist does not "
+                                                 "exist or is not a folder"));
+  }
+}
+
+TEST(FashionMnistTest, EachDataFolderGetsItsOwnDefaultCache) {
+  TemporaryDir other;
+  const std::string debian = default_fashion_mnist_cache_dir();
+  const std::string mine = default_fashion_mnist_cache_dir(other.path().string());
+  EXPECT_NE(mine, debian);
+  EXPECT_EQ(fs::path(mine).parent_path(), fs::path(debian).parent_path());
+  EXPECT_THAT(fs::path(mine).filename().string(),
+              testing::MatchesRegex("fashion-mnist-[0-9a-f]{16}"));
+  // The same folder by another spelling shares the cache.
+  EXPECT_EQ(default_fashion_mnist_cache_dir((other.path() / "." / "").string()), mine);
+  EXPECT_EQ(default_fashion_mnist_cache_dir(kFashionMnistSourceDir), debian);
 }
 
 TEST(FashionMnistTest, TheDefaultCacheFollowsXdgCacheHome) {

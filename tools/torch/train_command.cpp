@@ -1,10 +1,16 @@
 // baton train: flags over a TOML config; with --nproc N, starts N local ranks
 // (this same command line, with torchrun's variables set); under torchrun or
 // our launcher (RANK set), runs as that one rank.
+#include <c10/util/Exception.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "baton/comm/launcher.h"
@@ -27,10 +33,60 @@ struct TrainFlags {
 };
 
 template <typename T>
-void flag(CLI::App* cmd, TrainFlags& f, const std::string& name, T train::TrainConfig::*member,
-          const std::string& help) {
+CLI::Option* flag(CLI::App* cmd, TrainFlags& f, const std::string& name,
+                  T train::TrainConfig::*member, const std::string& help) {
   CLI::Option* option = cmd->add_option(name, f.values.*member, help);
   f.given.emplace_back(option, [&f, member](train::TrainConfig& c) { c.*member = f.values.*member; });
+  return option;
+}
+
+// CLI11 reads a uint64 with strtoull, which saturates and wraps without a word.
+const CLI::Validator kUint64([](std::string& text) -> std::string {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  (void)value;
+  const bool digits = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
+  if (digits && errno == 0 && *end == '\0') return "";
+  return "must be an integer in [0, 18446744073709551615], got " + text;
+}, "UINT64");
+
+// True when `message` already names "rank <rank>" (not "rank <rank>0").
+bool names_rank(const std::string& message, int rank) {
+  const std::string name = "rank " + std::to_string(rank);
+  for (size_t pos = message.find(name); pos != std::string::npos; pos = message.find(name, pos + 1)) {
+    const size_t end = pos + name.size();
+    if (end == message.size() || !std::isdigit(static_cast<unsigned char>(message[end]))) return true;
+  }
+  return false;
+}
+
+std::string naming_rank(int rank, const std::string& message) {
+  return names_rank(message, rank) ? message : "rank " + std::to_string(rank) + ": " + message;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Runs this process's rank. Input was checked before, so a failure now is a
+// runtime fault: one line naming the rank, exit code 1 (3 for a LibTorch error
+// that is not out of memory: a bug in baton).
+int run_rank(const train::TrainConfig& config, const train::RankContext& context) {
+  try {
+    train::train(config, context);
+    return 0;
+  } catch (const Error& e) {
+    print_error(naming_rank(context.rank, e.what()));
+  } catch (const c10::Error& e) {
+    const std::string what = first_line(e.what_without_backtrace());
+    if (what.find("can't allocate memory") == std::string::npos) {
+      print_error(naming_rank(context.rank, "internal: " + what));
+      return 3;
+    }
+    print_error(::baton::detail::concat("rank ", context.rank, " ran out of memory: ", what));
+  } catch (const std::bad_alloc&) {
+    print_error(::baton::detail::concat("rank ", context.rank, " ran out of memory (std::bad_alloc)"));
+  }
+  return 1;
 }
 
 int run(TrainFlags& f) {
@@ -44,23 +100,14 @@ int run(TrainFlags& f) {
   if (env) {
     train::RankContext context{env->rank, env->world_size, env->local_world_size, env->master_addr,
                                env->master_port};
-    try {
-      train::train(config, context);
-    } catch (const Error& e) {
-      std::cerr << "baton: error: " << e.what() << "\n";
-      return 1;
-    }
-    return 0;
+    return run_rank(config, context);
   }
   const int nproc = f.nproc > 0 ? f.nproc : 1;
   BATON_CHECK(nproc == config.pp, "[train] pp=", config.pp, " needs ", config.pp,
               " ranks but --nproc is ", nproc, ": pass --nproc ", config.pp,
               ", or start the ranks with torchrun");
   train::check_setup(config);
-  if (nproc == 1) {
-    train::train(config, train::RankContext{});
-    return 0;
-  }
+  if (nproc == 1) return run_rank(config, train::RankContext{});
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   BATON_CHECK(n > 0, "[train] cannot find this executable to start the ranks");
@@ -92,15 +139,18 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir, "Where decompressed data is kept");
   flag(cmd, *f, "--pp", &train::TrainConfig::pp, "Pipeline ranks");
   flag(cmd, *f, "--schedule", &train::TrainConfig::schedule, "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, chimera");
-  flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages, "Stage chunks per rank (interleaved, looped-bfs)");
+  flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages, "Stage chunks per rank (interleaved, looped-bfs)")
+      ->check(CLI::Range(1, 1024));
   flag(cmd, *f, "--microbatches", &train::TrainConfig::microbatches, "Micro-batches per step");
   flag(cmd, *f, "--batch", &train::TrainConfig::batch, "Mini-batch size");
-  flag(cmd, *f, "--steps", &train::TrainConfig::steps, "Optimizer steps (overrides --epochs)");
-  flag(cmd, *f, "--epochs", &train::TrainConfig::epochs, "Epochs over the dataset");
+  flag(cmd, *f, "--steps", &train::TrainConfig::steps, "Optimizer steps (overrides --epochs)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  flag(cmd, *f, "--epochs", &train::TrainConfig::epochs, "Epochs over the dataset")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   flag(cmd, *f, "--lr", &train::TrainConfig::lr, "Learning rate");
   flag(cmd, *f, "--lr-schedule", &train::TrainConfig::lr_schedule, "constant | cosine");
   flag(cmd, *f, "--optimizer", &train::TrainConfig::optimizer, "sgd | adam | adamw");
-  flag(cmd, *f, "--seed", &train::TrainConfig::seed, "Seed of weights and data");
+  flag(cmd, *f, "--seed", &train::TrainConfig::seed, "Seed of weights and data")->check(kUint64);
   flag(cmd, *f, "--balance", &train::TrainConfig::balance, "uniform | params | time | memory | optimal | 3,5,...");
   flag(cmd, *f, "--checkpoint", &train::TrainConfig::checkpoint, "never | except_last | always");
   flag(cmd, *f, "--threads", &train::TrainConfig::threads, "Intra-op threads per rank (default: cores / local ranks)");

@@ -1,0 +1,27 @@
+# Sourced by the train CLI tests: $baton, a temporary folder, fail, and
+# expect_bad_input. Not a test itself (CMake globs tests/cli/*.sh only).
+set -u
+baton=$1
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  [ ${#pids[@]} -gt 0 ] && kill -9 "${pids[@]}" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# The small job of issue 7's reports: T; J is T without --hidden and --steps.
+J=(--model mlp --layers 4 --batch 8 --microbatches 2 --pp 2 --nproc 2)
+T=("${J[@]}" --hidden 16 --steps 2)
+
+# expect_bad_input "<expected text>" args...: `baton train args` prints one
+# line holding the text on stderr and exits 2, quickly.
+expect_bad_input() {
+  local expected=$1; shift
+  local err rc
+  err=$(timeout 120 "$baton" train "$@" 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] || fail "'$*' exit $rc (expected 2): $err"
+  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "'$*' printed more than one line: $err"
+  printf '%s' "$err" | grep -qF -- "$expected" || fail "'$*' said: $err (expected: $expected)"
+}

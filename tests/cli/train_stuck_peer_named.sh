@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Issue 7.16: with a rank stopped (SIGSTOP) the launcher named whichever rank
+# timed out first ("rank 0 exited with code 1" when rank 1 was stopped; rank 3
+# when rank 2 was). It names the rank the others waited for, and each rank's
+# error names the peer it waited for.
+source "$(dirname "$0")/lib/common.sh"
+
+# stop_rank <nproc> <rank to stop>: runs a job, stops one rank, waits.
+stop_rank() {
+  local nproc=$1 stuck=$2
+  "$baton" train --model mlp --layers 4 --hidden 32 --in-features 32 --batch 16 --microbatches 4 \
+    --pp "$nproc" --nproc "$nproc" --steps 1000000 --timeout 3 --threads 1 \
+    > "$tmp/out" 2> "$tmp/err" &
+  local launcher=$!
+  pids+=($launcher)
+  for _ in $(seq 1 150); do grep -q "step 3/" "$tmp/out" && break; sleep 0.2; done
+  grep -q "step 3/" "$tmp/out" || fail "training did not start: $(cat "$tmp/err")"
+  local victim=""
+  for p in $(pgrep -P $launcher); do
+    tr '\0' '\n' < /proc/$p/environ | grep -qx "RANK=$stuck" && victim=$p
+  done
+  [ -n "$victim" ] || fail "no process for rank $stuck"
+  pids+=($victim)
+  kill -STOP "$victim"
+  local start=$(date +%s)
+  wait $launcher; rc=$?
+  [ $rc -ne 0 ] || fail "launcher exited 0 with rank $stuck stopped"
+  [ $(( $(date +%s) - start )) -le 30 ] || fail "launcher took over 30 s"
+  kill -0 "$victim" 2>/dev/null && fail "stopped rank $stuck was left behind"
+  return 0
+}
+
+stop_rank 2 1
+grep -q "\[launch\] rank 1 stopped responding (rank 0 timed out waiting for it)" "$tmp/err" \
+  || fail "2 ranks, rank 1 stopped: $(grep -v '^\[rank 1\]' "$tmp/err")"
+grep -q "^\[rank 0\] baton: error: \[comm\] rank 0 timed out after 3 s waiting for .*rank 1\|all-reduce over ranks 0-1" "$tmp/err" \
+  || fail "rank 0 does not name what it waited for: $(cat "$tmp/err")"
+
+stop_rank 4 2
+grep -q "\[launch\] rank 2 stopped responding (ranks " "$tmp/err" \
+  || fail "4 ranks, rank 2 stopped: $(cat "$tmp/err")"
+grep -q "\[launch\] rank [013] exited" "$tmp/err" && fail "a waiting rank was blamed: $(cat "$tmp/err")"
+echo "1 passed, 0 failed"
