@@ -102,7 +102,11 @@ SendHandle Communicator::isend(const torch::Tensor& tensor, int dst, const Tag& 
   state->comm = state_;
   state->dst = dst;
   try {
-    state->pending = comm.p2p[dst]->isend(tensor.detach().to(comm.device).contiguous(), dst, c10d);
+    // Each of detach() and to() is a dispatcher call (thousands of
+    // instructions on a 4 KiB message): skip them when they would change nothing.
+    at::Tensor payload = tensor.requires_grad() ? tensor.detach() : tensor;
+    if (payload.device() != comm.device) payload = payload.to(comm.device);
+    state->pending = comm.p2p[dst]->isend(payload.contiguous(), dst, c10d);
   } catch (const Error&) {
     throw;
   } catch (...) {
