@@ -158,8 +158,12 @@ void Communicator::all_reduce_sum(std::vector<torch::Tensor>& tensors, const std
       flat_parts.push_back(tensors[i].detach().reshape({-1}).to(comm.device));
     }
     std::vector<at::Tensor> flat{at::cat(flat_parts)};
-    const auto deadline = Clock::now() + comm.timeout;
-    comm.wait_work(comm.backend->allreduce(flat), deadline, what, -1);
+    if (comm.world_size > 1 && small_on_one_host(flat[0])) {
+      flat[0] = reduce_through_rank0(flat[0], what);
+    } else {
+      const auto deadline = Clock::now() + comm.timeout;
+      comm.wait_work(comm.backend->allreduce(flat), deadline, what, -1);
+    }
     int64_t offset = 0;
     for (size_t i : group) {
       const int64_t n = tensors[i].numel();
@@ -167,6 +171,37 @@ void Communicator::all_reduce_sum(std::vector<torch::Tensor>& tensors, const std
       offset += n;
     }
   }
+}
+
+bool Communicator::small_on_one_host(const torch::Tensor& flat) const {
+  constexpr int64_t kSmallBytes = 64 << 10;
+  if (flat.nbytes() > static_cast<size_t>(kSmallBytes) || !flat.device().is_cpu()) return false;
+  for (int r = 0; r < state_->world_size; ++r) {
+    if (r != state_->rank && std::string_view(state_->p2p[r]->name()) != "shm") return false;
+  }
+  return true;
+}
+
+torch::Tensor Communicator::reduce_through_rank0(const torch::Tensor& flat, const std::string& what) {
+  // Two hops through shared memory instead of Gloo's rounds over TCP: every
+  // rank sends to rank 0, which adds in rank order (so every rank gets the
+  // same bits) and sends the sum back.
+  const Tag up{kMaxStages - 1, kMaxMicrobatches - 3, Direction::kForward};
+  const Tag down{kMaxStages - 1, kMaxMicrobatches - 3, Direction::kBackward};
+  const int n = state_->world_size;
+  if (rank() != 0) {
+    RecvHandle result = irecv(0, down);
+    isend(flat, 0, up).wait(what + " (to rank 0)");
+    return result.wait(what + " (from rank 0)");
+  }
+  std::vector<RecvHandle> parts;
+  for (int r = 1; r < n; ++r) parts.push_back(irecv(r, up));
+  torch::Tensor sum = flat.clone();
+  for (int r = 1; r < n; ++r) sum += parts[static_cast<size_t>(r - 1)].wait(what + " (from rank " + std::to_string(r) + ")");
+  std::vector<SendHandle> sends;
+  for (int r = 1; r < n; ++r) sends.push_back(isend(sum, r, down));
+  for (int r = 1; r < n; ++r) sends[static_cast<size_t>(r - 1)].wait(what + " (to rank " + std::to_string(r) + ")");
+  return sum;
 }
 
 void Communicator::barrier(const std::string& what) {

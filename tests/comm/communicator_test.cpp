@@ -142,31 +142,43 @@ TEST_P(CommunicatorTest, InTheSteadyStateASendCompletesBeforeTheReceiverCallsWai
 INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorTest,
                          testing::Values(TransportKind::kShm, TransportKind::kGloo), transport_name);
 
-class AllReduceTest : public testing::TestWithParam<int> {};
+// (world size, transport): small sums among shm peers go through rank 0,
+// the 256 KiB one and everything over gloo through Gloo's all-reduce.
+class AllReduceTest : public testing::TestWithParam<std::tuple<int, TransportKind>> {};
 
 std::vector<torch::Tensor> rank_tensors(int rank) {
   return {torch::arange(6, torch::kFloat32).reshape({2, 3}) * (rank + 1),
           torch::tensor({rank, 10 * rank, -rank}, torch::kLong),
           torch::tensor(0.5 * rank, torch::kFloat64), torch::empty({0}, torch::kFloat32),
-          torch::arange(4, torch::kFloat32).reshape({2, 2}).t() + rank};
+          torch::arange(4, torch::kFloat32).reshape({2, 2}).t() + rank,
+          torch::arange(1 << 15, torch::kFloat64) * rank};  // 256 KiB
 }
 
 TEST_P(AllReduceTest, SumEqualsTheSumComputedDirectly) {
-  const int world_size = GetParam();
+  const int world_size = std::get<0>(GetParam());
   std::vector<torch::Tensor> expected = rank_tensors(0);
   for (int r = 1; r < world_size; ++r) {
     const auto more = rank_tensors(r);
     for (size_t i = 0; i < expected.size(); ++i) expected[i] = expected[i] + more[i];
   }
   run_local_group(world_size, kTimeout, [&](Communicator& comm) {
-    std::vector<torch::Tensor> tensors = rank_tensors(comm.rank());
-    comm.all_reduce_sum(tensors);
-    ASSERT_EQ(tensors.size(), expected.size());
-    for (size_t i = 0; i < tensors.size(); ++i) expect_same(tensors[i], expected[i]);
-  });
+    for (int round = 1; round <= 3; ++round) {  // consecutive sums keep their order
+      std::vector<torch::Tensor> tensors = rank_tensors(comm.rank());
+      for (auto& t : tensors) t.mul_(round);
+      comm.all_reduce_sum(tensors);
+      ASSERT_EQ(tensors.size(), expected.size());
+      for (size_t i = 0; i < tensors.size(); ++i) expect_same(tensors[i], expected[i] * round);
+    }
+  }, std::get<1>(GetParam()));
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, AllReduceTest, testing::Values(2, 3));
+INSTANTIATE_TEST_SUITE_P(
+    WorldSizes, AllReduceTest,
+    testing::Combine(testing::Values(2, 3, 4), testing::Values(TransportKind::kShm, TransportKind::kGloo)),
+    [](const auto& info) {
+      return std::to_string(std::get<0>(info.param)) + "_ranks_" +
+             std::string(to_string(std::get<1>(info.param)));
+    });
 
 TEST_P(CommunicatorTest, BarrierWaitsForTheSlowestRank) {
   run_local_group(2, kTimeout, [&](Communicator& comm) {

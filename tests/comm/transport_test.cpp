@@ -34,6 +34,7 @@ class TransportTest : public testing::TestWithParam<Variant> {
 TEST_P(TransportTest, EveryPeerUsesTheTransportAskedFor) {
   run(2, [&](Communicator& comm) {
     EXPECT_EQ(comm.transport_name(1 - comm.rank()), GetParam().kind == TransportKind::kGloo ? "gloo" : "shm");
+    comm.barrier();  // neither rank leaves while the other still joins
   });
 }
 
