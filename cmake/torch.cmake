@@ -19,6 +19,14 @@ endif()
 if(NOT BATON_TORCH_SOURCES)
   return()
 endif()
+# The PyPI wheel's libtorch_cuda.so finds NCCL, cuDNN, ... in site-packages/
+# nvidia/*/lib at run time (its RUNPATH); the linker needs to see the same
+# libraries, not older ones the CUDA toolkit installed system-wide.
+get_filename_component(_torch_site "${TORCH_INSTALL_PREFIX}/.." ABSOLUTE)
+file(GLOB _wheel_cuda_libs LIST_DIRECTORIES true "${_torch_site}/nvidia/*/lib")
+foreach(dir ${_wheel_cuda_libs})
+  add_link_options("LINKER:-rpath-link,${dir}")
+endforeach()
 add_library(baton_torch STATIC ${BATON_TORCH_SOURCES})
 target_link_libraries(baton_torch PUBLIC baton_base ${TORCH_LIBRARIES})
 target_include_directories(baton_torch PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${TORCH_INCLUDE_DIRS})
