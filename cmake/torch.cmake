@@ -1,5 +1,14 @@
 # The torch side: comm, runtime, parallel, nn, data, train, as one target
 # baton_torch. The torch-free target baton_base never links LibTorch.
+# TorchConfig looks for libc10 in the system folders before its own, so with
+# Debian's libtorch installed a wheel's build would link both c10s (and crash
+# at start-up). Point it at the c10 next to the chosen TorchConfig.
+foreach(_prefix ${CMAKE_PREFIX_PATH})
+  if(EXISTS "${_prefix}/Torch/TorchConfig.cmake" AND EXISTS "${_prefix}/../../lib/libc10.so")
+    get_filename_component(_c10 "${_prefix}/../../lib/libc10.so" ABSOLUTE)
+    set(c10_LIBRARY "${_c10}" CACHE FILEPATH "libc10 of the LibTorch in CMAKE_PREFIX_PATH")
+  endif()
+endforeach()
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)
   message(WARNING "LibTorch not found: building the torch-free part only")
