@@ -10,11 +10,13 @@ expect_bad_input "model mlp needs 8000000308" "${J[@]}" --steps 2 --hidden 10000
 expect_bad_input "bytes of parameters, more than the $memory bytes of memory on this machine" \
   "${J[@]}" --steps 2 --hidden 1000000000
 # Layer 0 of this MLP is 20000 x 20000 floats (1.6 GB): it fits in memory but
-# not under a 1.5 GB address-space limit, so the rank's allocation fails.
+# not under a 1.5 GB data limit (ulimit -d: heap and anonymous maps, not the
+# shared libraries, which for a CUDA LibTorch alone exceed 1.5 GB of address
+# space), so the rank's allocation fails.
 args=(--model mlp --layers 2 --hidden 20000 --in-features 20000 --batch 8 --microbatches 2
       --steps 1 --threads 1)
 for n in 1 2; do
-  err=$( (ulimit -v 1500000; timeout 120 "$baton" train "${args[@]}" --pp $n --nproc $n) 2>&1 >/dev/null)
+  err=$( (ulimit -d 1500000; timeout 120 "$baton" train "${args[@]}" --pp $n --nproc $n) 2>&1 >/dev/null)
   rc=$?
   [ $rc -eq 1 ] || fail "nproc $n: exit $rc (expected 1): $err"
   # One line per rank at most, and the launcher's.
