@@ -227,7 +227,7 @@ void check_setup(const TrainConfig& c) {
   check_stage_count(c, model, lowered.stages);
   check_parameter_memory(c);
   check_output_paths(c);
-  runtime::parse_checkpoint(c.checkpoint);
+  runtime::parse_recompute(c.recompute);
   // Zero costs are enough to check a method's name or hand-written counts.
   partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);
   check_data(c);
@@ -247,7 +247,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
 
   const schedule::Schedule lowered = make_schedule(c);
   const nn::ModelSpec model = make_model(c);
-  const runtime::Checkpoint checkpoint = runtime::parse_checkpoint(c.checkpoint);
+  const runtime::Recompute recompute = runtime::parse_recompute(c.recompute);
   std::unique_ptr<DataSource> data = make_data_source(c);
 
   std::optional<comm::Communicator> communicator;
@@ -269,7 +269,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   const schedule::Placement placement(lowered);
   runtime::Executor executor(lowered, ctx.rank,
                              runtime::build_stages(model, part, placement.stages_of_rank(ctx.rank), c.seed),
-                             model.loss, comm, runtime::ExecutorOptions{checkpoint});
+                             model.loss, comm, runtime::ExecutorOptions{recompute});
   auto optimizer = make_optimizer(c, executor.parameters());
 
   const int64_t per_epoch = data->steps_per_epoch();
@@ -277,10 +277,10 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   std::ofstream metrics;
   if (leader) {
     std::printf("baton train: model %s (%d layers), schedule %s, pp=%d, stages=%d, micro-batches=%d, "
-                "batch=%d, balance %s -> %s, checkpoint %s, %d thread(s) per rank, %lld steps\n",
+                "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
                 c.model.c_str(), model.num_layers(), c.schedule.c_str(), c.pp, lowered.stages,
                 c.microbatches, c.batch, c.balance.c_str(), part.to_string().c_str(),
-                c.checkpoint.c_str(), threads, static_cast<long long>(total));
+                c.recompute.c_str(), threads, static_cast<long long>(total));
     std::fflush(stdout);
     if (!c.metrics.empty()) {
       metrics.open(c.metrics);

@@ -29,10 +29,10 @@ microbatches = 4
 batch = 32
 steps = 4
 TOML
-timeout 300 "$baton" train --config "$tmp/mlp.toml" --schedule interleaved --checkpoint except_last \
+timeout 300 "$baton" train --config "$tmp/mlp.toml" --schedule interleaved --recompute except_last \
   --nproc 2 --threads 1 --trace "$tmp/t.json" --svg "$tmp/t.svg" --compare-sim \
   > "$tmp/mlp.out" 2>&1 || fail "mlp run: $(tail -5 "$tmp/mlp.out")"
-grep -q "schedule interleaved" "$tmp/mlp.out" || fail "flag did not override the config: $(head -2 "$tmp/mlp.out")"
+grep -q "schedule interleaved.*recompute except_last" "$tmp/mlp.out" || fail "flag did not override the config: $(head -2 "$tmp/mlp.out")"
 grep -q "traceEvents" "$tmp/t.json" || fail "no chrome trace"
 grep -q "<svg" "$tmp/t.svg" || fail "no svg"
 grep -q "measured" "$tmp/t.svg" || fail "svg title does not say measured"
