@@ -1,4 +1,4 @@
-# The torch side: comm, runtime, parallel, nn, data, train, as one target
+# The torch side: comm, runtime, parallel, nn, data, pipeline, train, as one target
 # baton_torch. The torch-free target baton_base never links LibTorch.
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)
@@ -9,7 +9,7 @@ endif()
 find_path(GLOO_INCLUDE_DIR gloo/config.h)
 file(GLOB BATON_TORCH_SOURCES CONFIGURE_DEPENDS
   baton/comm/*.cpp baton/runtime/*.cpp baton/parallel/*.cpp
-  baton/nn/*.cpp baton/data/*.cpp baton/train/*.cpp)
+  baton/nn/*.cpp baton/data/*.cpp baton/pipeline/*.cpp baton/train/*.cpp)
 # CUDA-only sources end in _cuda.cpp and build only against a CUDA LibTorch.
 if(NOT TORCH_CUDA_LIBRARIES AND NOT CUDA_FOUND)
   list(FILTER BATON_TORCH_SOURCES EXCLUDE REGEX "_cuda\\.cpp$")
