@@ -20,10 +20,15 @@ if(NOT BATON_TORCH_SOURCES)
   return()
 endif()
 add_library(baton_torch STATIC ${BATON_TORCH_SOURCES})
+add_library(baton::torch ALIAS baton_torch)
+set_target_properties(baton_torch PROPERTIES EXPORT_NAME torch)
 target_link_libraries(baton_torch PUBLIC baton_base ${TORCH_LIBRARIES})
-target_include_directories(baton_torch PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${TORCH_INCLUDE_DIRS})
+# Installed, the torch target carries its include folders; batonConfig.cmake
+# finds Gloo's headers again on the user's machine.
+target_include_directories(baton_torch PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}>
+                                              "$<BUILD_INTERFACE:${TORCH_INCLUDE_DIRS}>")
 if(GLOO_INCLUDE_DIR)
-  target_include_directories(baton_torch PUBLIC ${GLOO_INCLUDE_DIR})
+  target_include_directories(baton_torch PUBLIC $<BUILD_INTERFACE:${GLOO_INCLUDE_DIR}>)
 endif()
 # One precompiled torch header, reused by every torch test and the CLI.
 target_precompile_headers(baton_torch PRIVATE <torch/torch.h>)
