@@ -36,6 +36,14 @@ namespace baton {
 
 class Pipeline {
  public:
+  // Both constructors throw baton::Error naming the parameter and value for:
+  // an empty model, a schedule undefined for (pp, microbatches, virtual
+  // stages) (the generator's message), more stages than layers, a bad
+  // balance, recompute, transport or device, pp not equal to the world size,
+  // a balance that profiles without a sample. Joining the process group (and
+  // profiling, which averages over ranks) is collective: every rank builds
+  // its Pipeline at the same point.
+
   // Each child of `model` becomes one layer, in order; this rank keeps the
   // children of its stages (the others stay the caller's, untouched). Every
   // rank must build the Sequential with the same initial weights (seed
@@ -45,12 +53,6 @@ class Pipeline {
   // Layers built lazily: this rank builds only its own, seeded by
   // (options.seed(), global index). An empty `loss` takes model.loss.
   Pipeline(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options = {});
-
-  // Throws baton::Error naming the parameter and value for: an empty model, a
-  // schedule undefined for (pp, microbatches, virtual stages) (the
-  // generator's message), more stages than layers, a bad balance, recompute,
-  // transport or device, pp not equal to the world size, a balance that
-  // profiles without a sample. Joining the process group is collective.
 
   Pipeline(Pipeline&&) noexcept;
   Pipeline& operator=(Pipeline&&) noexcept;
