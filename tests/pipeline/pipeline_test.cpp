@@ -121,6 +121,57 @@ INSTANTIATE_TEST_SUITE_P(Schedules, SequentialOnTwoRanks,
                            return name;
                          });
 
+TEST(Pipeline, LazyModelSpecBalancedByParamsOnTwoRanksTakesTheStepsOfOneDevice) {
+  at::set_num_threads(1);
+  const nn::ModelSpec spec = nn::mlp(/*layers=*/6, /*hidden=*/16, /*in=*/8, /*classes=*/4);
+  constexpr uint64_t kSeed = 11;
+  // One device: the same layers, built whole with the same seed.
+  torch::nn::Sequential whole = nn::build_sequential(spec, kSeed);
+  torch::optim::SGD reference_sgd(whole->parameters(), torch::optim::SGDOptions(kLr));
+  std::vector<double> reference_losses;
+  for (int step = 0; step < kSteps; ++step) {
+    auto [x, y] = batch(step);
+    reference_sgd.zero_grad();
+    torch::Tensor loss = spec.loss(whole->forward(x), y);
+    loss.backward();
+    reference_sgd.step();
+    reference_losses.push_back(loss.item<double>());
+  }
+  std::map<std::string, torch::Tensor> reference;
+  for (const auto& item : whole->named_parameters()) reference["layer." + item.key()] = item.value();
+
+  std::vector<TrainingRun> runs(2);
+  std::vector<std::string> cuts(2);
+  comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
+    const int r = comm.rank();
+    Pipeline pipe(spec, {},
+                  PipelineOptions().microbatches(3).balance("params").sample(batch(0).first.narrow(0, 0, 4))
+                      .seed(kSeed).communicator(&comm));
+    cuts[r] = pipe.partition().to_string();
+    torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
+    for (int step = 0; step < kSteps; ++step) {
+      auto [x, y] = batch(step);
+      sgd.zero_grad();
+      runs[r].losses.push_back(pipe.step(x, y));
+      sgd.step();
+    }
+    for (auto& [name, value] : pipe.named_parameters()) runs[r].parameters[name] = value.detach().clone();
+  });
+  EXPECT_EQ(cuts[0], cuts[1]) << "both ranks cut the model the same way";
+  size_t seen = 0;
+  for (int r = 0; r < 2; ++r) {
+    for (int step = 0; step < kSteps; ++step) {
+      EXPECT_NEAR(runs[r].losses[step], reference_losses[step], 1e-5 * std::abs(reference_losses[step]));
+    }
+    for (const auto& [name, value] : runs[r].parameters) {
+      ASSERT_TRUE(reference.count(name)) << name;
+      EXPECT_LT(relative(value, reference.at(name)), 1e-5) << name;
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, reference.size());
+}
+
 TEST(Pipeline, NamesParametersByGlobalLayerAndEvaluatesOnTheLastStage) {
   at::set_num_threads(1);
   torch::nn::Sequential reference = make_sequential();
