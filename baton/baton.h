@@ -24,6 +24,7 @@
 #include "baton/nn/layer_spec.h"
 #include "baton/nn/linear.h"
 #include "baton/nn/models.h"
+#include "baton/pipeline/pipeline.h"
 #include "baton/runtime/executor.h"
 #include "baton/runtime/stage.h"
 #include "baton/train/trainer.h"

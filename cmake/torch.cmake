@@ -1,4 +1,4 @@
-# The torch side: comm, runtime, parallel, nn, data, train, as one target
+# The torch side: comm, runtime, parallel, nn, data, pipeline, train, as one target
 # baton_torch. The torch-free target baton_base never links LibTorch.
 # TorchConfig looks for libc10 in the system folders before its own, so with
 # Debian's libtorch installed a wheel's build would link both c10s (and crash
@@ -18,7 +18,7 @@ endif()
 find_path(GLOO_INCLUDE_DIR gloo/config.h)
 file(GLOB BATON_TORCH_SOURCES CONFIGURE_DEPENDS
   baton/comm/*.cpp baton/runtime/*.cpp baton/parallel/*.cpp
-  baton/nn/*.cpp baton/data/*.cpp baton/train/*.cpp)
+  baton/nn/*.cpp baton/data/*.cpp baton/pipeline/*.cpp baton/train/*.cpp)
 # CUDA-only sources end in _cuda.cpp and build only against a CUDA LibTorch.
 if(NOT TORCH_CUDA_LIBRARIES AND NOT CUDA_FOUND)
   list(FILTER BATON_TORCH_SOURCES EXCLUDE REGEX "_cuda\\.cpp$")
@@ -37,10 +37,15 @@ foreach(dir ${_wheel_cuda_libs})
   add_link_options("LINKER:-rpath-link,${dir}")
 endforeach()
 add_library(baton_torch STATIC ${BATON_TORCH_SOURCES})
+add_library(baton::torch ALIAS baton_torch)
+set_target_properties(baton_torch PROPERTIES EXPORT_NAME torch)
 target_link_libraries(baton_torch PUBLIC baton_base ${TORCH_LIBRARIES})
-target_include_directories(baton_torch PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${TORCH_INCLUDE_DIRS})
+# Installed, the torch target carries its include folders; batonConfig.cmake
+# finds Gloo's headers again on the user's machine.
+target_include_directories(baton_torch PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}>
+                                              "$<BUILD_INTERFACE:${TORCH_INCLUDE_DIRS}>")
 if(GLOO_INCLUDE_DIR)
-  target_include_directories(baton_torch PUBLIC ${GLOO_INCLUDE_DIR})
+  target_include_directories(baton_torch PUBLIC $<BUILD_INTERFACE:${GLOO_INCLUDE_DIR}>)
 endif()
 # One precompiled torch header, reused by every torch test and the CLI.
 target_precompile_headers(baton_torch PRIVATE <torch/torch.h>)

@@ -14,20 +14,20 @@ using schedule::Action;
 using schedule::ActionKind;
 using Clock = std::chrono::steady_clock;
 
-Checkpoint parse_checkpoint(std::string_view text) {
-  if (text == "never") return Checkpoint::Never;
-  if (text == "except_last" || text == "except-last") return Checkpoint::ExceptLast;
-  if (text == "always") return Checkpoint::Always;
-  BATON_CHECK(false, "[runtime.checkpoint] unknown checkpoint mode \"", text,
+Recompute parse_recompute(std::string_view text) {
+  if (text == "never") return Recompute::Never;
+  if (text == "except_last" || text == "except-last") return Recompute::ExceptLast;
+  if (text == "always") return Recompute::Always;
+  BATON_CHECK(false, "[runtime.recompute] unknown recompute mode \"", text,
               "\" (expected never, except_last or always)");
-  return Checkpoint::Never;
+  return Recompute::Never;
 }
 
-std::string_view to_string(Checkpoint checkpoint) {
-  switch (checkpoint) {
-    case Checkpoint::Never: return "never";
-    case Checkpoint::ExceptLast: return "except_last";
-    case Checkpoint::Always: return "always";
+std::string_view to_string(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::Never: return "never";
+    case Recompute::ExceptLast: return "except_last";
+    case Recompute::Always: return "always";
   }
   return "never";
 }
@@ -131,9 +131,9 @@ void Executor::run_action(Step& step, size_t index) {
   const int s = a.stage, mb = a.microbatch, S = schedule_.stages;
   const size_t c = step.cell(s, mb);
   const bool last = s == S - 1;
-  const bool checkpointed =
-      options_.checkpoint == Checkpoint::Always ||
-      (options_.checkpoint == Checkpoint::ExceptLast && mb + 1 < schedule_.microbatches);
+  const bool recomputed =
+      options_.recompute == Recompute::Always ||
+      (options_.recompute == Recompute::ExceptLast && mb + 1 < schedule_.microbatches);
   Stage* stage = schedule::is_compute(a.kind) ? stages_.at(s).get() : nullptr;
   const auto started = Clock::now();
 
@@ -158,7 +158,7 @@ void Executor::run_action(Step& step, size_t index) {
         step.input[c] = step.output[prev].detach().requires_grad_(step.output[prev].is_floating_point());
       }
       double bytes = 0;
-      if (checkpointed) {
+      if (recomputed) {
         torch::NoGradGuard no_grad;
         step.output[c] = forward(false).first;
         if (last) step.result.loss += step.output[c].item<double>();
@@ -180,7 +180,7 @@ void Executor::run_action(Step& step, size_t index) {
     }
     case ActionKind::B:
     case ActionKind::I: {
-      if (checkpointed) step.output[c] = forward(false /* loss already counted */).first;
+      if (recomputed) step.output[c] = forward(false /* loss already counted */).first;
       const bool split = a.kind == ActionKind::I;
       if (split) stage->set_defer_weight_grad(true, mb);
       if (last) {

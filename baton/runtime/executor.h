@@ -28,19 +28,20 @@
 
 namespace baton::runtime {
 
-// Activation recomputation (torchgpipe's semantics): which micro-batches keep
-// only their stage input in the forward and recompute the forward right
+// Activation recomputation (torchgpipe's "checkpoint" modes; named Recompute
+// here so that "checkpoint" means saved training state): which micro-batches
+// keep only their stage input in the forward and recompute the forward right
 // before their backward.
-enum class Checkpoint { Never, ExceptLast, Always };
+enum class Recompute { Never, ExceptLast, Always };
 // "never", "except_last" (also "except-last"), "always"; throws otherwise.
-Checkpoint parse_checkpoint(std::string_view text);
-std::string_view to_string(Checkpoint checkpoint);
+Recompute parse_recompute(std::string_view text);
+std::string_view to_string(Recompute recompute);
 
 // The model's mean loss over a (micro-)batch.
 using LossFn = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)>;
 
 struct ExecutorOptions {
-  Checkpoint checkpoint = Checkpoint::Never;
+  Recompute recompute = Recompute::Never;
 };
 
 struct StepResult {

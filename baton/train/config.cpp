@@ -67,7 +67,8 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"virtual", field(&TrainConfig::virtual_stages, "virtual", 1)},
       {"microbatches", field(&TrainConfig::microbatches, "microbatches")},
       {"balance", field(&TrainConfig::balance, "balance")},
-      {"checkpoint", field(&TrainConfig::checkpoint, "checkpoint")},
+      {"recompute", field(&TrainConfig::recompute, "recompute")},
+      {"checkpoint", field(&TrainConfig::recompute, "checkpoint")},  // deprecated
       {"batch", field(&TrainConfig::batch, "batch")},
       {"steps", field(&TrainConfig::steps, "steps", 1)},
       {"epochs", field(&TrainConfig::epochs, "epochs", 1)},
@@ -96,7 +97,7 @@ int available_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-void load_toml(const std::string& path, TrainConfig& config) {
+void load_toml(const std::string& path, TrainConfig& config, std::vector<std::string>* deprecations) {
   toml::table table;
   try {
     table = toml::parse_file(path);
@@ -104,6 +105,12 @@ void load_toml(const std::string& path, TrainConfig& config) {
     const auto& where = e.source().begin;
     BATON_CHECK(false, "[train.config] ", path, ":", where.line, ":", where.column,
                 ": malformed TOML: ", e.description());
+  }
+  BATON_CHECK(!(table.contains("checkpoint") && table.contains("recompute")), "[train.config] ", path,
+              ": keys \"checkpoint\" and \"recompute\" both given; \"checkpoint\" is the deprecated "
+              "name of \"recompute\", keep only that");
+  if (table.contains("checkpoint") && deprecations) {
+    deprecations->push_back(detail::concat(path, ": key \"checkpoint\" is deprecated, use \"recompute\""));
   }
   for (const auto& [key, node] : table) {
     const std::string name(key.str());

@@ -38,7 +38,7 @@ struct TrainConfig {
   int virtual_stages = 0;  // 0: the schedule's default (given values must be >= 1)
   int microbatches = 4;
   std::string balance = "uniform";  // uniform|params|time|memory|optimal|"3,5,..."
-  std::string checkpoint = "never";
+  std::string recompute = "never";  // never | except_last | always (runtime::Recompute)
   // Optimisation
   int batch = 64;
   int steps = 0;   // 0: not given; run `epochs` epochs (or 100 steps without a dataset)
@@ -62,8 +62,10 @@ struct TrainConfig {
 // Reads a TOML file into `config` (only keys present change). Throws
 // baton::Error naming the file, the key and the problem for malformed TOML,
 // unknown keys, values of the wrong type, integers out of their range, and
-// steps, epochs or virtual below 1.
-void load_toml(const std::string& path, TrainConfig& config);
+// steps, epochs or virtual below 1. The deprecated key "checkpoint" sets
+// `recompute` and appends one line to *deprecations (when given).
+void load_toml(const std::string& path, TrainConfig& config,
+               std::vector<std::string>* deprecations = nullptr);
 
 // Checks values that need no model or world: positive sizes, known names,
 // a finite lr and timeout, threads within available_cores().

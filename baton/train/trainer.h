@@ -1,6 +1,8 @@
-// The training loop: config -> communicator -> model and schedule ->
-// partition -> stages -> executor -> steps, with progress, metrics, test
-// accuracy, and the measured timeline.
+// `baton train`'s loop: a config -> the model zoo's ModelSpec and a data
+// source -> a baton::Pipeline (which wires communicator, schedule, partition,
+// stages and executor) -> steps with the configured optimizer, with progress
+// and metrics (progress.h, memory_report.h), the lr schedule (optimizer.h),
+// test accuracy (evaluate.h) and the measured timeline (timeline_output.h).
 #pragma once
 
 #include <string>

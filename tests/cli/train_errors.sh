@@ -24,7 +24,7 @@ check "unknown schedule \"fancy\"" $small --schedule fancy
 check "unknown model \"resnet\"" --model resnet
 check "unknown optimizer \"lbfgs\"" $small --optimizer lbfgs
 check "unknown transport \"carrier-pigeon\" (expected auto, shm or gloo)" $small --transport carrier-pigeon
-check "unknown checkpoint mode \"sometimes\"" $small --pp 1 --nproc 1 --checkpoint sometimes
+check "unknown recompute mode \"sometimes\"" $small --pp 1 --nproc 1 --recompute sometimes
 check "sums to 2 layers but the model has 4" $small --pp 2 --nproc 2 --balance 1,1
 check "install it with: apt-get install dataset-fashion-mnist" --model cnn --pp 1 --nproc 1 --data-dir "$tmp/none" --cache-dir "$tmp/cache"
 check "needs m >= 2p" $small --pp 2 --nproc 2 --schedule zb-h2 --microbatches 3 --batch 8

@@ -16,6 +16,21 @@ timeout 300 "$baton" train --model gpt --layers 2 --hidden 32 --heads 2 --contex
 grep -q '"samples_per_s"' "$tmp/gpt.jsonl" || fail "gpt metrics lack samples_per_s"
 grep -q '\[rank 0\] step 6/6  loss' "$tmp/gpt.out" || fail "gpt progress line: $(cat "$tmp/gpt.out")"
 grep -q 'ETA' "$tmp/gpt.out" || fail "gpt progress has no ETA"
+# Memory per rank (issue 8.1): a line per rank at the end and the final metrics line's fields.
+for r in 0 1; do
+  grep -qE "\[rank 0\] rank $r: parameters [0-9.]+ [kMG]?B, gradients [0-9.]+ [kMG]?B, optimizer [0-9.]+ [kMG]?B, peak activations [0-9.]+ [kMG]?B, peak RSS [0-9.]+ [kMG]?B" "$tmp/gpt.out" \
+    || fail "no memory line for rank $r: $(tail -4 "$tmp/gpt.out")"
+done
+python3 - "$tmp/gpt.jsonl" <<'PY' || fail "final metrics line lacks memory: $(tail -1 "$tmp/gpt.jsonl")"
+import json, sys
+final = [json.loads(l) for l in open(sys.argv[1]) if '"final"' in l][0]
+memory = final["memory"]
+assert [m["rank"] for m in memory] == [0, 1], memory
+for m in memory:
+    assert m["parameter_bytes"] > 0 and m["gradient_bytes"] == m["parameter_bytes"], m
+    assert m["optimizer_bytes"] == 2 * m["parameter_bytes"], m  # Adam: two moments
+    assert m["peak_activation_bytes"] > 0 and m["peak_rss_bytes"] > 1e6, m
+PY
 
 # The MLP with interleaved 1F1B, recomputation, trace, SVG and compare-sim, from a config.
 cat > "$tmp/mlp.toml" <<'TOML'
@@ -29,10 +44,10 @@ microbatches = 4
 batch = 32
 steps = 4
 TOML
-timeout 300 "$baton" train --config "$tmp/mlp.toml" --schedule interleaved --checkpoint except_last \
+timeout 300 "$baton" train --config "$tmp/mlp.toml" --schedule interleaved --recompute except_last \
   --nproc 2 --threads 1 --trace "$tmp/t.json" --svg "$tmp/t.svg" --compare-sim \
   > "$tmp/mlp.out" 2>&1 || fail "mlp run: $(tail -5 "$tmp/mlp.out")"
-grep -q "schedule interleaved" "$tmp/mlp.out" || fail "flag did not override the config: $(head -2 "$tmp/mlp.out")"
+grep -q "schedule interleaved.*recompute except_last" "$tmp/mlp.out" || fail "flag did not override the config: $(head -2 "$tmp/mlp.out")"
 grep -q "traceEvents" "$tmp/t.json" || fail "no chrome trace"
 grep -q "<svg" "$tmp/t.svg" || fail "no svg"
 grep -q "measured" "$tmp/t.svg" || fail "svg title does not say measured"

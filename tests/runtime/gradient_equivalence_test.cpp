@@ -54,16 +54,16 @@ std::map<std::string, torch::Tensor> train_single_device() {
 struct Case {
   std::string schedule;
   int p, m;
-  Checkpoint checkpoint;
+  Recompute recompute;
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.schedule << " p=" << c.p << " m=" << c.m << " checkpoint=" << to_string(c.checkpoint);
+  *out << c.schedule << " p=" << c.p << " m=" << c.m << " recompute=" << to_string(c.recompute);
 }
 
 std::string name_of(const testing::TestParamInfo<Case>& info) {
   std::string n = info.param.schedule + "_p" + std::to_string(info.param.p) + "_m" +
-                  std::to_string(info.param.m) + "_" + std::string(to_string(info.param.checkpoint));
+                  std::to_string(info.param.m) + "_" + std::string(to_string(info.param.recompute));
   for (char& c : n)
     if (c == '-') c = '_';
   return n;
@@ -80,7 +80,7 @@ std::vector<Case> defined_cases() {
         } catch (const Error&) {
           continue;  // not defined for (p, m): the generator says why elsewhere
         }
-        for (Checkpoint c : {Checkpoint::Never, Checkpoint::ExceptLast, Checkpoint::Always})
+        for (Recompute c : {Recompute::Never, Recompute::ExceptLast, Recompute::Always})
           cases.push_back({name, p, m, c});
       }
     }
@@ -111,7 +111,7 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
         if (c.p > 1) communicator.emplace(comm::from_store(store, r, c.p, std::chrono::seconds(20)));
         Executor executor(lowered, r, build_stages(model, part, placement.stages_of_rank(r), kSeed),
                           model.loss, communicator ? &*communicator : nullptr,
-                          ExecutorOptions{c.checkpoint});
+                          ExecutorOptions{c.recompute});
         torch::optim::SGD opt(executor.parameters(), torch::optim::SGDOptions(kLr));
         for (int step = 0; step < kSteps; ++step) {
           auto [x, y] = batch(step);

@@ -30,7 +30,14 @@ struct TrainFlags {
   // Copies a flag's value into the final config when the flag was given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> given;
   std::vector<std::string> argv;
+  // --checkpoint, the deprecated name of --recompute.
+  std::string checkpoint;
+  CLI::Option* checkpoint_option = nullptr;
+  CLI::Option* recompute_option = nullptr;
 };
+
+// Set in the launcher's environment so its ranks do not repeat its warnings.
+constexpr const char* kWarnedVariable = "BATON_DEPRECATIONS_WARNED";
 
 template <typename T>
 CLI::Option* flag(CLI::App* cmd, TrainFlags& f, const std::string& name,
@@ -91,12 +98,24 @@ int run_rank(const train::TrainConfig& config, const train::RankContext& context
 
 int run(TrainFlags& f) {
   train::TrainConfig config;
-  if (!f.config_file.empty()) train::load_toml(f.config_file, config);
+  std::vector<std::string> deprecations;
+  if (!f.config_file.empty()) train::load_toml(f.config_file, config, &deprecations);
   for (auto& [option, copy] : f.given) {
     if (option->count() > 0) copy(config);
   }
-  train::check_config(config);
+  if (f.checkpoint_option->count() > 0) {
+    BATON_CHECK(f.recompute_option->count() == 0,
+                "[train] --checkpoint and --recompute both given; --checkpoint is the deprecated name "
+                "of --recompute, keep only that");
+    config.recompute = f.checkpoint;
+    deprecations.push_back("--checkpoint is deprecated, use --recompute");
+  }
   const auto env = comm::rank_env_from_environment();
+  // One warning per job: from the launcher, or from rank 0 under torchrun.
+  if ((!env || env->rank == 0) && std::getenv(kWarnedVariable) == nullptr) {
+    for (const auto& line : deprecations) std::cerr << "baton: warning: " << line << std::endl;
+  }
+  train::check_config(config);
   if (env) {
     train::RankContext context{env->rank, env->world_size, env->local_world_size, env->master_addr,
                                env->master_port};
@@ -115,6 +134,7 @@ int run(TrainFlags& f) {
   std::vector<std::string> argv = f.argv;
   argv[0] = exe;
   comm::LaunchOptions options;
+  setenv(kWarnedVariable, "1", 1);
   return comm::launch_local(nproc, argv, options);
 }
 
@@ -152,7 +172,9 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--optimizer", &train::TrainConfig::optimizer, "sgd | adam | adamw");
   flag(cmd, *f, "--seed", &train::TrainConfig::seed, "Seed of weights and data")->check(kUint64);
   flag(cmd, *f, "--balance", &train::TrainConfig::balance, "uniform | params | time | memory | optimal | 3,5,...");
-  flag(cmd, *f, "--checkpoint", &train::TrainConfig::checkpoint, "never | except_last | always");
+  f->recompute_option = flag(cmd, *f, "--recompute", &train::TrainConfig::recompute,
+                             "Recompute activations in the backward: never | except_last | always");
+  f->checkpoint_option = cmd->add_option("--checkpoint", f->checkpoint, "Deprecated: use --recompute");
   flag(cmd, *f, "--threads", &train::TrainConfig::threads, "Intra-op threads per rank (default: cores / local ranks)");
   flag(cmd, *f, "--timeout", &train::TrainConfig::timeout_s, "Seconds any wait between ranks may take");
   flag(cmd, *f, "--transport", &train::TrainConfig::transport,

@@ -9,7 +9,7 @@
 #include "baton/nn/layer_spec.h"
 #include "baton/partition/partition.h"
 
-namespace baton::train {
+namespace baton::runtime {
 
 // Builds the layers one at a time (only one exists at once, plus the running
 // activation) and times each layer's forward and backward on `sample`, the
@@ -20,4 +20,4 @@ std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
                                                  const torch::Tensor& sample, uint64_t seed,
                                                  int repeats = 3);
 
-}  // namespace baton::train
+}  // namespace baton::runtime

@@ -1,11 +1,11 @@
-#include "baton/train/profile.h"
+#include "baton/runtime/profile.h"
 
 #include <torch/autograd.h>
 
 #include <algorithm>
 #include <chrono>
 
-namespace baton::train {
+namespace baton::runtime {
 namespace {
 
 double median(std::vector<double> v) {
@@ -54,4 +54,4 @@ std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
   return costs;
 }
 
-}  // namespace baton::train
+}  // namespace baton::runtime

@@ -1,0 +1,219 @@
+#include "baton/pipeline/pipeline.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+
+#include "baton/core/error.h"
+#include "baton/partition/balance.h"
+#include "baton/runtime/microbatch.h"
+#include "baton/runtime/profile.h"
+#include "baton/runtime/stage.h"
+#include "baton/schedule/generator.h"
+#include "baton/schedule/lower.h"
+
+namespace baton {
+
+struct Pipeline::State {
+  PipelineOptions options;
+  nn::ModelSpec model;
+  std::optional<comm::Communicator> owned;
+  comm::Communicator* comm = nullptr;
+  int rank = 0;
+  int world_size = 1;
+  schedule::Schedule schedule;
+  partition::Partition partition;
+  std::unique_ptr<runtime::Executor> executor;
+  runtime::StepResult last;
+  int64_t steps = 0;
+};
+
+namespace {
+
+bool balance_profiles(const std::string& method) {
+  return method == "params" || method == "time" || method == "memory" || method == "optimal";
+}
+
+// Sums a scalar over all ranks; `what` names the collective for its errors.
+double sum_over_ranks(comm::Communicator* comm, double value, const std::string& what) {
+  if (comm == nullptr) return value;
+  std::vector<torch::Tensor> t{torch::tensor({value}, torch::kFloat64)};
+  comm->all_reduce_sum(t, what);
+  return t[0].item<double>();
+}
+
+int64_t batch_size(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  const torch::Tensor& t = inputs.defined() ? inputs : targets;
+  return t.defined() && t.dim() > 0 ? t.size(0) : 0;
+}
+
+}  // namespace
+
+Pipeline::Pipeline(torch::nn::Sequential model, runtime::LossFn loss, PipelineOptions options)
+    : state_(std::make_unique<State>()) {
+  BATON_CHECK(!model.is_empty(), "[pipeline] model is an empty torch::nn::Sequential holder");
+  build(nn::from_sequential(model), std::move(loss), std::move(options));
+}
+
+Pipeline::Pipeline(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options)
+    : state_(std::make_unique<State>()) {
+  build(std::move(model), std::move(loss), std::move(options));
+}
+
+Pipeline::Pipeline(Pipeline&&) noexcept = default;
+Pipeline& Pipeline::operator=(Pipeline&&) noexcept = default;
+Pipeline::~Pipeline() = default;
+
+void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options) {
+  State& s = *state_;
+  s.options = std::move(options);
+  const PipelineOptions& o = s.options;
+  BATON_CHECK(model.num_layers() > 0, "[pipeline] model \"", model.name,
+              "\" has 0 layers; a pipeline needs at least one");
+  if (!loss) loss = model.loss;
+  BATON_CHECK(static_cast<bool>(loss), "[pipeline] loss is empty and model \"", model.name,
+              "\" has none; pass a loss function");
+  s.model = std::move(model);
+  const runtime::Recompute recompute = runtime::parse_recompute(o.recompute());
+  BATON_CHECK(o.device().is_cpu(), "[pipeline] device ", o.device().str(),
+              " is not supported yet; stages run on the CPU");
+  BATON_CHECK(o.microbatches() >= 1, "[pipeline] microbatches must be at least 1, got ", o.microbatches());
+  BATON_CHECK(o.virtual_stages() >= 0, "[pipeline] virtual_stages must be >= 0 (0: the schedule's "
+              "default), got ", o.virtual_stages());
+  join_process_group();
+
+  s.schedule = schedule::lower(schedule::generate(o.schedule(), schedule::GeneratorOptions{}
+                                                                     .set_ranks(s.world_size)
+                                                                     .set_microbatches(o.microbatches())
+                                                                     .set_virtual_stages(o.virtual_stages())));
+  const int stages = s.schedule.stages;
+  BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", o.schedule(), " with pp=",
+              s.world_size, " makes ", stages, " stages but model \"", s.model.name, "\" has only ",
+              s.model.num_layers(), " layers; every stage needs at least one layer");
+  s.partition = choose_partition(stages);
+  const schedule::Placement placement(s.schedule);
+  auto built = runtime::build_stages(s.model, s.partition, placement.stages_of_rank(s.rank), o.seed());
+  // Profiling ran the user's modules (a Sequential's): drop the gradients it left.
+  for (auto& stage : built)
+    for (auto& p : stage->parameters()) p.mutable_grad() = torch::Tensor();
+  s.executor = std::make_unique<runtime::Executor>(s.schedule, s.rank, std::move(built), std::move(loss),
+                                                   s.comm, runtime::ExecutorOptions{recompute});
+}
+
+void Pipeline::join_process_group() {
+  State& s = *state_;
+  const PipelineOptions& o = s.options;
+  std::optional<comm::RankEnv> env = o.rank_env();
+  if (o.communicator() != nullptr) {
+    s.comm = o.communicator();
+    s.rank = s.comm->rank();
+    s.world_size = s.comm->world_size();
+  } else {
+    if (!env) env = comm::rank_env_from_environment();
+    if (env) {
+      s.rank = env->rank;
+      s.world_size = env->world_size;
+    }
+  }
+  const int pp = o.pp() > 0 ? o.pp() : s.world_size;
+  BATON_CHECK(pp == s.world_size, "[pipeline] pp=", pp, " does not equal the world size ", s.world_size,
+              "; each rank runs one pipeline rank");
+  if (s.comm != nullptr || s.world_size == 1) return;
+  const comm::TransportKind transport = comm::parse_transport(o.transport());
+  s.owned.emplace(comm::connect(comm::ConnectOptions{}
+                                    .set_rank(env->rank)
+                                    .set_world_size(env->world_size)
+                                    .set_master_addr(env->master_addr)
+                                    .set_master_port(env->master_port)
+                                    .set_timeout(o.timeout())
+                                    .set_transport(transport)));
+  s.comm = &*s.owned;
+}
+
+partition::Partition Pipeline::choose_partition(int stages) const {
+  const State& s = *state_;
+  const std::string& method = s.options.balance();
+  const int L = s.model.num_layers();
+  std::vector<partition::LayerCost> costs(L);
+  if (balance_profiles(method)) {
+    BATON_CHECK(s.options.sample().defined(), "[pipeline] balance \"", method,
+                "\" profiles the layers on a sample; set PipelineOptions().sample(one micro-batch of inputs)");
+    costs = runtime::profile_layers(s.model, s.options.sample(), s.options.seed());
+    if (s.comm != nullptr) {
+      // Every rank must cut the model the same way: average the timings.
+      std::vector<torch::Tensor> times{torch::zeros({2, L}, torch::kFloat64)};
+      for (int i = 0; i < L; ++i) {
+        times[0][0][i] = costs[i].forward_time;
+        times[0][1][i] = costs[i].backward_time;
+      }
+      s.comm->all_reduce_sum(times, "the layer profile average");
+      for (int i = 0; i < L; ++i) {
+        costs[i].forward_time = times[0][0][i].item<double>() / s.world_size;
+        costs[i].backward_time = times[0][1][i].item<double>() / s.world_size;
+      }
+    }
+  }
+  partition::BalanceOptions options;
+  options.set_activations_in_flight(partition::one_f_one_b_in_flight(stages));
+  return partition::balance(method, costs, stages, options);
+}
+
+double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  State& s = *state_;
+  const int m = s.options.microbatches();
+  const int64_t batch = batch_size(inputs, targets);
+  BATON_CHECK(batch >= m, "[pipeline] microbatches=", m, " is more than the batch of ", batch,
+              " samples; use a batch of at least ", m, " or fewer micro-batches");
+  s.last = s.executor->run_step(inputs, targets);
+  ++s.steps;
+  // A collective cannot tell which rank is missing; it names the group.
+  return sum_over_ranks(s.comm, s.last.loss,
+                        detail::concat("the step ", s.steps, " loss sum (an all-reduce over ranks 0-",
+                                       s.world_size - 1, ")"));
+}
+
+torch::Tensor Pipeline::eval(const torch::Tensor& inputs) {
+  State& s = *state_;
+  const int64_t batch = batch_size(inputs, torch::Tensor());
+  BATON_CHECK(batch >= 1, "[pipeline] eval needs a batch of at least 1 sample, got ", batch);
+  const int m = static_cast<int>(std::min<int64_t>(s.options.microbatches(), batch));
+  std::map<int, torch::Tensor> outputs = s.executor->run_forward(inputs, m);
+  if (outputs.empty()) return {};
+  std::vector<torch::Tensor> parts;
+  for (auto& [mb, out] : outputs) parts.push_back(out);
+  return torch::cat(parts);
+}
+
+std::vector<torch::Tensor> Pipeline::parameters() const { return state_->executor->parameters(); }
+
+std::vector<std::pair<std::string, torch::Tensor>> Pipeline::named_parameters() const {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& [index, stage] : state_->executor->stages()) {
+    for (const auto& item : stage->module().named_parameters()) {
+      out.emplace_back("layer." + item.key(), item.value());
+    }
+  }
+  return out;
+}
+
+int Pipeline::rank() const { return state_->rank; }
+int Pipeline::world_size() const { return state_->world_size; }
+
+std::vector<std::pair<int, std::vector<int>>> Pipeline::stage_layers() const {
+  std::vector<std::pair<int, std::vector<int>>> out;
+  for (const auto& [index, stage] : state_->executor->stages()) {
+    std::vector<int> layers(stage->layer_count());
+    for (int i = 0; i < stage->layer_count(); ++i) layers[i] = stage->first_layer() + i;
+    out.emplace_back(index, std::move(layers));
+  }
+  return out;
+}
+
+const schedule::Schedule& Pipeline::schedule() const { return state_->schedule; }
+const partition::Partition& Pipeline::partition() const { return state_->partition; }
+const runtime::StepResult& Pipeline::last_step() const { return state_->last; }
+runtime::Executor& Pipeline::executor() { return *state_->executor; }
+comm::Communicator* Pipeline::communicator() const { return state_->comm; }
+int64_t Pipeline::steps() const { return state_->steps; }
+
+}  // namespace baton

@@ -1,0 +1,107 @@
+// baton::Pipeline: a model trained pipeline-parallel in two calls.
+//
+//   baton::Pipeline pipe(my_sequential, loss, baton::PipelineOptions().microbatches(8));
+//   torch::optim::Adam adam(pipe.parameters(), 1e-3);
+//   adam.zero_grad();
+//   double loss = pipe.step(inputs, targets);
+//   adam.step();
+//
+// Every rank of the process group builds the same Pipeline, each holding
+// only its own stages. The layers are cut into stages by the balance; the
+// schedule decides which rank runs which stage and in what order. The
+// optimizer stays the caller's: step() accumulates gradients into this
+// rank's parameters, and those equal single-device training on the whole
+// mini-batch (up to floating-point reordering).
+//
+// Thread safety: one thread drives a Pipeline.
+#pragma once
+
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baton/comm/communicator.h"
+#include "baton/nn/layer_spec.h"
+#include "baton/partition/partition.h"
+#include "baton/pipeline/pipeline_options.h"
+#include "baton/runtime/executor.h"
+#include "baton/schedule/schedule.h"
+
+namespace baton {
+
+class Pipeline {
+ public:
+  // Both constructors throw baton::Error naming the parameter and value for:
+  // an empty model, a schedule undefined for (pp, microbatches, virtual
+  // stages) (the generator's message), more stages than layers, a bad
+  // balance, recompute, transport or device, pp not equal to the world size,
+  // a balance that profiles without a sample. Joining the process group (and
+  // profiling, which averages over ranks) is collective: every rank builds
+  // its Pipeline at the same point.
+
+  // Each child of `model` becomes one layer, in order; this rank keeps the
+  // children of its stages (the others stay the caller's, untouched). Every
+  // rank must build the Sequential with the same initial weights (seed
+  // torch before building it). `loss` is the MEAN loss over a batch.
+  Pipeline(torch::nn::Sequential model, runtime::LossFn loss, PipelineOptions options = {});
+
+  // Layers built lazily: this rank builds only its own, seeded by
+  // (options.seed(), global index). An empty `loss` takes model.loss.
+  Pipeline(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options = {});
+
+  Pipeline(Pipeline&&) noexcept;
+  Pipeline& operator=(Pipeline&&) noexcept;
+  ~Pipeline();
+
+  // One training step on a mini-batch: gradients accumulate into
+  // parameters() (zero them before, step the optimizer after). Returns the
+  // mini-batch's mean loss on every rank (a collective). `inputs` is read
+  // only where this rank holds stage 0, `targets` only where it holds the
+  // last stage, but every rank passes the same batch size. Throws
+  // baton::Error when the batch holds fewer samples than micro-batches.
+  double step(const torch::Tensor& inputs, const torch::Tensor& targets);
+
+  // Forward only, without autograd. Returns the model's output for `inputs`
+  // on the rank holding the last stage; an undefined tensor on the others
+  // (with Chimera, each of its two ranks returns the micro-batches it
+  // finished, in order). Every rank must call it (a collective).
+  torch::Tensor eval(const torch::Tensor& inputs);
+
+  // This rank's parameters, for the caller's optimizer.
+  std::vector<torch::Tensor> parameters() const;
+  // This rank's parameters keyed "layer.<global index>.<name>", e.g.
+  // "layer.3.weight": the same key whatever the layout.
+  std::vector<std::pair<std::string, torch::Tensor>> named_parameters() const;
+
+  int rank() const;
+  int world_size() const;
+  // The global layer indices of each stage this rank holds, by stage:
+  // {stage, {first layer, ..., last layer}}.
+  std::vector<std::pair<int, std::vector<int>>> stage_layers() const;
+
+  // What the runtime did and decided, for tools built on the façade
+  // (`baton train` reports and draws them).
+  const schedule::Schedule& schedule() const;
+  const partition::Partition& partition() const;
+  const runtime::StepResult& last_step() const;
+  runtime::Executor& executor();
+  // Null when the Pipeline runs alone (one rank).
+  comm::Communicator* communicator() const;
+  // The steps run so far.
+  int64_t steps() const;
+
+ private:
+  struct State;
+  void build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options);
+  void join_process_group();
+  partition::Partition choose_partition(int stages) const;
+
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace baton

@@ -1,0 +1,61 @@
+// What a Pipeline is asked to do: the schedule, how many micro-batches, how
+// the layers are cut into stages, recomputation, where the ranks come from.
+// Chained setters, as torch's option structs have:
+//
+//   baton::PipelineOptions().schedule("zb-h1").microbatches(8).balance("params")
+//
+// Names are the ones `baton train` takes as flags; they are checked when the
+// Pipeline is built, and a bad one throws baton::Error naming it.
+#pragma once
+
+#include <torch/arg.h>
+#include <torch/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "baton/comm/communicator.h"
+#include "baton/comm/rank_env.h"
+
+namespace baton {
+
+struct PipelineOptions {
+  // One token, so TORCH_ARG's `const T&` is a const pointer, not a pointer to const.
+  using CommunicatorPtr = comm::Communicator*;
+
+  // A generator of schedule::schedule_names(): naive, gpipe, 1f1b, interleaved,
+  // looped-bfs, zb-h1, zb-h2, zb-v, chimera.
+  TORCH_ARG(std::string, schedule) = "1f1b";
+  // Micro-batches per step; a step's batch must hold at least this many samples.
+  TORCH_ARG(int, microbatches) = 4;
+  // Stage chunks per rank; 0: the schedule's default (2 for interleaved).
+  TORCH_ARG(int, virtual_stages) = 0;
+  // uniform | params | time | memory | optimal, or layer counts per stage
+  // ("3,5,4"). Every method but uniform profiles the layers on `sample`.
+  TORCH_ARG(std::string, balance) = "uniform";
+  // One micro-batch of inputs, for the balancing methods that profile layers.
+  TORCH_ARG(torch::Tensor, sample);
+  // Activation recomputation: never | except_last | always.
+  TORCH_ARG(std::string, recompute) = "never";
+  // Where the stages run. Only the CPU for now.
+  TORCH_ARG(torch::Device, device) = torch::kCPU;
+  // Every wait between ranks, and the rendezvous.
+  TORCH_ARG(std::chrono::milliseconds, timeout) = comm::kDefaultTimeout;
+  // Point-to-point between ranks: auto | shm | gloo (see comm::TransportKind).
+  TORCH_ARG(std::string, transport) = "auto";
+  // The seed of lazily built layers (a ModelSpec's): a layer's initial weights
+  // depend only on (seed, global layer index).
+  TORCH_ARG(uint64_t, seed) = 1;
+  // Pipeline ranks; 0: the world size. Anything else must equal it.
+  TORCH_ARG(int, pp) = 0;
+  // The process group. Without one, the Pipeline joins the group that
+  // `rank_env` describes, or else the one torchrun's variables (RANK,
+  // WORLD_SIZE, MASTER_ADDR, MASTER_PORT) describe, or else runs alone. A
+  // given communicator must outlive the Pipeline.
+  TORCH_ARG(CommunicatorPtr, communicator) = nullptr;
+  TORCH_ARG(std::optional<comm::RankEnv>, rank_env) = std::nullopt;
+};
+
+}  // namespace baton

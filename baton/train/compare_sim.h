@@ -1,0 +1,23 @@
+// --compare-sim: the simulator fed with the costs just measured, against the
+// measured timeline of the last step.
+#pragma once
+
+#include <map>
+
+#include "baton/comm/p2p_probe.h"
+#include "baton/schedule/schedule.h"
+#include "baton/trace/timeline.h"
+
+namespace baton::train {
+
+// Simulates `schedule` with the per-stage mean F, B, I, W times of
+// `measured`, the activation and boundary bytes per stage and the probed
+// link, and prints measured against simulated: step time, bubble, the
+// largest start-time deviation of any action, and `rank_of_peak`'s peak
+// activation bytes.
+void compare_with_simulation(const schedule::Schedule& schedule, const trace::Timeline& measured,
+                             const std::map<int, double>& stage_bytes,
+                             const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
+                             double measured_peak_bytes, int rank_of_peak);
+
+}  // namespace baton::train

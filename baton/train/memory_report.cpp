@@ -1,0 +1,82 @@
+#include "baton/train/memory_report.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+
+#include "baton/core/error.h"
+#include "baton/train/optimizer.h"
+
+namespace baton::train {
+namespace {
+
+double bytes_of(const torch::Tensor& t) {
+  return t.defined() ? static_cast<double>(t.numel() * t.element_size()) : 0;
+}
+
+constexpr int kFields = 5;
+
+// "512 B", "5.25 kB", "1.20 MB", "8.07 GB".
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int unit = 0;
+  while (bytes >= 1000 && unit < 4) {
+    bytes /= 1000;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.2f %s", bytes, units[unit]);
+  return text;
+}
+
+}  // namespace
+
+RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
+                          torch::optim::Optimizer& optimizer, double peak_activation_bytes) {
+  RankMemory m;
+  m.rank = rank;
+  for (const auto& p : parameters) {
+    m.parameter_bytes += bytes_of(p);
+    m.gradient_bytes += bytes_of(p.grad());
+  }
+  m.optimizer_bytes = optimizer_state_bytes(optimizer);
+  m.peak_activation_bytes = peak_activation_bytes;
+  struct rusage usage {};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) m.peak_rss_bytes = usage.ru_maxrss * 1024.0;  // KiB on Linux
+  return m;
+}
+
+std::vector<RankMemory> gather_memory(comm::Communicator* comm, const RankMemory& local) {
+  if (comm == nullptr) return {local};
+  const int world = comm->world_size();
+  std::vector<torch::Tensor> table{torch::zeros({world, kFields}, torch::kFloat64)};
+  const double values[kFields] = {local.parameter_bytes, local.gradient_bytes, local.optimizer_bytes,
+                                  local.peak_activation_bytes, local.peak_rss_bytes};
+  for (int i = 0; i < kFields; ++i) table[0][local.rank][i] = values[i];
+  comm->all_reduce_sum(table, "the memory report gather");
+  std::vector<RankMemory> out(world);
+  for (int r = 0; r < world; ++r) {
+    auto row = table[0][r];
+    out[r] = RankMemory{r, row[0].item<double>(), row[1].item<double>(), row[2].item<double>(),
+                        row[3].item<double>(), row[4].item<double>()};
+  }
+  return out;
+}
+
+std::string format_memory(const RankMemory& m) {
+  return detail::concat("rank ", m.rank, ": parameters ", format_bytes(m.parameter_bytes), ", gradients ",
+                        format_bytes(m.gradient_bytes), ", optimizer ", format_bytes(m.optimizer_bytes),
+                        ", peak activations ", format_bytes(m.peak_activation_bytes), ", peak RSS ",
+                        format_bytes(m.peak_rss_bytes));
+}
+
+nlohmann::json to_json(const RankMemory& m) {
+  return {{"rank", m.rank},
+          {"parameter_bytes", m.parameter_bytes},
+          {"gradient_bytes", m.gradient_bytes},
+          {"optimizer_bytes", m.optimizer_bytes},
+          {"peak_activation_bytes", m.peak_activation_bytes},
+          {"peak_rss_bytes", m.peak_rss_bytes}};
+}
+
+}  // namespace baton::train

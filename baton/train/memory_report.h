@@ -1,0 +1,39 @@
+// What each rank holds in memory at the end of training, as the GPipe
+// tutorial reports it per GPU: parameter, gradient, optimizer-state and peak
+// activation bytes, and the process's peak resident memory.
+#pragma once
+
+#include <torch/optim/optimizer.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "baton/comm/communicator.h"
+
+namespace baton::train {
+
+struct RankMemory {
+  int rank = 0;
+  double parameter_bytes = 0;
+  double gradient_bytes = 0;
+  double optimizer_bytes = 0;
+  double peak_activation_bytes = 0;  // most stashed activation bytes at once, over all steps
+  double peak_rss_bytes = 0;         // getrusage's ru_maxrss: the whole process
+};
+
+// This rank's figures: its parameters and their gradients, the optimizer's
+// state, and `peak_activation_bytes` as the runtime measured it.
+RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
+                          torch::optim::Optimizer& optimizer, double peak_activation_bytes);
+
+// Collective: every rank's figures, by rank (comm may be null for one rank).
+std::vector<RankMemory> gather_memory(comm::Communicator* comm, const RankMemory& local);
+
+// "rank 0: parameters 270.34 kB, gradients 270.34 kB, optimizer 540.67 kB,
+// peak activations 1.20 MB, peak RSS 310.42 MB" (decimal units)
+std::string format_memory(const RankMemory& memory);
+nlohmann::json to_json(const RankMemory& memory);
+
+}  // namespace baton::train

@@ -1,0 +1,68 @@
+#include "baton/train/progress.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "baton/core/error.h"
+
+namespace baton::train {
+
+using Clock = std::chrono::steady_clock;
+
+std::string format_eta(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%ld:%02ld", s / 60, s % 60);
+  return buffer;
+}
+
+Progress::Progress(const TrainConfig& config, int64_t total_steps, bool leader)
+    : config_(config), total_(total_steps), leader_(leader), started_(Clock::now()) {
+  if (leader_ && !config_.metrics.empty()) {
+    metrics_.open(config_.metrics);
+    BATON_CHECK(metrics_.good(), "[train] cannot write metrics file \"", config_.metrics, "\"");
+  }
+}
+
+void Progress::write_line(const std::string& line) {
+  if (!metrics_.is_open()) return;
+  metrics_ << line << "\n";
+  metrics_.flush();
+  BATON_CHECK(metrics_.good(), "[train] cannot write the metrics file \"", config_.metrics, "\": ",
+              std::strerror(errno));
+}
+
+void Progress::step_done(int64_t step, double loss, double step_s) {
+  if (!leader_) return;
+  const double samples_per_s = config_.batch / std::max(1e-9, step_s);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
+  const double eta = elapsed / (step + 1) * (total_ - step - 1);
+  if ((step + 1) % config_.log_every == 0 || step + 1 == total_) {
+    std::printf("step %lld/%lld  loss %.4f  samples/s %.1f  ETA %s\n", static_cast<long long>(step + 1),
+                static_cast<long long>(total_), loss, samples_per_s, format_eta(eta).c_str());
+    std::fflush(stdout);
+  }
+  write_line(nlohmann::json{{"step", step + 1}, {"loss", loss}, {"samples_per_s", samples_per_s},
+                            {"step_ms", step_s * 1000}}
+                 .dump());
+}
+
+void Progress::finish(double loss, double accuracy, const std::vector<RankMemory>& memory) {
+  if (!leader_) return;
+  if (accuracy >= 0) std::printf("test accuracy %.4f\n", accuracy);
+  std::printf("final loss %.4f, %.1f s\n", loss,
+              std::chrono::duration<double>(Clock::now() - started_).count());
+  for (const RankMemory& m : memory) std::printf("%s\n", format_memory(m).c_str());
+  std::fflush(stdout);
+  nlohmann::json final_line{{"final", true}, {"loss", loss}, {"steps", total_}};
+  if (accuracy >= 0) final_line["test_accuracy"] = accuracy;
+  final_line["memory"] = nlohmann::json::array();
+  for (const RankMemory& m : memory) final_line["memory"].push_back(to_json(m));
+  write_line(final_line.dump());
+}
+
+}  // namespace baton::train

@@ -1,0 +1,43 @@
+// What rank 0 tells the user while training runs: a progress line every
+// --log-every steps, one JSON line per step in --metrics, and the final
+// summary (loss, accuracy, time, memory per rank).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "baton/train/config.h"
+#include "baton/train/memory_report.h"
+
+namespace baton::train {
+
+class Progress {
+ public:
+  // `leader`: only the leader prints and writes; the others do nothing.
+  // Opens the metrics file; throws baton::Error naming it when it cannot.
+  Progress(const TrainConfig& config, int64_t total_steps, bool leader);
+
+  // After step `step` (0-based) took `step_s` seconds and had mean `loss`.
+  void step_done(int64_t step, double loss, double step_s);
+
+  // The summary: accuracy < 0 means none. Writes the final metrics line with
+  // every rank's memory.
+  void finish(double loss, double accuracy, const std::vector<RankMemory>& memory);
+
+ private:
+  void write_line(const std::string& line);
+
+  const TrainConfig& config_;
+  int64_t total_;
+  bool leader_;
+  std::ofstream metrics_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+// "m:ss" for a number of seconds.
+std::string format_eta(double seconds);
+
+}  // namespace baton::train

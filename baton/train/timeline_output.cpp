@@ -1,0 +1,34 @@
+#include "baton/train/timeline_output.h"
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "baton/train/compare_sim.h"
+#include "baton/train/timeline_gather.h"
+#include "baton/trace/writers.h"
+
+namespace baton::train {
+
+void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm::P2pCost& link) {
+  const schedule::Schedule& lowered = pipeline.schedule();
+  const runtime::StepResult& last = pipeline.last_step();
+  comm::Communicator* comm = pipeline.communicator();
+  const trace::Timeline timeline =
+      gather_timeline(comm, last.events, last.start_ms, pipeline.rank(), pipeline.world_size(),
+                      lowered.name + " p=" + std::to_string(c.pp) + " m=" + std::to_string(c.microbatches) +
+                          " (measured)");
+  const std::map<int, double> stage_bytes = gather_stage_bytes(comm, last.stage_activation_bytes, lowered.stages);
+  const std::map<int, double> boundary_bytes =
+      gather_stage_bytes(comm, last.stage_boundary_bytes, lowered.stages);
+  if (pipeline.rank() != 0) return;
+  if (!c.trace.empty()) trace::write_file(c.trace, trace::to_chrome_trace(timeline));
+  if (!c.svg.empty()) trace::write_file(c.svg, trace::to_svg(timeline));
+  if (c.compare_sim) {
+    compare_with_simulation(lowered, timeline, stage_bytes, boundary_bytes, link,
+                            last.peak_activation_bytes, 0);
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace baton::train

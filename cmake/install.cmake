@@ -1,0 +1,41 @@
+# cmake --install build --prefix P: the headers, libbaton_base.a (and
+# libbaton_torch.a), the baton CLI, and P/lib/cmake/baton/batonConfig.cmake
+# exporting baton::base (no LibTorch) and baton::torch, for
+# find_package(baton). See examples/cpp and scripts/examples.sh.
+include(CMakePackageConfigHelpers)
+
+set(BATON_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/baton)
+set(BATON_TORCH_MODULES comm nn runtime parallel data pipeline train)
+
+set(_baton_targets baton_base)
+if(TARGET baton_torch)
+  list(APPEND _baton_targets baton_torch)
+  set(BATON_HAS_TORCH ON)
+else()
+  set(BATON_HAS_TORCH OFF)
+endif()
+
+install(TARGETS ${_baton_targets} EXPORT batonTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS baton RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# Headers of every module; without the torch target, only the torch-free ones.
+set(_baton_excluded)
+if(NOT BATON_HAS_TORCH)
+  foreach(module ${BATON_TORCH_MODULES})
+    list(APPEND _baton_excluded PATTERN ${module} EXCLUDE)
+  endforeach()
+endif()
+install(DIRECTORY baton/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/baton
+        FILES_MATCHING PATTERN "*.h" ${_baton_excluded})
+
+install(EXPORT batonTargets NAMESPACE baton:: DESTINATION ${BATON_CMAKE_DIR})
+configure_package_config_file(cmake/batonConfig.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/batonConfig.cmake
+                              INSTALL_DESTINATION ${BATON_CMAKE_DIR})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/batonConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/batonConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/batonConfigVersion.cmake
+        DESTINATION ${BATON_CMAKE_DIR})

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs build/ into a temporary prefix, builds examples/cpp against it as a
+# user's project (find_package(baton)), and runs each example on 2 local
+# ranks. Fails on the first error. Run scripts/build.sh first.
+# Usage: scripts/examples.sh [BUILD_DIR] (default build/); BATON_JOBS sets the
+# examples' parallel jobs (default 1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$(realpath "${1:-build}")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+torch_dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$build/CMakeCache.txt")
+[ -n "$torch_dir" ] || { echo "examples: $build was configured without LibTorch" >&2; exit 1; }
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S examples/cpp -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+  -DCMAKE_PREFIX_PATH="$work/prefix;$torch_dir" >/dev/null
+ninja -C "$work/build" -j "${BATON_JOBS:-1}" >/dev/null
+
+for example in sequential layer_specs; do
+  echo "== $example"
+  (cd "$work/build" && timeout 300 "./$example") || { echo "examples: $example failed" >&2; exit 1; }
+done
+echo "examples: all passed"
