@@ -42,22 +42,17 @@ void accumulate_weight_grads(const torch::Tensor& input, const torch::Tensor& gr
   }
 }
 
-// weight^T for the forward. OpenBLAS multiplies by a transposed operand
-// markedly slower when the input has few rows, as micro-batches do
-// (bench/RESULTS.md), so the second forward that sees a weight version makes
-// a contiguous copy, cached in the stash until the weight changes; the first
-// uses the transposed view, so one forward per update (m = 1, or any step
-// after the optimizer) pays no copy it cannot win back.
+// weight^T, contiguous, cached in the stash until the weight changes.
+// OpenBLAS multiplies by a transposed operand markedly slower when the input
+// has few rows, as micro-batches do (bench/RESULTS.md).
 torch::Tensor transposed_weight(const torch::Tensor& weight, detail::WeightGradStash& stash) {
   std::lock_guard<std::mutex> lock(stash.mutex);
-  const auto version = static_cast<int64_t>(weight._version());
-  if (stash.weight_t_version != version || stash.weight_t_source != weight.data_ptr()) {
-    stash.weight_t = torch::Tensor();
-    stash.weight_t_version = version;
+  if (stash.weight_t_version != static_cast<int64_t>(weight._version()) ||
+      stash.weight_t_source != weight.data_ptr() || !stash.weight_t.defined()) {
+    stash.weight_t = weight.detach().t().contiguous();
+    stash.weight_t_version = static_cast<int64_t>(weight._version());
     stash.weight_t_source = weight.data_ptr();
-    return weight.detach().t();
   }
-  if (!stash.weight_t.defined()) stash.weight_t = weight.detach().t().contiguous();
   return stash.weight_t;
 }
 
