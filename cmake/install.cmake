@@ -36,6 +36,7 @@ configure_package_config_file(cmake/batonConfig.cmake.in ${CMAKE_CURRENT_BINARY_
                               INSTALL_DESTINATION ${BATON_CMAKE_DIR})
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/batonConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/batonConfig.cmake
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/cmake/torch_wheel.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/batonConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/batonConfigVersion.cmake
         DESTINATION ${BATON_CMAKE_DIR})

@@ -1,14 +1,7 @@
 # The torch side: comm, runtime, parallel, nn, data, pipeline, train, as one target
 # baton_torch. The torch-free target baton_base never links LibTorch.
-# TorchConfig looks for libc10 in the system folders before its own, so with
-# Debian's libtorch installed a wheel's build would link both c10s (and crash
-# at start-up). Point it at the c10 next to the chosen TorchConfig.
-foreach(_prefix ${CMAKE_PREFIX_PATH})
-  if(EXISTS "${_prefix}/Torch/TorchConfig.cmake" AND EXISTS "${_prefix}/../../lib/libc10.so")
-    get_filename_component(_c10 "${_prefix}/../../lib/libc10.so" ABSOLUTE)
-    set(c10_LIBRARY "${_c10}" CACHE FILEPATH "libc10 of the LibTorch in CMAKE_PREFIX_PATH")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/torch_wheel.cmake)
+baton_prefer_wheel_c10()
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)
   message(WARNING "LibTorch not found: building the torch-free part only")
@@ -28,15 +21,8 @@ endif()
 if(NOT BATON_TORCH_SOURCES)
   return()
 endif()
-# The PyPI wheel's libtorch_cuda.so finds NCCL, cuDNN, ... in site-packages/
-# nvidia/*/lib at run time (its RUNPATH); the linker needs to see the same
-# libraries, not older ones the CUDA toolkit installed system-wide.
-get_filename_component(_torch_site "${TORCH_INSTALL_PREFIX}/.." ABSOLUTE)
-file(GLOB _wheel_cuda_libs LIST_DIRECTORIES true "${_torch_site}/nvidia/*/lib")
-foreach(dir ${_wheel_cuda_libs})
-  add_link_options("LINKER:-rpath-link,${dir}")
-endforeach()
 add_library(baton_torch STATIC ${BATON_TORCH_SOURCES})
+baton_wheel_link_options(baton_torch INTERFACE)
 add_library(baton::torch ALIAS baton_torch)
 set_target_properties(baton_torch PROPERTIES EXPORT_NAME torch)
 target_link_libraries(baton_torch PUBLIC baton_base ${TORCH_LIBRARIES})

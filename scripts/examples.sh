@@ -16,8 +16,8 @@ torch_dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$build/CMakeCache.txt")
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S examples/cpp -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
-  -DCMAKE_PREFIX_PATH="$work/prefix;$torch_dir" >/dev/null
-ninja -C "$work/build" -j "${BATON_JOBS:-1}" >/dev/null
+  -DCMAKE_PREFIX_PATH="$work/prefix;$torch_dir" -DTorch_DIR="$torch_dir" >/dev/null
+ninja -C "$work/build" -j "${BATON_JOBS:-1}" > "$work/build.log" || { tail -30 "$work/build.log" >&2; exit 1; }
 
 for example in sequential layer_specs; do
   echo "== $example"
