@@ -2,20 +2,8 @@
 # Issue 7.17: --schedule-file silently ignored --pp, --microbatches and
 # --schedule, and a repeated flag said "At Most 1 required but received 2".
 # Both are refused with one line naming the flag, exit code 2.
-set -u
-baton=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-check() {  # check "<expected text>" args...
-  local expected=$1; shift
-  local err rc
-  err=$(timeout 60 "$baton" simulate "$@" 2>&1 >/dev/null); rc=$?
-  [ $rc -eq 2 ] || fail "'$*' exit $rc (expected 2): $err"
-  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "'$*' printed more than one line: $err"
-  printf '%s' "$err" | grep -qF -- "$expected" || fail "'$*' said: $err (expected: $expected)"
-}
+source "$(dirname "$0")/lib/common.sh"
+check() { expect_bad_input_of simulate "$@"; }  # check "<expected text>" args...
 
 printf '0F0 0B0\n' > "$tmp/s.txt"
 for flag in "--pp 4" "--microbatches 8" "--schedule gpipe" "--virtual 2"; do

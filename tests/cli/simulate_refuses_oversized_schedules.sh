@@ -2,20 +2,8 @@
 # Issue 7.3: `simulate --pp 4096 --microbatches 1048576` tried to build tens of
 # billions of actions (bad_alloc). Sizes past the limit are refused before
 # anything is built: one line naming the size and the limit, exit code 2.
-set -u
-baton=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-check() {  # check "<expected text>" args...
-  local expected=$1; shift
-  local err rc
-  err=$(timeout 60 "$baton" simulate "$@" 2>&1 >/dev/null); rc=$?
-  [ $rc -eq 2 ] || fail "'$*' exit $rc (expected 2): $err"
-  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "'$*' printed more than one line: $err"
-  printf '%s' "$err" | grep -qF -- "$expected" || fail "'$*' said: $err (expected: $expected)"
-}
+source "$(dirname "$0")/lib/common.sh"
+check() { expect_bad_input_of simulate "$@"; }  # check "<expected text>" args...
 
 check "1f1b with pp=4096, m=1048576 and 4096 stages would have up to 25769803776 actions (4096 stages x 1048576 micro-batches x 6), more than the limit of 50000000" \
   --pp 4096 --microbatches 1048576

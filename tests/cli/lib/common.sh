@@ -1,4 +1,4 @@
-# Sourced by the train CLI tests: $baton, a temporary folder, fail, and
+# Sourced by the CLI tests: $baton, a temporary folder, fail, and
 # expect_bad_input. Not a test itself (CMake globs tests/cli/*.sh only).
 set -u
 baton=$1
@@ -15,13 +15,16 @@ fail() { echo "FAIL: $*"; exit 1; }
 J=(--model mlp --layers 4 --batch 8 --microbatches 2 --pp 2 --nproc 2)
 T=("${J[@]}" --hidden 16 --steps 2)
 
-# expect_bad_input "<expected text>" args...: `baton train args` prints one
-# line holding the text on stderr and exits 2, quickly.
-expect_bad_input() {
-  local expected=$1; shift
+# expect_bad_input_of <command> "<expected text>" args...: `baton command
+# args` prints one line holding the text on stderr and exits 2, quickly.
+expect_bad_input_of() {
+  local command=$1 expected=$2; shift 2
   local err rc
-  err=$(timeout 120 "$baton" train "$@" 2>&1 >/dev/null); rc=$?
+  err=$(timeout 120 "$baton" "$command" "$@" 2>&1 >/dev/null); rc=$?
   [ $rc -eq 2 ] || fail "'$*' exit $rc (expected 2): $err"
   [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "'$*' printed more than one line: $err"
   printf '%s' "$err" | grep -qF -- "$expected" || fail "'$*' said: $err (expected: $expected)"
 }
+
+# expect_bad_input "<expected text>" args...: the same for `baton train`.
+expect_bad_input() { expect_bad_input_of train "$@"; }
