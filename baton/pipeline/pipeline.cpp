@@ -1,9 +1,11 @@
 #include "baton/pipeline/pipeline.h"
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 
+#include "baton/comm/nccl.h"
 #include "baton/core/error.h"
 #include "baton/partition/balance.h"
 #include "baton/runtime/microbatch.h"
@@ -21,6 +23,8 @@ struct Pipeline::State {
   comm::Communicator* comm = nullptr;
   int rank = 0;
   int world_size = 1;
+  int local_rank = 0;  // this process's index on its machine: its GPU
+  torch::Device device = torch::kCPU;
   schedule::Schedule schedule;
   partition::Partition partition;
   std::unique_ptr<runtime::Executor> executor;
@@ -40,6 +44,21 @@ double sum_over_ranks(comm::Communicator* comm, double value, const std::string&
   std::vector<torch::Tensor> t{torch::tensor({value}, torch::kFloat64)};
   comm->all_reduce_sum(t, what);
   return t[0].item<double>();
+}
+
+// The device the stages run on: the CPU, or a CUDA device (cuda:local_rank
+// when `requested` names no index).
+torch::Device resolve_device(const torch::Device& requested, int local_rank) {
+  if (requested.is_cpu()) return requested;
+  BATON_CHECK(requested.is_cuda(), "[pipeline] device ", requested.str(),
+              " is not supported; use cpu or cuda");
+  BATON_CHECK(torch::cuda::is_available(), "[pipeline] device ", requested.str(),
+              ": this process sees no CUDA device (or LibTorch was built without CUDA)");
+  const int index = requested.has_index() ? requested.index() : local_rank;
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  BATON_CHECK(index >= 0 && index < count, "[pipeline] device cuda:", index, " does not exist; ",
+              count, " CUDA device(s) are visible");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
 int64_t batch_size(const torch::Tensor& inputs, const torch::Tensor& targets) {
@@ -75,8 +94,6 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
               "\" has none; pass a loss function");
   s.model = std::move(model);
   const runtime::Recompute recompute = runtime::parse_recompute(o.recompute());
-  BATON_CHECK(o.device().is_cpu(), "[pipeline] device ", o.device().str(),
-              " is not supported yet; stages run on the CPU");
   BATON_CHECK(o.microbatches() >= 1, "[pipeline] microbatches must be at least 1, got ", o.microbatches());
   BATON_CHECK(o.virtual_stages() >= 0, "[pipeline] virtual_stages must be >= 0 (0: the schedule's "
               "default), got ", o.virtual_stages());
@@ -94,10 +111,15 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   const schedule::Placement placement(s.schedule);
   auto built = runtime::build_stages(s.model, s.partition, placement.stages_of_rank(s.rank), o.seed());
   // Profiling ran the user's modules (a Sequential's): drop the gradients it left.
-  for (auto& stage : built)
+  for (auto& stage : built) {
     for (auto& p : stage->parameters()) p.mutable_grad() = torch::Tensor();
+    if (!s.device.is_cpu()) stage->module().to(s.device);
+  }
+  runtime::ExecutorOptions executor_options;
+  executor_options.recompute = recompute;
+  executor_options.device = s.device;
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.rank, std::move(built), std::move(loss),
-                                                   s.comm, runtime::ExecutorOptions{recompute});
+                                                   s.comm, executor_options);
 }
 
 void Pipeline::join_process_group() {
@@ -108,25 +130,32 @@ void Pipeline::join_process_group() {
     s.comm = o.communicator();
     s.rank = s.comm->rank();
     s.world_size = s.comm->world_size();
+    if (!env) env = comm::rank_env_from_environment();
+    s.local_rank = env ? env->local_rank : s.rank;
   } else {
     if (!env) env = comm::rank_env_from_environment();
     if (env) {
       s.rank = env->rank;
       s.world_size = env->world_size;
+      s.local_rank = env->local_rank;
     }
   }
+  s.device = resolve_device(o.device(), s.local_rank);
   const int pp = o.pp() > 0 ? o.pp() : s.world_size;
   BATON_CHECK(pp == s.world_size, "[pipeline] pp=", pp, " does not equal the world size ", s.world_size,
               "; each rank runs one pipeline rank");
   if (s.comm != nullptr || s.world_size == 1) return;
   const comm::TransportKind transport = comm::parse_transport(o.transport());
-  s.owned.emplace(comm::connect(comm::ConnectOptions{}
-                                    .set_rank(env->rank)
-                                    .set_world_size(env->world_size)
-                                    .set_master_addr(env->master_addr)
-                                    .set_master_port(env->master_port)
-                                    .set_timeout(o.timeout())
-                                    .set_transport(transport)));
+  const auto connect_options = comm::ConnectOptions{}
+                                   .set_rank(env->rank)
+                                   .set_world_size(env->world_size)
+                                   .set_master_addr(env->master_addr)
+                                   .set_master_port(env->master_port)
+                                   .set_timeout(o.timeout())
+                                   .set_transport(transport);
+  // Stages on a GPU talk over NCCL on that GPU; on the CPU, shared memory or Gloo.
+  s.owned.emplace(s.device.is_cuda() ? comm::connect_nccl(connect_options, s.device.index())
+                                     : comm::connect(connect_options));
   s.comm = &*s.owned;
 }
 

@@ -39,7 +39,11 @@ struct PipelineOptions {
   TORCH_ARG(torch::Tensor, sample);
   // Activation recomputation: never | except_last | always.
   TORCH_ARG(std::string, recompute) = "never";
-  // Where the stages run. Only the CPU for now.
+  // Where the stages run: the CPU, or CUDA. "cuda" without an index means
+  // cuda:LOCAL_RANK (the process's index on its machine). On a GPU the
+  // Pipeline builds its own communicator on NCCL; a given communicator is
+  // used as it is (tensors cross through its device). Balancing profiles the
+  // layers on the CPU either way.
   TORCH_ARG(torch::Device, device) = torch::kCPU;
   // Every wait between ranks, and the rendezvous.
   TORCH_ARG(std::chrono::milliseconds, timeout) = comm::kDefaultTimeout;

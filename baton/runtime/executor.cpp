@@ -44,6 +44,9 @@ struct Executor::Step {
   std::vector<double> activation_bytes;
   std::vector<std::optional<comm::RecvHandle>> recv_forward, recv_backward;
   std::vector<comm::SendHandle> sends;
+  // On a CUDA device the scaled losses add up on the device, read once at the
+  // end of the step (on the CPU they go straight into result.loss).
+  torch::Tensor device_loss;
   double stashed_bytes = 0;
   StepResult result;
   Clock::time_point start;
@@ -80,6 +83,15 @@ std::vector<torch::Tensor> Executor::parameters() const {
   return out;
 }
 
+torch::Tensor Executor::on_device(const torch::Tensor& tensor) const {
+  if (!tensor.defined() || tensor.device() == options_.device) return tensor;
+  // Host to device from pinned memory is asynchronous; every other move is a plain copy.
+  if (tensor.device().is_cpu() && options_.device.is_cuda()) {
+    return tensor.pin_memory().to(options_.device, /*non_blocking=*/true);
+  }
+  return tensor.to(options_.device);
+}
+
 std::string Executor::describe(const Action& action, int peer) const {
   std::string text = "stage " + std::to_string(action.stage) +
                      " micro-batch " + std::to_string(action.microbatch) + " " +
@@ -103,9 +115,9 @@ StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& 
     needs_inputs |= a.kind == ActionKind::F && a.stage == 0;
     needs_targets |= a.kind == ActionKind::F && a.stage == S - 1;
   }
-  if (needs_inputs) step.inputs = split_microbatches(inputs, m);
+  if (needs_inputs) step.inputs = split_microbatches(on_device(inputs), m);
   if (needs_targets) {
-    step.targets = split_microbatches(targets, m);
+    step.targets = split_microbatches(on_device(targets), m);
     step.scales = loss_scales(step.targets);
   }
   // Post every receive now, so data can land while this rank computes.
@@ -121,6 +133,7 @@ StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& 
   }
   for (size_t i = 0; i < actions.size(); ++i) run_action(step, i);
   for (auto& send : step.sends) send.wait("a send of this step");
+  if (step.device_loss.defined()) step.result.loss += step.device_loss.item<double>();
   sync_replicated_gradients();
   step.result.step_ms = std::chrono::duration<double, std::milli>(Clock::now() - step.start).count();
   return std::move(step.result);
@@ -137,13 +150,23 @@ void Executor::run_action(Step& step, size_t index) {
   Stage* stage = schedule::is_compute(a.kind) ? stages_.at(s).get() : nullptr;
   const auto started = Clock::now();
 
+  // Adds a micro-batch's scaled loss to the step's: at once on the CPU, on
+  // the device otherwise (no device-to-host sync per micro-batch).
+  auto count_loss = [&](const torch::Tensor& loss) {
+    if (options_.device.is_cpu()) {
+      step.result.loss += loss.item<double>();
+    } else {
+      torch::Tensor value = loss.detach().to(torch::kFloat64);
+      step.device_loss = step.device_loss.defined() ? step.device_loss + value : value;
+    }
+  };
   // Forward of the stage for this micro-batch; on the last stage, the scaled loss.
   auto forward = [&](bool record) {
     double bytes = 0;
     torch::Tensor out = stage->forward(step.input[c], record ? &bytes : nullptr);
     if (last) {
       out = loss_(out, step.targets[mb]) * step.scales[mb];
-      if (record) step.result.loss += out.item<double>();
+      if (record) count_loss(out);
     }
     return std::make_pair(out, bytes);
   };
@@ -161,7 +184,7 @@ void Executor::run_action(Step& step, size_t index) {
       if (recomputed) {
         torch::NoGradGuard no_grad;
         step.output[c] = forward(false).first;
-        if (last) step.result.loss += step.output[c].item<double>();
+        if (last) count_loss(step.output[c]);
         bytes = static_cast<double>(step.input[c].numel() * step.input[c].element_size());
       } else {
         auto [out, recorded] = forward(true);
@@ -224,14 +247,14 @@ void Executor::run_action(Step& step, size_t index) {
     }
     case ActionKind::RECV_F: {
       const int peer = placement_.rank_of(s - 1, mb);
-      torch::Tensor x = step.recv_forward[c]->wait(describe(a, peer));
+      torch::Tensor x = on_device(step.recv_forward[c]->wait(describe(a, peer)));
       step.recv_forward[c].reset();
       step.input[c] = x.is_floating_point() ? x.requires_grad_(true) : x;
       return;
     }
     case ActionKind::RECV_B: {
       const int peer = placement_.rank_of(s + 1, mb);
-      step.grad_output[c] = step.recv_backward[c]->wait(describe(a, peer));
+      step.grad_output[c] = on_device(step.recv_backward[c]->wait(describe(a, peer)));
       step.recv_backward[c].reset();
       return;
     }
@@ -263,7 +286,7 @@ void Executor::sync_replicated_gradients() {
     auto send = comm_->isend(flat, peer, tag);
     const std::string what = "the gradient sum of stage " +
                              std::to_string(s) + " with rank " + std::to_string(peer);
-    torch::Tensor other = recv.wait(what);
+    torch::Tensor other = on_device(recv.wait(what));
     send.wait(what);
     flat += other;
     int64_t offset = 0;
@@ -278,7 +301,7 @@ void Executor::sync_replicated_gradients() {
 std::map<int, torch::Tensor> Executor::run_forward(const torch::Tensor& inputs, int microbatches) {
   torch::NoGradGuard no_grad;
   const int S = schedule_.stages;
-  std::vector<torch::Tensor> chunks = split_microbatches(inputs, microbatches);
+  std::vector<torch::Tensor> chunks = split_microbatches(on_device(inputs), microbatches);
   std::map<int, torch::Tensor> outputs;
   std::vector<comm::SendHandle> sends;
   for (int mb = 0; mb < microbatches; ++mb) {
@@ -292,8 +315,8 @@ std::map<int, torch::Tensor> Executor::run_forward(const torch::Tensor& inputs, 
         x = chunks[mb];
       } else if (placement_.rank_of(s - 1, pm) != rank_) {
         const Action a{ActionKind::RECV_F, s, mb};
-        x = comm_->irecv(placement_.rank_of(s - 1, pm), comm::Tag{s - 1, mb, comm::Direction::kForward})
-                .wait(describe(a, placement_.rank_of(s - 1, pm)));
+        x = on_device(comm_->irecv(placement_.rank_of(s - 1, pm), comm::Tag{s - 1, mb, comm::Direction::kForward})
+                          .wait(describe(a, placement_.rank_of(s - 1, pm))));
       }
       x = stages_.at(s)->forward(x);
       if (s == S - 1) {

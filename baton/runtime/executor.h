@@ -42,6 +42,12 @@ using LossFn = std::function<torch::Tensor(const torch::Tensor& output, const to
 
 struct ExecutorOptions {
   Recompute recompute = Recompute::Never;
+  // Where this rank's stages compute (their modules must already be there).
+  // On a CUDA device the mini-batch is copied in from pinned host memory
+  // without blocking, received tensors are moved to it when the
+  // communicator delivers them elsewhere, and the step's loss is read back
+  // once per step, not once per micro-batch.
+  torch::Device device = torch::kCPU;
 };
 
 struct StepResult {
@@ -90,6 +96,8 @@ class Executor {
   void run_action(Step& step, size_t index);
   void sync_replicated_gradients();
   std::string describe(const schedule::Action& action, int peer) const;
+  // `tensor` on this rank's device (itself when it is there already).
+  torch::Tensor on_device(const torch::Tensor& tensor) const;
 
   schedule::Schedule schedule_;
   schedule::Placement placement_;

@@ -79,6 +79,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"threads", field(&TrainConfig::threads, "threads")},
       {"timeout", field(&TrainConfig::timeout_s, "timeout")},
       {"transport", field(&TrainConfig::transport, "transport")},
+      {"device", field(&TrainConfig::device, "device")},
       {"metrics", field(&TrainConfig::metrics, "metrics")},
       {"trace", field(&TrainConfig::trace, "trace")},
       {"svg", field(&TrainConfig::svg, "svg")},
@@ -166,6 +167,8 @@ void check_config(const TrainConfig& c) {
               " core(s) this process may run on, got ", c.threads);
   BATON_CHECK(c.transport == "auto" || c.transport == "shm" || c.transport == "gloo",
               "[train.config] unknown transport \"", c.transport, "\" (expected auto, shm or gloo)");
+  BATON_CHECK(c.device == "cpu" || c.device == "cuda", "[train.config] unknown device \"", c.device,
+              "\" (expected cpu or cuda)");
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,
               " samples cannot make ", c.microbatches, " micro-batches; use a batch of at least ",
               c.microbatches, " or fewer micro-batches");

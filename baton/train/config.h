@@ -51,6 +51,7 @@ struct TrainConfig {
   int threads = 0;          // intra-op threads per rank; 0: cores / local ranks
   double timeout_s = 300;   // every wait between ranks, at most kMaxTimeoutSeconds
   std::string transport = "auto";  // point-to-point: auto | shm | gloo (comm::TransportKind)
+  std::string device = "cpu";      // cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL between them)
   // Output
   std::string metrics;      // JSON lines file
   std::string trace;        // Chrome trace of the last step's measured timeline

@@ -18,7 +18,7 @@ double test_accuracy(Pipeline& pipeline, DataSource& data, const TrainConfig& c)
     const auto outputs = pipeline.executor().run_forward(inputs.narrow(0, begin, size), m);
     const auto labels = runtime::split_microbatches(targets.narrow(0, begin, size), m);
     for (const auto& [mb, logits] : outputs) {
-      correct += logits.argmax(-1).eq(labels[mb]).sum().item<double>();
+      correct += logits.argmax(-1).cpu().eq(labels[mb]).sum().item<double>();
     }
   }
   if (comm::Communicator* comm = pipeline.communicator()) {

@@ -1,6 +1,7 @@
 #include "baton/train/trainer.h"
 
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 #include <torch/optim.h>
 #include <unistd.h>
 
@@ -84,6 +85,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
       .recompute(c.recompute)
       .timeout(std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000)))
       .transport(c.transport)
+      .device(c.device == "cuda" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU))
       .seed(c.seed)
       .pp(c.pp)
       .rank_env(env);
@@ -102,6 +104,8 @@ void check_setup(const TrainConfig& c) {
   check_stage_count(c, model, lowered.stages);
   check_parameter_memory(c);
   check_output_paths(c);
+  BATON_CHECK(c.device != "cuda" || torch::cuda::is_available(),
+              "[train.config] device cuda: this process sees no CUDA device (or LibTorch was built without CUDA)");
   runtime::parse_recompute(c.recompute);
   // Zero costs are enough to check a method's name or hand-written counts.
   partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);

@@ -179,6 +179,8 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--timeout", &train::TrainConfig::timeout_s, "Seconds any wait between ranks may take");
   flag(cmd, *f, "--transport", &train::TrainConfig::transport,
        "Point-to-point between ranks: auto (shared memory on one host, else Gloo), shm or gloo");
+  flag(cmd, *f, "--device", &train::TrainConfig::device,
+       "Where stages run: cpu, or cuda (rank on cuda:LOCAL_RANK, NCCL between ranks)");
   flag(cmd, *f, "--metrics", &train::TrainConfig::metrics, "Write JSON lines of metrics");
   flag(cmd, *f, "--trace", &train::TrainConfig::trace, "Write the last step's measured timeline as a Chrome trace");
   flag(cmd, *f, "--svg", &train::TrainConfig::svg, "Write the last step's measured timeline as SVG");
