@@ -21,8 +21,10 @@
 // DualPipe's README gives DualPipeV, with PP = 2p stages on p ranks, a bubble
 // of (PP/2 - 1)(F&B + B - 3W) = (p - 1)(F + 2B - 3W) in chunk costs, and
 // PP + 1 = 2p + 1 chunks of activation memory per rank (rank 0 holds 2p
-// forwards when its first F of step 4 runs before its B). Tests check both on
-// the simulator.
+// forwards when its first F of step 4 runs before its B). Tests hold the
+// simulated step to both: the memory is reached exactly on rank 0, and the
+// formula bounds the step beyond the work and every rank's idle time within
+// its span (with F = I = W it is loose: (p - 1)F is measured).
 #include <deque>
 #include <map>
 #include <utility>

@@ -18,7 +18,9 @@
 
 namespace baton::schedule {
 
-int v_half_peak_chunks(int ranks) { return ranks + 2; }
+int v_half_peak_chunks(int ranks) {
+  return ranks + 2;
+}
 
 Schedule v_half(const GeneratorOptions& options) {
   detail::check_options("v-half", options, 2, {2});

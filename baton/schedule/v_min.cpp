@@ -34,7 +34,9 @@ struct Timed {
 
 }  // namespace
 
-int v_min_peak_chunks(int ranks) { return 2 * ((ranks + 4) / 3); }
+int v_min_peak_chunks(int ranks) {
+  return 2 * ((ranks + 4) / 3);
+}
 
 Schedule v_min(const GeneratorOptions& options) {
   detail::check_options("v-min", options, 2, {2});

@@ -43,7 +43,9 @@ std::string error_of(const std::string& name, int p, int m, int v = 0) {
   return "";
 }
 
-std::vector<Action> parse_rank(const std::string& line) { return parse_schedule(line).actions.at(0); }
+std::vector<Action> parse_rank(const std::string& line) {
+  return parse_schedule(line).actions.at(0);
+}
 
 // The most activation any rank holds, in units of a full stage (2 chunks).
 double most(const std::vector<double>& per_rank) {
@@ -76,7 +78,8 @@ TEST(DualPipeV, RefusesFewerMicrobatchesThanStagesNamingTheRule) {
   EXPECT_THAT(error_of("dualpipev", 4, 7), HasSubstr("[schedule.dualpipev] needs m >= 2p"));
   EXPECT_THAT(error_of("dualpipev", 4, 7), HasSubstr("got m=7, p=4 (try m=8)"));
   EXPECT_EQ(error_of("dualpipev", 4, 8), "");
-  EXPECT_THAT(error_of("dualpipev", 4, 8, 3), HasSubstr("--virtual 3 is not defined for dualpipev"));
+  EXPECT_THAT(error_of("dualpipev", 4, 8, 3),
+              HasSubstr("--virtual 3 is not defined for dualpipev"));
 }
 
 class DualPipeVSweep : public ::testing::TestWithParam<std::tuple<int, int>> {};
@@ -102,10 +105,13 @@ TEST_P(DualPipeVSweep, HoldsAtMostTwoPPlusOneChunksAsTheReadmeSays) {
 TEST_P(DualPipeVSweep, BubbleStaysWithinTheReadmeFormula) {
   const auto [p, extra] = GetParam();
   const int m = 2 * p + extra;
-  for (const auto& [tf, tb, tw] : {std::tuple{1.0, 2.0, 1.0}, {1.0, 3.0, 1.0}, {2.0, 3.0, 1.0},
-                                   {1.0, 2.0, 0.5}, {2.0, 4.0, 1.0}}) {
-    SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " tf=" + std::to_string(tf) +
-                 " tb=" + std::to_string(tb) + " tw=" + std::to_string(tw));
+  for (const auto& [tf, tb, tw] : {std::tuple{1.0, 2.0, 1.0},
+                                   {1.0, 3.0, 1.0},
+                                   {2.0, 3.0, 1.0},
+                                   {1.0, 2.0, 0.5},
+                                   {2.0, 4.0, 1.0}}) {
+    SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " tf=" +
+                 std::to_string(tf) + " tb=" + std::to_string(tb) + " tw=" + std::to_string(tw));
     const double f = tf / 2, b = tb / 2, w = tw / 2;  // per chunk
     const double formula = (p - 1) * ((f + b) + b - 3 * w);
     const sim::Stats st = simulate(make("dualpipev", p, m), tf, tb, tw);
@@ -180,7 +186,9 @@ TEST_P(VShapeSweep, BubbleLiesBetweenZbVsAndOneFOneBsWithEqualCosts) {
   for (int m : {4 * p, 8 * p + 1}) {
     SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m));
     const double work = m * (tf + tb);
-    auto bubble = [&](const char* name) { return simulate(make(name, p, m), tf, tb, tw).makespan - work; };
+    auto bubble = [&](const char* name) {
+      return simulate(make(name, p, m), tf, tb, tw).makespan - work;
+    };
     const double zb = bubble("zb-v"), half = bubble("v-half"), min = bubble("v-min");
     const double base = bubble("1f1b");
     EXPECT_LT(zb, half);
@@ -199,7 +207,8 @@ TEST_P(VShapeSweep, BubbleLiesBetweenZbVsAndOneFOneBsWithEqualCosts) {
 INSTANTIATE_TEST_SUITE_P(P1To16, VShapeSweep, ::testing::Range(1, 17));
 
 TEST(VShape, RefusesOtherChunkCountsNamingTheSchedule) {
-  EXPECT_THAT(error_of("v-half", 4, 8, 3), HasSubstr("[schedule.v-half] --virtual 3 is not defined"));
+  EXPECT_THAT(error_of("v-half", 4, 8, 3),
+              HasSubstr("[schedule.v-half] --virtual 3 is not defined"));
   EXPECT_THAT(error_of("v-min", 4, 8, 1), HasSubstr("[schedule.v-min] --virtual 1 is not defined"));
   EXPECT_EQ(error_of("v-min", 4, 8, 2), "");
 }
