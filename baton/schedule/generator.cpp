@@ -29,6 +29,9 @@ constexpr Entry kGenerators[] = {
     {"zb-h2", zb_h2, 1, false, 3},
     {"zb-v", zb_v, 2, false, 3},
     {"chimera", chimera, 1, false, 2},
+    {"dualpipev", dualpipe_v, 2, false, 3},
+    {"v-half", v_half, 2, false, 3},
+    {"v-min", v_min, 2, false, 3},
 };
 
 // Refuses a shape whose lowered schedule could exceed kMaxActions, before the

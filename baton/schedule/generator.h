@@ -29,6 +29,16 @@ Schedule zb_h1(const GeneratorOptions& options);        // "zb-h1"
 Schedule zb_h2(const GeneratorOptions& options);        // "zb-h2"
 Schedule zb_v(const GeneratorOptions& options);         // "zb-v"
 Schedule chimera(const GeneratorOptions& options);      // "chimera"
+Schedule dualpipe_v(const GeneratorOptions& options);   // "dualpipev"
+Schedule v_half(const GeneratorOptions& options);       // "v-half"
+Schedule v_min(const GeneratorOptions& options);        // "v-min"
+
+// Peak activation memory that v-half and v-min promise per rank, in stage
+// chunks (half a stage) held from their F until their W: the paper's
+// (p + 2) / 2 and (p + 4) / 3 (integer division) micro-batches' worth of a
+// full stage, doubled.
+int v_half_peak_chunks(int ranks);
+int v_min_peak_chunks(int ranks);
 
 // Names accepted by generate(), in a stable order.
 const std::vector<std::string>& schedule_names();

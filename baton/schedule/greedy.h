@@ -1,4 +1,4 @@
-// A list scheduler shared by the zero-bubble and Chimera generators. It plays
+// A list scheduler shared by the zero-bubble, Chimera and v-half generators. It plays
 // the step with unit costs (every F, I, W or B takes one time unit and
 // communication is free) and, each time unit, gives every rank the ready
 // action of highest priority:
