@@ -224,7 +224,8 @@ void save(const SaveRequest& r) {
 json check(const std::string& dir) {
   const std::string path = (fs::path(dir) / kManifest).string();
   std::error_code error;
-  BATON_CHECK(fs::is_directory(dir, error), "[checkpoint] ", dir, " is not a folder holding a checkpoint");
+  BATON_CHECK(fs::exists(dir, error), "[checkpoint] folder ", dir, " does not exist: no checkpoint there");
+  BATON_CHECK(fs::is_directory(dir, error), "[checkpoint] ", dir, " is a file, not a checkpoint's folder");
   std::ifstream in(path);
   BATON_CHECK(in.good(), "[checkpoint] ", path, " is missing: ", dir,
               " holds no checkpoint (or its first save never finished)");
