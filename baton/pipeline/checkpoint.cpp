@@ -114,6 +114,8 @@ const json* find_file(const json& manifest, const char* kind, int layer) {
   return nullptr;
 }
 
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 std::string shape_text(const torch::Tensor& t) { return describe(t).dump(); }
 
 void restore_layer(const std::string& path, int layer, const NamedTensors& live) {
@@ -298,7 +300,7 @@ LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Opti
       generator.set_state(state);
     } catch (const c10::Error& e) {
       BATON_CHECK(false, "[checkpoint] file ", (fs::path(dir) / (*rng)["path"].get<std::string>()).string(),
-                  " is not a CPU generator state: ", e.what_without_backtrace());
+                  " is not a CPU generator state: ", first_line(e.what_without_backtrace()));
     }
   }
   return LoadResult{manifest["step"].get<int64_t>(),
