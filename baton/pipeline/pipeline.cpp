@@ -7,6 +7,7 @@
 
 #include "baton/comm/nccl.h"
 #include "baton/core/error.h"
+#include "baton/pipeline/checkpoint.h"
 #include "baton/partition/balance.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/profile.h"
@@ -223,6 +224,62 @@ std::vector<std::pair<std::string, torch::Tensor>> Pipeline::named_parameters() 
     }
   }
   return out;
+}
+
+namespace {
+
+// This rank's layers by global index, each with its parameters and buffers;
+// with `writers_only`, only the layers this rank writes (a replicated
+// stage's by the lower of its ranks).
+checkpoint::Layers checkpoint_layers(const runtime::Executor& executor, const schedule::Schedule& schedule,
+                                     int rank, bool writers_only) {
+  const schedule::Placement placement(schedule);
+  checkpoint::Layers layers;
+  for (const auto& [index, stage] : executor.stages()) {
+    const std::vector<int> ranks = placement.ranks_of_stage(index);
+    if (writers_only && !ranks.empty() && *std::min_element(ranks.begin(), ranks.end()) != rank) continue;
+    for (int i = 0; i < stage->layer_count(); ++i) layers[stage->first_layer() + i];
+    auto add = [&](const std::string& key, const torch::Tensor& tensor) {
+      const size_t dot = key.find('.');  // "<global index>.<name inside the layer>"
+      layers[std::stoi(key.substr(0, dot))].emplace_back(key.substr(dot + 1), tensor);
+    };
+    for (const auto& item : stage->module().named_parameters()) add(item.key(), item.value());
+    for (const auto& item : stage->module().named_buffers()) add(item.key(), item.value());
+  }
+  return layers;
+}
+
+}  // namespace
+
+void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
+                    const nlohmann::json& extra) const {
+  const State& s = *state_;
+  checkpoint::SaveRequest request;
+  request.dir = dir;
+  request.step = s.steps;
+  request.rank = s.rank;
+  request.comm = s.comm;
+  request.layers = checkpoint_layers(*s.executor, s.schedule, s.rank, /*writers_only=*/true);
+  request.optimizer = optimizer;
+  request.model = {{"name", s.model.name}, {"layers", s.model.num_layers()}};
+  request.pipeline = {{"pp", s.world_size},
+                      {"schedule", s.options.schedule()},
+                      {"microbatches", s.options.microbatches()},
+                      {"stages", s.schedule.stages},
+                      {"balance", s.options.balance()},
+                      {"partition", s.partition.to_string()},
+                      {"seed", s.options.seed()}};
+  request.extra = extra;
+  checkpoint::save(request);
+}
+
+nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* optimizer) {
+  State& s = *state_;
+  const checkpoint::LoadResult result = checkpoint::load(
+      dir, checkpoint_layers(*s.executor, s.schedule, s.rank, /*writers_only=*/false), optimizer,
+      {{"name", s.model.name}, {"layers", s.model.num_layers()}});
+  s.steps = result.step;
+  return result.extra;
 }
 
 int Pipeline::rank() const { return state_->rank; }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
 #include <memory>
@@ -24,6 +25,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "baton/comm/communicator.h"
 #include "baton/nn/layer_spec.h"
@@ -77,6 +80,24 @@ class Pipeline {
   // This rank's parameters keyed "layer.<global index>.<name>", e.g.
   // "layer.3.weight": the same key whatever the layout.
   std::vector<std::pair<std::string, torch::Tensor>> named_parameters() const;
+
+  // Checkpoints (the format: baton/pipeline/checkpoint.h). save() writes
+  // into `dir` the layers this rank holds (parameters and buffers, one file
+  // per global layer), `optimizer`'s state for their parameters (SGD, Adam
+  // or AdamW built on parameters(); null: none), steps(), rank 0's CPU RNG
+  // state and `extra`, the caller's JSON (e.g. an lr schedule's or a data
+  // loader's position). A collective: every rank calls it at the same point;
+  // atomic: a save that dies leaves the previous checkpoint in `dir` whole.
+  // load() restores all of it from a checkpoint that any pp, balance or
+  // schedule of the same model saved, into this Pipeline and `optimizer`
+  // (built on parameters(), its lr set to the saved one), sets steps() and
+  // returns `extra`. It reads only this rank's files (no collective). Both
+  // throw baton::Error naming the file and what is wrong: a missing or
+  // truncated file, another model, layer count, parameter name, shape,
+  // dtype or optimizer kind, a file that cannot be written.
+  void save(const std::string& dir, torch::optim::Optimizer* optimizer = nullptr,
+            const nlohmann::json& extra = nlohmann::json::object()) const;
+  nlohmann::json load(const std::string& dir, torch::optim::Optimizer* optimizer = nullptr);
 
   int rank() const;
   int world_size() const;

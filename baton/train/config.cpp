@@ -85,6 +85,9 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"svg", field(&TrainConfig::svg, "svg")},
       {"compare_sim", field(&TrainConfig::compare_sim, "compare_sim")},
       {"log_every", field(&TrainConfig::log_every, "log_every")},
+      {"save", field(&TrainConfig::save, "save")},
+      {"save_every", field(&TrainConfig::save_every, "save_every", 1)},
+      {"resume", field(&TrainConfig::resume, "resume")},
   };
   return map;
 }
@@ -169,6 +172,9 @@ void check_config(const TrainConfig& c) {
               "[train.config] unknown transport \"", c.transport, "\" (expected auto, shm or gloo)");
   BATON_CHECK(c.device == "cpu" || c.device == "cuda", "[train.config] unknown device \"", c.device,
               "\" (expected cpu or cuda)");
+  BATON_CHECK(c.save_every >= 0, "[train.config] save_every must be >= 1, got ", c.save_every);
+  BATON_CHECK(c.save_every == 0 || !c.save.empty(), "[train.config] --save-every ", c.save_every,
+              " needs --save DIR to say where");
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,
               " samples cannot make ", c.microbatches, " micro-batches; use a batch of at least ",
               c.microbatches, " or fewer micro-batches");

@@ -58,6 +58,10 @@ struct TrainConfig {
   std::string svg;          // SVG of the last step's measured timeline
   bool compare_sim = false; // print measured vs simulated step time
   int log_every = 1;        // progress line every N steps
+  // Checkpoints (baton/pipeline/checkpoint.h)
+  std::string save;         // folder to save into at the end (and every save_every steps)
+  int save_every = 0;       // 0: only at the end; needs save
+  std::string resume;       // folder of a checkpoint to continue from (up to steps in all)
 };
 
 // Reads a TOML file into `config` (only keys present change). Throws

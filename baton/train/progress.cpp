@@ -20,8 +20,8 @@ std::string format_eta(double seconds) {
   return buffer;
 }
 
-Progress::Progress(const TrainConfig& config, int64_t total_steps, bool leader)
-    : config_(config), total_(total_steps), leader_(leader), started_(Clock::now()) {
+Progress::Progress(const TrainConfig& config, int64_t total_steps, bool leader, int64_t first_step)
+    : config_(config), total_(total_steps), first_(first_step), leader_(leader), started_(Clock::now()) {
   if (leader_ && !config_.metrics.empty()) {
     metrics_.open(config_.metrics);
     BATON_CHECK(metrics_.good(), "[train] cannot write metrics file \"", config_.metrics, "\"");
@@ -40,7 +40,7 @@ void Progress::step_done(int64_t step, double loss, double step_s) {
   if (!leader_) return;
   const double samples_per_s = config_.batch / std::max(1e-9, step_s);
   const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
-  const double eta = elapsed / (step + 1) * (total_ - step - 1);
+  const double eta = elapsed / std::max<int64_t>(1, step + 1 - first_) * (total_ - step - 1);
   if ((step + 1) % config_.log_every == 0 || step + 1 == total_) {
     std::printf("step %lld/%lld  loss %.4f  samples/s %.1f  ETA %s\n", static_cast<long long>(step + 1),
                 static_cast<long long>(total_), loss, samples_per_s, format_eta(eta).c_str());

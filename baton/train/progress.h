@@ -18,7 +18,8 @@ class Progress {
  public:
   // `leader`: only the leader prints and writes; the others do nothing.
   // Opens the metrics file; throws baton::Error naming it when it cannot.
-  Progress(const TrainConfig& config, int64_t total_steps, bool leader);
+  // `first_step`: the steps done before (a resumed run), for the ETA.
+  Progress(const TrainConfig& config, int64_t total_steps, bool leader, int64_t first_step = 0);
 
   // After step `step` (0-based) took `step_s` seconds and had mean `loss`.
   void step_done(int64_t step, double loss, double step_s);
@@ -32,6 +33,7 @@ class Progress {
 
   const TrainConfig& config_;
   int64_t total_;
+  int64_t first_ = 0;
   bool leader_;
   std::ofstream metrics_;
   std::chrono::steady_clock::time_point started_;

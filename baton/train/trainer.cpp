@@ -18,6 +18,7 @@
 #include "baton/runtime/microbatch.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
+#include "baton/train/checkpoint_flags.h"
 #include "baton/train/data_source.h"
 #include "baton/train/evaluate.h"
 #include "baton/train/memory_report.h"
@@ -106,6 +107,7 @@ void check_setup(const TrainConfig& c) {
   check_output_paths(c);
   BATON_CHECK(c.device != "cuda" || torch::cuda::is_available(),
               "[train.config] device cuda: this process sees no CUDA device (or LibTorch was built without CUDA)");
+  check_checkpoint_flags(c);
   runtime::parse_recompute(c.recompute);
   // Zero costs are enough to check a method's name or hand-written counts.
   partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);
@@ -142,11 +144,16 @@ void train(const TrainConfig& c, const RankContext& ctx) {
                 c.recompute.c_str(), threads, static_cast<long long>(total));
     std::fflush(stdout);
   }
-  Progress progress(c, total, leader);
+  const int64_t first = resume_if_asked(c, pipeline, *optimizer, total);
+  if (leader && first > 0) {
+    std::printf("baton train: resumed from %s at step %lld\n", c.resume.c_str(), static_cast<long long>(first));
+    std::fflush(stdout);
+  }
+  Progress progress(c, total, leader, first);
 
   double loss = 0;
   double peak_activation_bytes = 0;
-  for (int64_t step = 0; step < total; ++step) {
+  for (int64_t step = first; step < total; ++step) {
     auto [inputs, targets] = data->batch(step);
     set_learning_rate(*optimizer, learning_rate(c, step, total));
     optimizer->zero_grad();
@@ -159,6 +166,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
                 " is ", loss, "; training diverged (lower --lr, now ", c.lr, ")");
     peak_activation_bytes = std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
     progress.step_done(step, loss, step_s);
+    save_if_due(c, pipeline, *optimizer, step + 1, total);
   }
 
   const double accuracy = test_accuracy(pipeline, *data, c);

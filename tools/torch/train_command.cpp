@@ -185,6 +185,12 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--trace", &train::TrainConfig::trace, "Write the last step's measured timeline as a Chrome trace");
   flag(cmd, *f, "--svg", &train::TrainConfig::svg, "Write the last step's measured timeline as SVG");
   flag(cmd, *f, "--log-every", &train::TrainConfig::log_every, "Print progress every N steps");
+  flag(cmd, *f, "--save", &train::TrainConfig::save,
+       "Save a checkpoint into this folder at the end (and every --save-every steps)");
+  flag(cmd, *f, "--save-every", &train::TrainConfig::save_every, "Also save every N steps (needs --save)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  flag(cmd, *f, "--resume", &train::TrainConfig::resume,
+       "Continue from the checkpoint in this folder (--steps stays the total)");
   CLI::Option* compare = cmd->add_flag("--compare-sim", f->values.compare_sim,
                                        "Print measured vs simulated step time and peak activations");
   f->given.emplace_back(compare, [f](train::TrainConfig& c) { c.compare_sim = f->values.compare_sim; });

@@ -1,0 +1,163 @@
+#include "baton/pipeline/checkpoint_files.h"
+
+#include <ATen/core/Dict.h>
+#include <c10/util/Exception.h>
+#include <fcntl.h>
+#include <torch/serialize.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "baton/core/error.h"
+
+namespace baton::checkpoint {
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+void write_all(int fd, const char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    BATON_CHECK(n > 0, "[checkpoint] cannot write ", path, ": ", std::strerror(errno));
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  BATON_CHECK(in.good(), "[checkpoint] file ", path, " is missing or unreadable: ", std::strerror(errno));
+  return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+torch::IValue unpickle(const std::string& path) {
+  const std::vector<char> bytes = read_bytes(path);
+  try {
+    return torch::pickle_load(bytes);
+  } catch (const c10::Error& e) {
+    throw Error(detail::concat("[checkpoint] file ", path, " (", bytes.size(),
+                               " bytes) is not a tensor file torch.save wrote (truncated?): ",
+                               first_line(e.what_without_backtrace())));
+  } catch (const std::exception& e) {
+    throw Error(detail::concat("[checkpoint] file ", path, " (", bytes.size(),
+                               " bytes) is not a tensor file torch.save wrote (truncated?): ",
+                               first_line(e.what())));
+  }
+}
+
+const char* python_dtype(torch::ScalarType type) {
+  switch (type) {
+    case torch::kFloat: return "float32";
+    case torch::kDouble: return "float64";
+    case torch::kHalf: return "float16";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kLong: return "int64";
+    case torch::kInt: return "int32";
+    case torch::kShort: return "int16";
+    case torch::kChar: return "int8";
+    case torch::kByte: return "uint8";
+    case torch::kBool: return "bool";
+    default: return c10::toString(type);
+  }
+}
+
+std::string numbered(const std::string& step_dir, const char* prefix, int layer, const char* suffix) {
+  char name[64];
+  std::snprintf(name, sizeof name, "%s%05d%s", prefix, layer, suffix);
+  return step_dir + "/" + name;
+}
+
+}  // namespace
+
+int64_t write_atomically(const std::string& path, const std::vector<char>& bytes) {
+  const std::string temp = detail::concat(path, ".tmp.", ::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  BATON_CHECK(fd >= 0, "[checkpoint] cannot create ", temp, ": ", std::strerror(errno));
+  try {
+    write_all(fd, bytes.data(), bytes.size(), temp);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw;
+  }
+  // Data on disk before the name points at it: a crash leaves old or new, never a hole.
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced || std::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    BATON_CHECK(false, "[checkpoint] cannot write ", path, ": ", std::strerror(error));
+  }
+  return static_cast<int64_t>(bytes.size());
+}
+
+int64_t write_tensors(const std::string& path, const NamedTensors& tensors) {
+  c10::Dict<std::string, torch::Tensor> dict;
+  // A clone owns exactly its elements: pickling a view would write its whole storage.
+  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().clone());
+  return write_atomically(path, torch::pickle_save(torch::IValue(dict)));
+}
+
+int64_t write_tensor(const std::string& path, const torch::Tensor& tensor) {
+  return write_atomically(path, torch::pickle_save(torch::IValue(tensor.detach().clone())));
+}
+
+NamedTensors read_tensors(const std::string& path) {
+  const torch::IValue value = unpickle(path);
+  BATON_CHECK(value.isGenericDict(), "[checkpoint] file ", path, " holds a ", value.tagKind(),
+              ", not a dict of tensors");
+  NamedTensors out;
+  for (const auto& entry : value.toGenericDict()) {
+    BATON_CHECK(entry.key().isString() && entry.value().isTensor(), "[checkpoint] file ", path,
+                " holds a dict entry that is not (name: tensor)");
+    out.emplace_back(entry.key().toStringRef(), entry.value().toTensor());
+  }
+  return out;
+}
+
+torch::Tensor read_tensor(const std::string& path) {
+  const torch::IValue value = unpickle(path);
+  BATON_CHECK(value.isTensor(), "[checkpoint] file ", path, " holds a ", value.tagKind(), ", not a tensor");
+  return value.toTensor();
+}
+
+nlohmann::json describe(const torch::Tensor& tensor) {
+  return {{"shape", tensor.sizes().vec()}, {"dtype", python_dtype(tensor.scalar_type())}};
+}
+
+nlohmann::json describe(const NamedTensors& tensors) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, tensor] : tensors) out[name] = describe(tensor);
+  return out;
+}
+
+std::string layer_file(const std::string& step_dir, int layer) {
+  return numbered(step_dir, "layer_", layer, ".pt");
+}
+
+std::string optimizer_file(const std::string& step_dir, int layer) {
+  return numbered(step_dir, "layer_", layer, ".optim.pt");
+}
+
+std::string rng_file(const std::string& step_dir) { return step_dir + "/rng.pt"; }
+
+void kill_if_asked(int rank, int64_t step, const std::string& next_path) {
+  const char* hook = std::getenv("BATON_TEST_KILL_IN_SAVE");
+  if (hook == nullptr) return;
+  int hook_rank = -1;
+  long long hook_step = -1;
+  if (std::sscanf(hook, "%d:%lld", &hook_rank, &hook_step) != 2) return;
+  if (hook_rank != rank || hook_step != step) return;
+  // What a kill in the middle of a write leaves: half a temporary file.
+  std::ofstream(detail::concat(next_path, ".tmp.", ::getpid()), std::ios::binary) << "PK\x03\x04half";
+  std::raise(SIGKILL);
+}
+
+}  // namespace baton::checkpoint

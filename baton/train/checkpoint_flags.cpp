@@ -1,0 +1,120 @@
+#include "baton/train/checkpoint_flags.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "baton/core/error.h"
+#include "baton/pipeline/checkpoint.h"
+
+namespace baton::train {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The keys that fix the model's layers and shapes: a checkpoint must agree on all.
+json model_keys(const TrainConfig& c) {
+  return {{"model", c.model},   {"layers", c.layers},           {"hidden", c.hidden},
+          {"heads", c.heads},   {"context", c.context},         {"in_features", c.in_features},
+          {"classes", c.classes}};
+}
+
+json config_json(const TrainConfig& c) {
+  json out = model_keys(c);
+  out.update({{"pp", c.pp},
+              {"schedule", c.schedule},
+              {"virtual", c.virtual_stages},
+              {"microbatches", c.microbatches},
+              {"balance", c.balance},
+              {"recompute", c.recompute},
+              {"batch", c.batch},
+              {"steps", c.steps},
+              {"epochs", c.epochs},
+              {"lr", c.lr},
+              {"lr_schedule", c.lr_schedule},
+              {"optimizer", c.optimizer},
+              {"seed", c.seed}});
+  return out;
+}
+
+// "--in-features" for "in_features".
+std::string flag_of(const std::string& key) {
+  std::string flag = "--" + key;
+  for (char& ch : flag) ch = ch == '_' ? '-' : ch;
+  return flag;
+}
+
+void check_save_folder(const std::string& dir) {
+  std::error_code error;
+  if (fs::exists(dir, error)) {
+    BATON_CHECK(fs::is_directory(dir, error), "[train] --save ", dir, " is a file; name a folder");
+    BATON_CHECK(access(dir.c_str(), W_OK) == 0, "[train] --save ", dir,
+                " cannot be written: ", std::strerror(errno));
+    return;
+  }
+  const fs::path parent = fs::path(dir).lexically_normal().parent_path().empty()
+                              ? fs::path(".")
+                              : fs::path(dir).lexically_normal().parent_path();
+  BATON_CHECK(fs::is_directory(parent, error), "[train] --save ", dir, ": folder ", parent.string(),
+              " does not exist");
+  BATON_CHECK(access(parent.c_str(), W_OK) == 0, "[train] --save ", dir, ": folder ", parent.string(),
+              " is not writable: ", std::strerror(errno));
+}
+
+void check_resume(const TrainConfig& c) {
+  const json manifest = checkpoint::check(c.resume);
+  const std::string path = (fs::path(c.resume) / checkpoint::kManifest).string();
+  const json saved = manifest.value("extra", json::object()).value("config", json());
+  BATON_CHECK(saved.is_object(), "[train] --resume ", c.resume, ": ", path,
+              " holds no training configuration (saved by Pipeline::save, not baton train?)");
+  const json model = model_keys(c);
+  for (const auto& [key, value] : model.items()) {
+    BATON_CHECK(saved.contains(key) && saved[key] == value, "[train] --resume ", c.resume, ": ", path,
+                " was saved with ", flag_of(key), " ", saved.contains(key) ? saved[key].dump() : "(none)",
+                " but this run has ", flag_of(key), " ", value.dump(), "; the model must be the same");
+  }
+  BATON_CHECK(saved.value("optimizer", "") == c.optimizer, "[train] --resume ", c.resume, ": ", path,
+              " holds the state of optimizer ", saved.value("optimizer", "?"), " but this run has --optimizer ",
+              c.optimizer);
+  const int64_t step = manifest["step"].get<int64_t>();
+  BATON_CHECK(c.steps <= 0 || step < c.steps, "[train] --resume ", c.resume, " is at step ", step,
+              ", not below --steps ", c.steps, " (the total); raise --steps to train further");
+}
+
+}  // namespace
+
+void check_checkpoint_flags(const TrainConfig& c) {
+  if (!c.save.empty()) check_save_folder(c.save);
+  if (!c.resume.empty()) check_resume(c);
+}
+
+int64_t resume_if_asked(const TrainConfig& c, Pipeline& pipeline, torch::optim::Optimizer& optimizer,
+                        int64_t total) {
+  if (c.resume.empty()) return 0;
+  const json extra = pipeline.load(c.resume, &optimizer);
+  const int64_t step = pipeline.steps();
+  // The data position is the step (batches are a function of seed and step); check it agrees.
+  const int64_t next_batch = extra.value("data", json::object()).value("next_batch", step);
+  BATON_CHECK(next_batch == step, "[train] --resume ", c.resume, ": data position ", next_batch,
+              " does not match step ", step);
+  BATON_CHECK(step < total, "[train] --resume ", c.resume, " is at step ", step, ", not below the ",
+              total, " steps of this run (the total); raise --steps to train further");
+  return step;
+}
+
+void save_if_due(const TrainConfig& c, const Pipeline& pipeline, torch::optim::Optimizer& optimizer,
+                 int64_t done, int64_t total) {
+  if (c.save.empty()) return;
+  const bool due = done == total || (c.save_every > 0 && done % c.save_every == 0);
+  if (!due) return;
+  const json extra{{"config", config_json(c)},
+                   {"lr_schedule", {{"kind", c.lr_schedule}, {"lr", c.lr}, {"step", done}, {"total_steps", total}}},
+                   {"data", {{"next_batch", done}, {"batch", c.batch}, {"seed", c.seed}}}};
+  pipeline.save(c.save, &optimizer, extra);
+}
+
+}  // namespace baton::train

@@ -1,0 +1,37 @@
+// What `baton train` adds to the façade's checkpoints (Pipeline::save/load):
+// --save DIR, --save-every N and --resume DIR. A checkpoint's `extra` holds
+// the training configuration, the learning-rate schedule's position and the
+// data position (the next batch index: batches are a function of (seed,
+// step)); --steps stays the total, so a resumed run continues from the saved
+// step up to it.
+#pragma once
+
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "baton/pipeline/pipeline.h"
+#include "baton/train/config.h"
+
+namespace baton::train {
+
+// Before any rank starts: --save names a folder that exists or can be
+// created, and --resume a whole checkpoint (checkpoint::check) of this
+// model (same model, layers, hidden, heads, context, in_features, classes),
+// optimizer, and a step below --steps. Throws baton::Error naming the flag,
+// the file and the mismatch.
+void check_checkpoint_flags(const TrainConfig& config);
+
+// With --resume, restores the pipeline and optimizer and returns the step to
+// continue from (collective-free); 0 without it.
+int64_t resume_if_asked(const TrainConfig& config, Pipeline& pipeline, torch::optim::Optimizer& optimizer,
+                        int64_t total_steps);
+
+// After `steps_done` steps: saves into --save when --save-every divides it or
+// it is the last step (a collective).
+void save_if_due(const TrainConfig& config, const Pipeline& pipeline, torch::optim::Optimizer& optimizer,
+                 int64_t steps_done, int64_t total_steps);
+
+}  // namespace baton::train
