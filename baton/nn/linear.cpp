@@ -42,20 +42,6 @@ void accumulate_weight_grads(const torch::Tensor& input, const torch::Tensor& gr
   }
 }
 
-// weight^T, contiguous, cached in the stash until the weight changes.
-// OpenBLAS multiplies by a transposed operand markedly slower when the input
-// has few rows, as micro-batches do (bench/RESULTS.md).
-torch::Tensor transposed_weight(const torch::Tensor& weight, detail::WeightGradStash& stash) {
-  std::lock_guard<std::mutex> lock(stash.mutex);
-  if (stash.weight_t_version != static_cast<int64_t>(weight._version()) ||
-      stash.weight_t_source != weight.data_ptr() || !stash.weight_t.defined()) {
-    stash.weight_t = weight.detach().t().contiguous();
-    stash.weight_t_version = static_cast<int64_t>(weight._version());
-    stash.weight_t_source = weight.data_ptr();
-  }
-  return stash.weight_t;
-}
-
 class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLinearFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input,
@@ -64,9 +50,13 @@ class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLine
                                c10::intrusive_ptr<detail::WeightGradStash> stash) {
     ctx->save_for_backward({input, weight});
     ctx->saved_data["has_bias"] = bias.has_value();
-    const torch::Tensor weight_t = transposed_weight(weight, *stash);
     ctx->saved_data["stash"] = c10::IValue::make_capsule(std::move(stash));
+    // By the transposed view, as torch::nn::functional::linear does. A cached
+    // contiguous W^T (keyed by the weight's version counter) went stale under
+    // LibTorch 1.13's SGD, which updates through .data() without bumping the
+    // version; measured, the copy also won nothing (bench/RESULTS.md).
     const auto input_2d = input.reshape({-1, input.size(-1)});
+    const torch::Tensor weight_t = weight.t();
     torch::Tensor out = bias.has_value() ? torch::addmm(*bias, input_2d, weight_t)
                                          : input_2d.mm(weight_t);
     auto sizes = input.sizes().vec();

@@ -41,11 +41,6 @@ struct WeightGradStash : torch::CustomClassHolder {
   // The module's parameters, whose .grad the backward accumulates into.
   torch::Tensor weight;
   torch::Tensor bias;
-  // A contiguous copy of weight^T for the forward, remade when the weight
-  // changes (its version counter or storage moves).
-  torch::Tensor weight_t;
-  int64_t weight_t_version = -1;
-  const void* weight_t_source = nullptr;
   bool defer = false;
   int64_t key = 0;
   std::vector<Item> items;

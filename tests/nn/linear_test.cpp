@@ -70,6 +70,42 @@ TEST(LinearTest, GradientsEqualTorchLinearWithTheSameWeights) {
   EXPECT_TRUE(torch::allclose(linear->bias.grad(), reference->bias.grad(), kTolerance, kTolerance));
 }
 
+// Each optimizer, one step at a time, trains baton's Linear as it trains
+// torch::nn::Linear: every forward sees the weights the last step left.
+// (LibTorch 1.13's SGD updates through .data(), which leaves the version
+// counter alone: a W^T cached by version went stale and SGD never moved
+// what the layer computed.)
+TEST(LinearTest, EveryOptimizerStepChangesTheOutputAsForTorchLinear) {
+  for (const std::string kind : {"sgd", "adam"}) {
+    torch::manual_seed(3);
+    Linear linear(5, 4);
+    torch::manual_seed(3);
+    torch::nn::Linear reference(5, 4);
+    auto make = [&](std::vector<torch::Tensor> params) -> std::unique_ptr<torch::optim::Optimizer> {
+      if (kind == "sgd") return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.5));
+      return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(0.1));
+    };
+    auto opt = make(linear->parameters());
+    auto opt_ref = make(reference->parameters());
+    const auto input = torch::randn({7, 5});
+    torch::Tensor first;
+    for (int step = 0; step < 3; ++step) {
+      opt->zero_grad();
+      opt_ref->zero_grad();
+      const auto output = linear(input);
+      const auto output_ref = reference(input);
+      ASSERT_TRUE(torch::allclose(output, output_ref, kTolerance, kTolerance))
+          << kind << " step " << step << " differs by " << (output - output_ref).abs().max().item<double>();
+      if (step == 0) first = output.detach().clone();
+      if (step > 0) EXPECT_FALSE(torch::allclose(output, first)) << kind << ": the step changed nothing";
+      output.pow(2).sum().backward();
+      output_ref.pow(2).sum().backward();
+      opt->step();
+      opt_ref->step();
+    }
+  }
+}
+
 TEST(LinearTest, InputThenWeightBackwardEqualsOneFullBackward) {
   auto full = make_mlp();
   auto split = copy_of(full);
