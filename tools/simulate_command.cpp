@@ -101,6 +101,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
         {"virtual", s.stages_per_rank()},
         {"map", std::string(schedule::to_string(s.map))},
         {"makespan", st.makespan},
+        {"steady_step", st.steady_step},
         {"bubble_fraction", st.bubble_fraction},
         {"busy", st.busy},
         {"idle_within_span", st.idle_within_span},
@@ -115,8 +116,9 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   }
   std::cout << "schedule " << s.name << "  pp=" << s.ranks << "  microbatches=" << s.microbatches
             << "  stages=" << s.stages << "  map=" << schedule::to_string(s.map) << "\n";
-  std::cout << "makespan " << st.makespan << "  bubble " << std::fixed << std::setprecision(2)
-            << 100.0 * st.bubble_fraction << "%" << std::defaultfloat << "\n";
+  std::cout << "makespan " << st.makespan << "  steady step " << st.steady_step << "  bubble "
+            << std::fixed << std::setprecision(2) << 100.0 * st.bubble_fraction << "%"
+            << std::defaultfloat << "\n";
   std::cout << "rank  busy  idle-in-span  peak-inflight  peak-activations\n";
   for (int r = 0; r < s.ranks; ++r) {
     std::cout << std::setw(4) << r << "  " << std::setw(4) << st.busy[r] << "  " << std::setw(12)
