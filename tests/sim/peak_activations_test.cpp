@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
@@ -86,23 +87,28 @@ TEST_P(PeakActivations, ZbVHoldsTwoPHalfChunksOnEveryRank) {
 }
 
 // Interleaved 1F1B (Narayanan et al. 2021; Megatron-LM's warm-up): rank r
-// runs (p - r - 1) * 2 + (v - 1) * p chunk forwards before its first B and
-// one more in the first steady pair, so it holds (p - r - 1) * 2 +
-// (v - 1) * p + 1 chunks of 1 / v of its share: on rank 0, (1 + 1/v) p - 1/v
-// micro-batches of the whole share, about p / v more than 1F1B. With m == p
-// every forward runs first: v * m chunks.
-TEST_P(PeakActivations, InterleavedHoldsMegatronsWarmupPlusOneChunks) {
-  if (std::get<1>(GetParam()) != 0) GTEST_SKIP() << "interleaved groups need m a multiple of p";
-  for (int v : {2, 3}) {
-    for (int factor : {2, 3}) {
-      const Stats s = run("interleaved", p(), m(factor), v);
-      for (int r = 0; r < p(); ++r)
-        EXPECT_EQ(s.peak_inflight[r], (p() - r - 1) * 2 + (v - 1) * p() + 1) << "rank " << r;
-      expect_bytes_match(s, v);
+// runs (p - r - 1) * 2 + (v - 1) * g chunk forwards before its first B, with
+// g = p micro-batches per group, and one more in the first steady pair, so it
+// holds (p - r - 1) * 2 + (v - 1) * g + 1 chunks of 1 / v of its share: on
+// rank 0, (1 + 1/v) p - 1/v micro-batches of the whole share, about p / v more
+// than 1F1B. With m == p every forward runs first: v * m chunks. (m not a
+// multiple of p: PyTorch's groups of g = m / (m // p), e.g. 5 for p = 4, m = 10.)
+TEST(PeakActivationsInterleaved, HoldsMegatronsWarmupPlusOneChunks) {
+  for (int p : {2, 3, 4, 5, 8})
+    for (int v : {2, 3}) {
+      std::vector<int> microbatches = {2 * p, 3 * p};
+      if (p == 4) microbatches.push_back(10);
+      for (int m : microbatches) {
+        const int g = m / (m / p);
+        const Stats s = run("interleaved", p, m, v);
+        for (int r = 0; r < p; ++r)
+          EXPECT_EQ(s.peak_inflight[r], std::min(v * m, (p - r - 1) * 2 + (v - 1) * g + 1))
+              << "p=" << p << " m=" << m << " v=" << v << " rank " << r;
+        expect_bytes_match(s, v);
+      }
+      const Stats all = run("interleaved", p, p, v);
+      for (int r = 0; r < p; ++r) EXPECT_EQ(all.peak_inflight[r], v * p) << "rank " << r;
     }
-    const Stats all = run("interleaved", p(), p(), v);
-    for (int r = 0; r < p(); ++r) EXPECT_EQ(all.peak_inflight[r], v * p()) << "rank " << r;
-  }
 }
 
 TEST_P(PeakActivations, LoopedBfsHoldsEveryChunkForward) {
