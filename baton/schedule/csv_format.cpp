@@ -212,6 +212,10 @@ Rows read_rows(std::string_view text) {
       start = comma + 1;
     }
     row.finish();
+    const auto& list = rows.schedule.actions.back();
+    BATON_CHECK(std::any_of(list.begin(), list.end(), [](const Action& a) { return is_compute(a.kind); }),
+                "[schedule.csv] line ", line_no, " (rank ", rows.schedule.actions.size() - 1,
+                ") has no F, B, I or W: every rank runs at least one stage");
   }
   rows.schedule.ranks = static_cast<int>(rows.schedule.actions.size());
   infer_shape(rows.schedule, total);

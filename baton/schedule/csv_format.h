@@ -2,7 +2,8 @@
 // _dump_csv writes it: one row per rank (line r + 1 is rank r), one action per
 // field in the compact notation that baton shares with PyTorch's _Action
 // ("2F5", "1SEND_F5", "2RECV_F5"). Two formats:
-//  - compute_only: F, B, I, W. Empty fields (PyTorch's idle steps) are skipped.
+//  - compute_only: F, B, I, W. Empty fields (PyTorch's idle steps) are skipped;
+//    every row needs at least one compute action.
 //  - compute_comms: the lowered schedule, with SEND_F, RECV_F, SEND_B, RECV_B
 //    and PyTorch's WAIT_SEND_F / WAIT_SEND_B (one after each send).
 //

@@ -233,6 +233,13 @@ TEST(ParseCsv, RefusesEmptyLinesBetweenRowsAndEmptyFiles) {
   EXPECT_NE(csv_error("\n\n").find("no rows"), std::string::npos);
 }
 
+// Found by fuzz/schedule_csv_fuzz.cpp: a row of dropped actions only was a
+// rank with nothing to do, which wrote back as an empty line.
+TEST(ParseCsv, RefusesARowWithoutComputeActions) {
+  EXPECT_NE(csv_error("0F0,0B0\n1REDUCE_GRAD,,\n").find("line 2 (rank 1) has no F, B, I or W"),
+            std::string::npos);
+}
+
 TEST(ParseCsv, RefusesMoreRowsThanTheRankLimit) {
   std::string text;
   for (int r = 0; r <= kMaxRanks; ++r) text += std::to_string(r) + "F0," + std::to_string(r) + "B0\n";
