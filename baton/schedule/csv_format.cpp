@@ -24,8 +24,10 @@ constexpr size_t kLocatedMarks = 4;
 constexpr std::string_view kDropped[] = {"UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD"};
 
 std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   return text;
 }
 
@@ -51,8 +53,8 @@ class RowReader {
   }
 
   [[noreturn]] void fail(size_t column, const std::string& reason) const {
-    throw Error(::baton::detail::concat("[schedule.csv] line ", line_, " (rank ", rank_, "), column ",
-                               column, ": ", reason));
+    throw Error(::baton::detail::concat("[schedule.csv] line ", line_, " (rank ", rank_,
+                                        "), column ", column, ": ", reason));
   }
 
   void read_field(std::string_view field, size_t column) {
@@ -139,15 +141,15 @@ class RowReader {
   }
 
   void add(const Action& a, size_t column) {
-    BATON_CHECK(++total_ <= kMaxActions, "[schedule.csv] line ", line_,
-                ": more than ", kMaxActions, " actions, the limit of a schedule");
+    BATON_CHECK(++total_ <= kMaxActions, "[schedule.csv] line ", line_, ": more than ", kMaxActions,
+                " actions, the limit of a schedule");
     const uint64_t k = key(a.kind, a.stage, a.microbatch);
     if (a.kind == ActionKind::RECV_F || a.kind == ActionKind::RECV_B) {
       const ActionKind consumer = a.kind == ActionKind::RECV_F ? ActionKind::F : ActionKind::B;
       const auto done = consumed_.find(key(consumer, a.stage, a.microbatch));
       if (done != consumed_.end())
-        fail(column, to_string(a) + " comes after " + to_string(done->second.first) +
-                         " (column " + std::to_string(done->second.second) +
+        fail(column, to_string(a) + " comes after " + to_string(done->second.first) + " (column " +
+                         std::to_string(done->second.second) +
                          "), which consumes it; a receive must come before its consumer");
       if (!pending_.emplace(k, std::make_pair(a, column)).second)
         fail(column, to_string(a) + " appears twice in this row");
@@ -189,7 +191,8 @@ Rows read_rows(std::string_view text) {
   // Blank lines at the end are no rows (csv writers end with a newline).
   size_t last = text.find_last_not_of(" \t\r\n");
   text = text.substr(0, last == std::string_view::npos ? 0 : last + 1);
-  BATON_CHECK(!text.empty(), "[schedule.csv] no rows: a schedule CSV has one row of actions per "
+  BATON_CHECK(!text.empty(),
+              "[schedule.csv] no rows: a schedule CSV has one row of actions per "
               "rank, such as \"0F0,0B0\"");
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -198,9 +201,11 @@ Rows read_rows(std::string_view text) {
     pos = end + 1;
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    BATON_CHECK(rows.schedule.actions.size() < static_cast<size_t>(kMaxRanks), "[schedule.csv] line ",
-                line_no, ": more than ", kMaxRanks, " rows; a schedule has one row per rank and at "
-                "most ", kMaxRanks, " ranks");
+    BATON_CHECK(rows.schedule.actions.size() < static_cast<size_t>(kMaxRanks),
+                "[schedule.csv] line ", line_no, ": more than ", kMaxRanks,
+                " rows; a schedule has one row per rank and at "
+                "most ",
+                kMaxRanks, " ranks");
     BATON_CHECK(!trim(line).empty(), "[schedule.csv] line ", line_no,
                 " is empty: each line holds the actions of one rank (this one would be rank ",
                 rows.schedule.actions.size(), ")");
@@ -213,9 +218,10 @@ Rows read_rows(std::string_view text) {
     }
     row.finish();
     const auto& list = rows.schedule.actions.back();
-    BATON_CHECK(std::any_of(list.begin(), list.end(), [](const Action& a) { return is_compute(a.kind); }),
-                "[schedule.csv] line ", line_no, " (rank ", rows.schedule.actions.size() - 1,
-                ") has no F, B, I or W: every rank runs at least one stage");
+    BATON_CHECK(
+        std::any_of(list.begin(), list.end(), [](const Action& a) { return is_compute(a.kind); }),
+        "[schedule.csv] line ", line_no, " (rank ", rows.schedule.actions.size() - 1,
+        ") has no F, B, I or W: every rank runs at least one stage");
   }
   rows.schedule.ranks = static_cast<int>(rows.schedule.actions.size());
   infer_shape(rows.schedule, total);
@@ -229,9 +235,9 @@ Rows read_rows(std::string_view text) {
   for (const auto& [rank, index] : e.marks()) {
     if (rank < 0 || index >= rows.columns[rank].size()) continue;
     if (n++ == kLocatedMarks) break;
-    located += ::baton::detail::concat(located.empty() ? "" : "; ", "line ", rank + 1, " (rank ", rank,
-                              "), column ", rows.columns[rank][index], ": ",
-                              to_string(rows.schedule.actions[rank][index]));
+    located += ::baton::detail::concat(located.empty() ? "" : "; ", "line ", rank + 1, " (rank ",
+                                       rank, "), column ", rows.columns[rank][index], ": ",
+                                       to_string(rows.schedule.actions[rank][index]));
   }
   throw Error("[schedule.csv] " + e.rule() + (located.empty() ? "" : " [at " + located + "]"));
 }
@@ -264,8 +270,9 @@ std::string format_csv(const Schedule& schedule, CsvFormat format) {
     bool first = true;
     auto write = [&](const Action& a, std::string_view kind) {
       out += first ? "" : ",";
-      out += kind.empty() ? to_string(a)
-                          : std::to_string(a.stage) + std::string(kind) + std::to_string(a.microbatch);
+      out += kind.empty()
+                 ? to_string(a)
+                 : std::to_string(a.stage) + std::string(kind) + std::to_string(a.microbatch);
       first = false;
     };
     for (const Action& a : list) {
@@ -273,7 +280,8 @@ std::string format_csv(const Schedule& schedule, CsvFormat format) {
       write(a, "");
       if (!comms) continue;
       if (a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B) {
-        if (a.kind == ActionKind::SEND_F) forward_sends[key(a.kind, a.stage, a.microbatch)] = sends.size();
+        if (a.kind == ActionKind::SEND_F)
+          forward_sends[key(a.kind, a.stage, a.microbatch)] = sends.size();
         sends.push_back(a);
         waited.push_back(false);
       }
@@ -285,7 +293,8 @@ std::string format_csv(const Schedule& schedule, CsvFormat format) {
       forward_sends.erase(it);
     }
     for (size_t i = 0; i < sends.size(); ++i) {
-      if (!waited[i]) write(sends[i], sends[i].kind == ActionKind::SEND_F ? "WAIT_SEND_F" : "WAIT_SEND_B");
+      if (!waited[i])
+        write(sends[i], sends[i].kind == ActionKind::SEND_F ? "WAIT_SEND_F" : "WAIT_SEND_B");
     }
     out += "\n";
   }

@@ -115,7 +115,8 @@ TEST(PyTorchCsv, InterleavedComputeOnlyIsBatonsInterleavedSchedule) {
   const std::string text = fixture("interleaved_p4_v2_m8_compute_only.csv");
   ASSERT_NE(text.find(",,"), std::string::npos) << "expected PyTorch's empty idle steps";
   const Schedule got = parse_csv_schedule(text);
-  expect_same(got, lower(generate("interleaved", GeneratorOptions().set_ranks(4).set_microbatches(8))));
+  expect_same(got,
+              lower(generate("interleaved", GeneratorOptions().set_ranks(4).set_microbatches(8))));
 }
 
 // The same schedule lowered by the wheel. It adds what baton drops (UNSHARD,
@@ -128,7 +129,8 @@ TEST(PyTorchCsv, InterleavedComputeCommsIsBatonsLoweredInterleavedSchedule) {
   // The wheel posts 4RECV_F0 on rank 0 before 0F1; baton waits right before 4F0.
   EXPECT_LT(text.find("4RECV_F0"), text.find("0F1"));
   const Schedule got = parse_csv_schedule(text);
-  expect_same(got, lower(generate("interleaved", GeneratorOptions().set_ranks(4).set_microbatches(8))));
+  expect_same(got,
+              lower(generate("interleaved", GeneratorOptions().set_ranks(4).set_microbatches(8))));
 }
 
 // Schedule1F1B has no _dump_csv; its pipeline_order, written by csv.writer,
@@ -182,8 +184,9 @@ TEST(ParseCsv, NamesTheLineAndColumnOfAnUnknownAction) {
 }
 
 TEST(ParseCsv, NamesTheLineAndColumnOfABadStage) {
-  EXPECT_NE(csv_error("0F0,F0\n").find("line 1 (rank 0), column 2: action \"F0\" must start "
-                                       "with a stage number"),
+  EXPECT_NE(csv_error("0F0,F0\n")
+                .find("line 1 (rank 0), column 2: action \"F0\" must start "
+                      "with a stage number"),
             std::string::npos);
   const std::string e = csv_error("0F0,99999999F0\n");
   EXPECT_NE(e.find("column 2"), std::string::npos) << e;
@@ -223,8 +226,9 @@ TEST(ParseCsv, RefusesAReceiveAfterItsConsumerOrWithoutOne) {
 }
 
 TEST(ParseCsv, RefusesAWaitForASendNotMade) {
-  EXPECT_NE(csv_error("0F0,0B0,0WAIT_SEND_F0\n").find("column 3: \"0WAIT_SEND_F0\" waits for "
-                                                     "0SEND_F0, which this row has not sent"),
+  EXPECT_NE(csv_error("0F0,0B0,0WAIT_SEND_F0\n")
+                .find("column 3: \"0WAIT_SEND_F0\" waits for "
+                      "0SEND_F0, which this row has not sent"),
             std::string::npos);
 }
 
@@ -242,13 +246,15 @@ TEST(ParseCsv, RefusesARowWithoutComputeActions) {
 
 TEST(ParseCsv, RefusesMoreRowsThanTheRankLimit) {
   std::string text;
-  for (int r = 0; r <= kMaxRanks; ++r) text += std::to_string(r) + "F0," + std::to_string(r) + "B0\n";
+  for (int r = 0; r <= kMaxRanks; ++r)
+    text += std::to_string(r) + "F0," + std::to_string(r) + "B0\n";
   EXPECT_NE(csv_error(text).find("more than " + std::to_string(kMaxRanks) + " rows"),
             std::string::npos);
 }
 
 TEST(ParseCsv, RefusesFarMorePairsThanActions) {
-  EXPECT_NE(csv_error("0F0,4000000F1000000\n").find("(stage, micro-batch) pairs"), std::string::npos);
+  EXPECT_NE(csv_error("0F0,4000000F1000000\n").find("(stage, micro-batch) pairs"),
+            std::string::npos);
 }
 
 TEST(LoadScheduleFile, ReadsAPathEndingInCsvAsPyTorchsCsv) {

@@ -44,7 +44,8 @@ TEST_P(PeakActivations, OneFOneBHoldsPMinusROnRankR) {
   for (int factor : {1, 2, 3}) {
     const int m = this->m(factor);
     const Stats s = run("1f1b", p(), m);
-    for (int r = 0; r < p(); ++r) EXPECT_EQ(s.peak_inflight[r], std::min(p() - r, m)) << "rank " << r;
+    for (int r = 0; r < p(); ++r)
+      EXPECT_EQ(s.peak_inflight[r], std::min(p() - r, m)) << "rank " << r;
     expect_bytes_match(s, 1);
   }
 }

@@ -16,8 +16,7 @@ namespace {
 
 using schedule::GeneratorOptions;
 
-Stats run(const std::string& name, int p, int m, double tf, double tb, double tw,
-          double comm = 0) {
+Stats run(const std::string& name, int p, int m, double tf, double tb, double tw, double comm = 0) {
   const schedule::Schedule s = schedule::lower(
       schedule::generate(name, GeneratorOptions().set_ranks(p).set_microbatches(m)));
   return simulate(s, uniform_cost_model(s, tf, tb, tw, comm)).stats;
@@ -97,8 +96,7 @@ TEST_P(EveryGeneratorSteadyStep, LiesBetweenTheBusiestRankAndTheMakespan) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllNames, EveryGeneratorSteadyStep,
-                         ::testing::ValuesIn(schedule::schedule_names()),
-                         [](const auto& info) {
+                         ::testing::ValuesIn(schedule::schedule_names()), [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name)
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
