@@ -5,6 +5,7 @@
 # input that caused it is left in build-fuzz/ as crash-*, leak-* or timeout-*.
 #
 #   FUZZ_SECONDS=300 bash scripts/fuzz.sh
+#   FUZZ_TARGET=schedule_csv bash scripts/fuzz.sh   # PyTorch's schedule CSV instead
 #
 # Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev).
 # Builds in build-fuzz (FUZZ_BUILD_DIR), separate from the normal build.
@@ -13,6 +14,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_BUILD_JOBS:-1}
+target=${FUZZ_TARGET:-schedule_text}
 
 if ! command -v clang++ > /dev/null; then
   echo "fuzz.sh: clang++ not found; install clang and libclang-rt-14-dev" >&2
@@ -23,12 +25,12 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++ -DBATON_FUZZ=ON -DBATON_WITH_TORCH=OFF \
   -DBATON_BUILD_TESTS=OFF -DBATON_BUILD_BENCH=OFF > "$build/configure.log" 2>&1 \
   || { cat "$build/configure.log" >&2; exit 2; }
-ninja -C "$build" -j"$jobs" schedule_text_fuzz
+ninja -C "$build" -j"$jobs" "${target}_fuzz"
 
 # New inputs go to a corpus in the build folder; the seeds stay as they are.
-corpus=$build/corpus/schedule_text
+corpus=$build/corpus/$target
 mkdir -p "$corpus"
 cd "$build"
-./fuzz/schedule_text_fuzz -max_total_time="$seconds" -max_len=8192 -timeout=20 \
-  -rss_limit_mb=4096 -print_final_stats=1 -dict="$root/fuzz/schedule_text.dict" \
-  "$corpus" "$root/fuzz/corpus/schedule_text"
+"./fuzz/${target}_fuzz" -max_total_time="$seconds" -max_len=8192 -timeout=20 \
+  -rss_limit_mb=4096 -print_final_stats=1 -dict="$root/fuzz/$target.dict" \
+  "$corpus" "$root/fuzz/corpus/$target"

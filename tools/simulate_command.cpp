@@ -9,6 +9,7 @@
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
+#include "baton/schedule/csv_format.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/limits.h"
 #include "baton/schedule/lower.h"
@@ -30,7 +31,8 @@ struct SimulateFlags {
   int virtual_stages = 0;
   double tf = 1, tb = 2, tw = 1, comm = 0;
   bool grid = false, json = false, print = false;
-  std::string svg, trace;
+  std::string svg, trace, export_csv;
+  std::string csv_format = "compute_only";
 };
 
 schedule::Schedule load(const SimulateFlags& f) {
@@ -57,6 +59,9 @@ void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
     BATON_CHECK(option->get_expected_max() == 0 || option->count() <= 1, "[simulate] ",
                 option->get_name(), " given more than once");
   }
+  BATON_CHECK(cmd.count("--csv-format") == 0 || cmd.count("--export-csv") == 1,
+              "[simulate] --csv-format needs --export-csv, the file it is the format of");
+  schedule::parse_csv_format(f.csv_format);
   if (cmd.count("--schedule-file") == 0) return;
   BATON_CHECK(!f.schedule_file.empty(), "[simulate] --schedule-file needs a file name");
   for (const char* flag : kShapeFlags) {
@@ -72,14 +77,20 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   std::vector<NamedPath> outputs;
   if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
   if (!f.trace.empty() || cmd.count("--trace")) outputs.push_back({"--trace", f.trace});
+  if (!f.export_csv.empty() || cmd.count("--export-csv"))
+    outputs.push_back({"--export-csv", f.export_csv});
   check_output_paths(outputs, {{"--schedule-file", f.schedule_file}});
 
   const schedule::Schedule s = load(f);
   const sim::Result result = sim::simulate(s, sim::uniform_cost_model(s, f.tf, f.tb, f.tw, f.comm));
   const sim::Stats& st = result.stats;
   for (const NamedPath& out : outputs) {
-    write_output(out, out.flag == "--svg" ? trace::to_svg(result.timeline)
-                                          : trace::to_chrome_trace(result.timeline));
+    if (out.flag == "--export-csv") {
+      write_output(out, schedule::format_csv(s, schedule::parse_csv_format(f.csv_format)));
+    } else {
+      write_output(out, out.flag == "--svg" ? trace::to_svg(result.timeline)
+                                            : trace::to_chrome_trace(result.timeline));
+    }
   }
   if (f.json) {
     nlohmann::json out = {
@@ -90,6 +101,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
         {"virtual", s.stages_per_rank()},
         {"map", std::string(schedule::to_string(s.map))},
         {"makespan", st.makespan},
+        {"steady_step", st.steady_step},
         {"bubble_fraction", st.bubble_fraction},
         {"busy", st.busy},
         {"idle_within_span", st.idle_within_span},
@@ -104,8 +116,9 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   }
   std::cout << "schedule " << s.name << "  pp=" << s.ranks << "  microbatches=" << s.microbatches
             << "  stages=" << s.stages << "  map=" << schedule::to_string(s.map) << "\n";
-  std::cout << "makespan " << st.makespan << "  bubble " << std::fixed << std::setprecision(2)
-            << 100.0 * st.bubble_fraction << "%" << std::defaultfloat << "\n";
+  std::cout << "makespan " << st.makespan << "  steady step " << st.steady_step << "  bubble "
+            << std::fixed << std::setprecision(2) << 100.0 * st.bubble_fraction << "%"
+            << std::defaultfloat << "\n";
   std::cout << "rank  busy  idle-in-span  peak-inflight  peak-activations\n";
   for (int r = 0; r < s.ranks; ++r) {
     std::cout << std::setw(4) << r << "  " << std::setw(4) << st.busy[r] << "  " << std::setw(12)
@@ -141,7 +154,8 @@ Action add_simulate(CLI::App& app) {
   for (const auto& n : schedule::schedule_names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--schedule", flags->schedule, "Schedule: " + names)->capture_default_str();
   cmd->add_option("--schedule-file", flags->schedule_file,
-                  "Load a schedule in compact notation (one line per rank, e.g. 0F0 0F1 0B0 ...); "
+                  "Load a schedule in compact notation (one line per rank, e.g. 0F0 0F1 0B0 ...), "
+                  "or a torch.distributed.pipelining schedule CSV if the name ends in .csv; "
                   "it sets the schedule, pp, micro-batches and stages");
   cmd->add_option("--pp", flags->pp, "Pipeline ranks p")
       ->capture_default_str()->check(CLI::Range(1, schedule::kMaxRanks));
@@ -163,6 +177,12 @@ Action add_simulate(CLI::App& app) {
   cmd->add_flag("--print-schedule", flags->print, "Print the lowered schedule in compact notation");
   cmd->add_option("--svg", flags->svg, "Write an SVG Gantt chart");
   cmd->add_option("--trace", flags->trace, "Write a Chrome trace JSON (open in Perfetto)");
+  cmd->add_option("--export-csv", flags->export_csv,
+                  "Write the schedule as a torch.distributed.pipelining schedule CSV");
+  cmd->add_option("--csv-format", flags->csv_format,
+                  "CSV format of --export-csv: compute_only (F, B, I, W) or compute_comms (with "
+                  "SEND/RECV and WAIT_SEND)")
+      ->capture_default_str();
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of text");
   return [flags, cmd] {
     try {

@@ -9,6 +9,7 @@
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
+#include "baton/schedule/csv_format.h"
 #include "baton/schedule/limits.h"
 
 namespace baton::schedule {
@@ -157,14 +158,7 @@ Schedule parse_schedule(std::string_view text, std::string name) {
   BATON_CHECK(!schedule.actions.empty(), "[schedule.parse] no action lines: a schedule has one "
               "line of actions per rank, such as \"0F0 0B0\"");
   schedule.ranks = static_cast<int>(schedule.actions.size());
-  int max_stage = -1, max_microbatch = -1;
-  for (const auto& list : schedule.actions)
-    for (const auto& a : list) {
-      max_stage = std::max(max_stage, a.stage);
-      max_microbatch = std::max(max_microbatch, a.microbatch);
-    }
-  schedule.stages = max_stage + 1;
-  schedule.microbatches = max_microbatch + 1;
+  infer_shape(schedule, action_count);
   if (declared.count("name")) {
     const std::string& n = declared["name"];
     // Not empty: format_schedule() writes an empty name as "file".
@@ -188,22 +182,12 @@ Schedule parse_schedule(std::string_view text, std::string name) {
                                kMaxMicrobatches),
                    schedule.microbatches, "micro-batch", "micro-batches");
   }
-  // Each (stage, micro-batch) needs an F and a B; the validator's tables have
-  // one entry per pair, so far more pairs than actions are refused here.
-  const size_t pairs = static_cast<size_t>(schedule.stages) * schedule.microbatches;
-  BATON_CHECK(pairs <= std::max(action_count, kMaxPairsWithoutActions),
-              "[schedule.parse] the actions name stages 0..", max_stage, " and micro-batches 0..",
-              max_microbatch, ", ", pairs, " (stage, micro-batch) pairs, but the file has only ",
-              action_count, " actions; each pair needs an F and a B");
-  // A (stage, micro-batch) with compute on two ranks has no map; validate()
-  // reports it with the grid, so parsing still succeeds.
-  std::optional<Placement> placement;
-  try {
-    placement.emplace(schedule);
-  } catch (const Error&) {
-  }
-  schedule.map = placement ? detect_stage_map(schedule, *placement) : StageMap::Custom;
   if (declared.count("map")) {
+    std::optional<Placement> placement;
+    try {
+      placement.emplace(schedule);
+    } catch (const Error&) {
+    }
     const StageMap map = parse_stage_map(declared["map"]);
     // At p = 1 several maps describe the same placement (loop and v, say).
     BATON_CHECK(map == schedule.map || (placement && placement_fits(map, schedule, *placement)),
@@ -215,7 +199,32 @@ Schedule parse_schedule(std::string_view text, std::string name) {
   return schedule;
 }
 
-Schedule load_schedule_file(const std::string& path) {
+void infer_shape(Schedule& schedule, size_t action_count) {
+  int max_stage = -1, max_microbatch = -1;
+  for (const auto& list : schedule.actions)
+    for (const auto& a : list) {
+      max_stage = std::max(max_stage, a.stage);
+      max_microbatch = std::max(max_microbatch, a.microbatch);
+    }
+  schedule.stages = max_stage + 1;
+  schedule.microbatches = max_microbatch + 1;
+  // Each (stage, micro-batch) needs an F and a B; the validator's tables have
+  // one entry per pair, so far more pairs than actions are refused here.
+  const size_t pairs = static_cast<size_t>(schedule.stages) * schedule.microbatches;
+  BATON_CHECK(pairs <= std::max(action_count, kMaxPairsWithoutActions),
+              "[schedule.parse] the actions name stages 0..", max_stage, " and micro-batches 0..",
+              max_microbatch, ", ", pairs, " (stage, micro-batch) pairs, but the file has only ",
+              action_count, " actions; each pair needs an F and a B");
+  // A (stage, micro-batch) with compute on two ranks has no map; validate()
+  // reports it with the grid, so parsing still succeeds.
+  try {
+    schedule.map = detect_stage_map(schedule, Placement(schedule));
+  } catch (const Error&) {
+    schedule.map = StageMap::Custom;
+  }
+}
+
+std::string read_schedule_file(const std::string& path) {
   const std::string quoted = "\"" + printable(path, 256) + "\"";
   std::ifstream in(path, std::ios::binary);
   BATON_CHECK(in.good(), "[schedule.load] cannot read schedule file ", quoted);
@@ -228,8 +237,17 @@ Schedule load_schedule_file(const std::string& path) {
                 " is larger than ", kMaxFileBytes >> 20, " MiB, the limit of a schedule file");
   }
   BATON_CHECK(in.eof(), "[schedule.load] cannot read schedule file ", quoted);
+  return text;
+}
+
+bool is_csv_path(std::string_view path) {
+  return path.size() >= 4 && path.substr(path.size() - 4) == ".csv";
+}
+
+Schedule load_schedule_file(const std::string& path) {
+  const std::string text = read_schedule_file(path);
   try {
-    return parse_schedule(text, "file");
+    return is_csv_path(path) ? parse_csv_schedule(text, "file") : parse_schedule(text, "file");
   } catch (const Error& e) {
     throw Error(detail::concat(printable(path, 256), ": ", e.what()));
   }

@@ -22,7 +22,12 @@ std::string format_schedule(const Schedule& schedule);
 // Throws baton::Error naming the line and token on malformed input.
 Schedule parse_schedule(std::string_view text, std::string name = "file");
 
-// Reads and parses a schedule file; the error names the path.
+// Whether `path` names a PyTorch schedule CSV (it ends in ".csv").
+bool is_csv_path(std::string_view path);
+
+// Reads and parses a schedule file; the error names the path. A path ending in
+// ".csv" is read as torch.distributed.pipelining's CSV (csv_format.h), which
+// comes back lowered and validated; any other as the text form above.
 Schedule load_schedule_file(const std::string& path);
 
 // Aligned columns, one row per rank ("rank 0 | 0F0 0F1 ..."); the actions at
@@ -32,5 +37,13 @@ Schedule load_schedule_file(const std::string& path);
 // where ranks or columns are left out; the text is at most about 16 KiB.
 std::string format_grid(const Schedule& schedule,
                         const std::vector<std::pair<int, size_t>>& marks = {});
+
+// For readers of other formats (csv_format.cpp). Sets stages and micro-batches from the largest indices the actions name, and
+// the map from their placement (Custom when a pair has compute on two ranks).
+// Throws when they name far more (stage, micro-batch) pairs than
+// `action_count` actions could cover.
+void infer_shape(Schedule& schedule, size_t action_count);
+// The bytes of a schedule file, at most 1 GiB; throws naming the path.
+std::string read_schedule_file(const std::string& path);
 
 }  // namespace baton::schedule

@@ -18,7 +18,8 @@ using Marks = std::vector<std::pair<int, size_t>>;
 constexpr size_t kNamedWaits = 8;
 
 [[noreturn]] void fail(const Schedule& schedule, const std::string& message, const Marks& marks) {
-  throw Error("[schedule.validate] " + message + "\n" + format_grid(schedule, marks));
+  throw ValidationError(message, marks,
+                        "[schedule.validate] " + message + "\n" + format_grid(schedule, marks));
 }
 
 std::string where(int stage, int mb) {

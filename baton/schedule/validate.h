@@ -16,11 +16,32 @@
 // instantaneous and implicit.
 #pragma once
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baton/core/error.h"
 #include "baton/schedule/schedule.h"
 
 namespace baton::schedule {
 
-// Throws baton::Error: a first line "[schedule.validate] ..." naming the rule,
+// What validate() throws. what() is the whole message; rule() its first line
+// without the "[schedule.validate] " prefix; marks() the (rank, index) of the
+// actions it points at, so that a file reader can name their lines and columns.
+class ValidationError : public Error {
+ public:
+  ValidationError(std::string rule, std::vector<std::pair<int, size_t>> marks,
+                  const std::string& message)
+      : Error(message), rule_(std::move(rule)), marks_(std::move(marks)) {}
+  const std::string& rule() const { return rule_; }
+  const std::vector<std::pair<int, size_t>>& marks() const { return marks_; }
+
+ private:
+  std::string rule_;
+  std::vector<std::pair<int, size_t>> marks_;
+};
+
+// Throws ValidationError: a first line "[schedule.validate] ..." naming the rule,
 // rank, stage and micro-batch, then the grid of actions with the offending
 // ones marked.
 void validate(const Schedule& schedule);

@@ -55,32 +55,19 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
               ", more than the limit of ", kMaxTotalCost);
 }
 
-}  // namespace
-
-Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
-  BATON_CHECK(static_cast<int>(costs.stages.size()) == schedule.stages, "[sim.simulate] cost model has ",
-              costs.stages.size(), " stages but schedule \"", printable(schedule.name), "\" has ",
-              schedule.stages);
-  check_costs(schedule, costs);
+// Runs one step with rank r free from `free_at[r]` on, and returns when each
+// rank is free again. With `result`, records the events and the memory
+// statistics, and each rank's first start into `first_start`.
+std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel& costs,
+                             const schedule::Placement& placement, std::vector<double> free_at,
+                             Result* result, std::vector<double>* first_start) {
   const int p = schedule.ranks, m = schedule.microbatches;
-  const schedule::Placement placement(schedule);
   auto cell = [m](int s, int mb) { return static_cast<size_t>(s) * m + mb; };
   const size_t cells = static_cast<size_t>(schedule.stages) * m;
   std::vector<double> forward_end(cells, 0), backward_end(cells, 0);
   std::vector<double> sent_forward(cells, 0), sent_backward(cells, 0);
-  std::vector<double> free_at(p, 0), first_start(p, -1), activations(p, 0);
+  std::vector<double> activations(p, 0);
   std::vector<int> inflight(p, 0);
-
-  Result result;
-  result.timeline.ranks = p;
-  result.timeline.title = schedule.name + " p=" + std::to_string(p) +
-                          " m=" + std::to_string(m) + " (simulated)";
-  Stats& stats = result.stats;
-  stats.peak_inflight.assign(p, 0);
-  stats.peak_activation_bytes.assign(p, 0);
-  stats.parameter_bytes.assign(p, 0);
-  for (int r = 0; r < p; ++r)
-    for (int s : placement.stages_of_rank(r)) stats.parameter_bytes[r] += costs.stages[s].parameter_bytes;
 
   auto run = [&](int r, size_t index, int producer) {
     const Action& a = schedule.actions[r][index];
@@ -110,19 +97,19 @@ Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
     }
     const double end = start + duration;
     free_at[r] = end;
-    if (first_start[r] < 0) first_start[r] = start;
-    result.timeline.events.push_back({r, s, mb, a.kind, start, end});
-
+    if (a.kind == ActionKind::F) forward_end[cell(s, mb)] = end;
+    if (schedule::is_input_backward(a.kind)) backward_end[cell(s, mb)] = end;
+    if (!result) return;
+    if ((*first_start)[r] < 0) (*first_start)[r] = start;
+    result->timeline.events.push_back({r, s, mb, a.kind, start, end});
+    Stats& stats = result->stats;
     if (a.kind == ActionKind::F) {
-      forward_end[cell(s, mb)] = end;
       ++inflight[r];
       activations[r] += cost.activation_bytes;
     } else if (a.kind == ActionKind::B) {
-      backward_end[cell(s, mb)] = end;
       --inflight[r];
       activations[r] -= cost.activation_bytes;
     } else if (a.kind == ActionKind::I) {
-      backward_end[cell(s, mb)] = end;
       --inflight[r];
       activations[r] -= cost.activation_bytes - cost.weight_stash_bytes;
     } else {
@@ -134,6 +121,61 @@ Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
   const schedule::WalkResult walked = schedule::walk(schedule, placement, run);
   BATON_CHECK(walked.complete, "[sim.simulate] schedule \"", schedule.name,
               "\" cannot run to the end; validate it first");
+  return free_at;
+}
+
+// Steps run back to back, each rank starting step i + 1 when its own part of
+// step i ends. The ends grow by a max-plus linear map, so they settle into
+// growing by the same period on every rank; stop when two consecutive steps
+// add the same time to every rank, else average the second half of the steps.
+double steady_step(const schedule::Schedule& schedule, const CostModel& costs,
+                   const schedule::Placement& placement, std::vector<double> ends) {
+  const size_t actions = std::max<size_t>(1, schedule.action_count());
+  const int steps = static_cast<int>(std::clamp<size_t>(kSteadyStepActions / actions, 2, kSteadySteps));
+  auto last = [](const std::vector<double>& e) { return *std::max_element(e.begin(), e.end()); };
+  std::vector<double> totals{last(ends)}, added(ends.size(), -1);
+  for (int k = 1; k <= steps; ++k) {
+    std::vector<double> next = run_step(schedule, costs, placement, ends, nullptr, nullptr);
+    bool periodic = true;
+    for (size_t r = 0; r < next.size(); ++r) {
+      const double d = next[r] - ends[r];
+      const double tolerance = 1e-12 * std::max(1.0, next[r]);
+      periodic = periodic && std::abs(d - added[r]) <= tolerance &&
+                 std::abs(d - (next[0] - ends[0])) <= tolerance;
+      added[r] = d;
+    }
+    ends = std::move(next);
+    totals.push_back(last(ends));
+    if (periodic) return added[0];
+  }
+  const int half = steps / 2;
+  return (totals[steps] - totals[half]) / (steps - half);
+}
+
+}  // namespace
+
+Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
+  BATON_CHECK(static_cast<int>(costs.stages.size()) == schedule.stages, "[sim.simulate] cost model has ",
+              costs.stages.size(), " stages but schedule \"", printable(schedule.name), "\" has ",
+              schedule.stages);
+  check_costs(schedule, costs);
+  const int p = schedule.ranks, m = schedule.microbatches;
+  const schedule::Placement placement(schedule);
+
+  Result result;
+  result.timeline.ranks = p;
+  result.timeline.title = schedule.name + " p=" + std::to_string(p) +
+                          " m=" + std::to_string(m) + " (simulated)";
+  Stats& stats = result.stats;
+  stats.peak_inflight.assign(p, 0);
+  stats.peak_activation_bytes.assign(p, 0);
+  stats.parameter_bytes.assign(p, 0);
+  for (int r = 0; r < p; ++r)
+    for (int s : placement.stages_of_rank(r)) stats.parameter_bytes[r] += costs.stages[s].parameter_bytes;
+
+  std::vector<double> first_start(p, -1);
+  const std::vector<double> free_at =
+      run_step(schedule, costs, placement, std::vector<double>(p, 0), &result, &first_start);
 
   stats.makespan = trace::makespan(result.timeline);
   stats.busy = trace::busy_time(result.timeline);
@@ -142,6 +184,7 @@ Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
   for (int r = 0; r < p; ++r) {
     if (first_start[r] >= 0) stats.idle_within_span[r] = free_at[r] - first_start[r] - stats.busy[r];
   }
+  stats.steady_step = steady_step(schedule, costs, placement, free_at);
   return result;
 }
 

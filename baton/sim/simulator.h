@@ -15,11 +15,19 @@ namespace baton::sim {
 
 struct Stats {
   double makespan = 0;         // time the last action ends; the step starts at 0
+  // Time per step in the steady state of steps run back to back, each rank
+  // starting step i + 1 as soon as its own part of step i is done (no barrier
+  // between steps; a step's data do not depend on the previous step's other
+  // ranks). At most the makespan; at least the busiest rank's busy time.
+  double steady_step = 0;
   double bubble_fraction = 0;  // 1 - sum of busy time / (ranks * makespan)
   std::vector<double> busy;    // per rank
   // Per rank: idle time between its first action's start and its last's end.
   std::vector<double> idle_within_span;
-  // Per rank: most forwards (stage chunks) whose B or I had not yet run.
+  // Per rank: peak activation memory counted in micro-batches' worth of one
+  // stage chunk's activations: an F adds one, the backward that frees its
+  // activations (B, or I when the backward is split; what W still needs is the
+  // separate weight stash of peak_activation_bytes) removes it.
   std::vector<int> peak_inflight;
   std::vector<double> peak_activation_bytes;  // per rank
   std::vector<double> parameter_bytes;        // per rank: the stages it holds
@@ -34,6 +42,11 @@ struct Result {
 // to (the step time can be no longer), and likewise every forward's activation
 // bytes. Far from overflow, so every statistic and writer's figure is finite.
 inline constexpr double kMaxTotalCost = 1e300;
+
+// steady_step simulates at most kSteadySteps more steps, and fewer for large
+// schedules (about kSteadyStepActions actions in all, but at least 2 steps).
+inline constexpr size_t kSteadySteps = 64;
+inline constexpr size_t kSteadyStepActions = 20'000'000;
 
 // REQUIRES: `schedule` is valid (validate() passes); one StageCost per stage.
 // Throws baton::Error if a cost is negative or not finite, or if the costs of

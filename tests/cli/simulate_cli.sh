@@ -39,4 +39,12 @@ for args in "--bogus" "--pp 0" "--schedule nope" "--microbatches x" "--schedule 
   [ $rc -eq 2 ] || fail "'$args' exit $rc"
   [ "$(echo "$err" | wc -l)" -eq 1 ] || fail "'$args' printed more than one line: $err"
 done
+# Issue 10.3: steady_step, steps back to back without a barrier: zb-v's ranks
+# are each busy 48 of a 51 makespan, and that is the time per step (see
+# tests/sim/steady_step_test.cpp for the hand computation).
+out=$("$baton" simulate --schedule zb-v --pp 4 --microbatches 8 --tf 2 --tb 4 --tw 2 --json)
+echo "$out" | grep -q '"makespan":51.0,' || fail "zb-v makespan: $out"
+echo "$out" | grep -q '"steady_step":48.0,' || fail "zb-v steady_step: $out"
+"$baton" simulate --schedule zb-v --pp 4 --microbatches 8 --tf 2 --tb 4 --tw 2 \
+  | grep -q "^makespan 51  steady step 48  bubble" || fail "zb-v steady step in the text output"
 echo "1 passed, 0 failed"
