@@ -100,13 +100,14 @@ int64_t write_atomically(const std::string& path, const std::vector<char>& bytes
 
 int64_t write_tensors(const std::string& path, const NamedTensors& tensors) {
   c10::Dict<std::string, torch::Tensor> dict;
-  // A clone owns exactly its elements: pickling a view would write its whole storage.
-  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().clone());
+  // A clone owns exactly its elements: pickling a view would write its whole
+  // storage. Files hold CPU tensors, whatever device the stages run on.
+  for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu().clone());
   return write_atomically(path, torch::pickle_save(torch::IValue(dict)));
 }
 
 int64_t write_tensor(const std::string& path, const torch::Tensor& tensor) {
-  return write_atomically(path, torch::pickle_save(torch::IValue(tensor.detach().clone())));
+  return write_atomically(path, torch::pickle_save(torch::IValue(tensor.detach().cpu().clone())));
 }
 
 NamedTensors read_tensors(const std::string& path) {

@@ -64,7 +64,7 @@ class StateReader {
     BATON_CHECK(t.sizes() == parameter_.sizes() && t.scalar_type() == parameter_.scalar_type(),
                 "[checkpoint] file ", file_, ": optimizer state ", name_, ".", key, " has ",
                 describe(t).dump(), " but parameter ", name_, " has ", describe(parameter_).dump());
-    return t.clone();
+    return t.to(parameter_.device()).clone();  // state lives where its parameter does
   }
   int64_t step() const {
     const torch::Tensor t = find("step", true);
