@@ -30,6 +30,7 @@ struct SimulateFlags {
   int microbatches = 8;
   int virtual_stages = 0;
   double tf = 1, tb = 2, tw = 1, comm = 0;
+  int memory_limit = 0;  // zb-auto's, in micro-batches between F and I (0: p)
   bool grid = false, json = false, print = false;
   std::string svg, trace, export_csv;
   std::string csv_format = "compute_only";
@@ -40,7 +41,8 @@ schedule::Schedule load(const SimulateFlags& f) {
     const auto options = schedule::GeneratorOptions{}
                              .set_ranks(f.pp)
                              .set_microbatches(f.microbatches)
-                             .set_virtual_stages(f.virtual_stages);
+                             .set_virtual_stages(f.virtual_stages)
+                             .set_zb_auto({f.tf, f.tb - f.tw, f.tw, f.comm, f.memory_limit});
     return schedule::lower(schedule::generate(f.schedule, options));
   }
   schedule::Schedule s = schedule::load_schedule_file(f.schedule_file);
@@ -62,6 +64,8 @@ void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
   BATON_CHECK(cmd.count("--csv-format") == 0 || cmd.count("--export-csv") == 1,
               "[simulate] --csv-format needs --export-csv, the file it is the format of");
   schedule::parse_csv_format(f.csv_format);
+  BATON_CHECK(cmd.count("--memory-limit") == 0 || f.schedule == "zb-auto",
+              "[simulate] --memory-limit is zb-auto's; --schedule ", printable(f.schedule), " sets its own memory");
   if (cmd.count("--schedule-file") == 0) return;
   BATON_CHECK(!f.schedule_file.empty(), "[simulate] --schedule-file needs a file name");
   for (const char* flag : kShapeFlags) {
@@ -173,6 +177,9 @@ Action add_simulate(CLI::App& app) {
       ->capture_default_str()->check(kTime);
   cmd->add_option("--comm", flags->comm, "Time from an action's end to its output's arrival on another rank")
       ->capture_default_str()->check(kTime);
+  cmd->add_option("--memory-limit", flags->memory_limit,
+                  "zb-auto: most micro-batches a rank holds between F and I (default p, 1F1B's)")
+      ->check(CLI::Range(1, schedule::kMaxMicrobatches));
   cmd->add_flag("--grid", flags->grid, "Print the timeline as a text grid");
   cmd->add_flag("--print-schedule", flags->print, "Print the lowered schedule in compact notation");
   cmd->add_option("--svg", flags->svg, "Write an SVG Gantt chart");

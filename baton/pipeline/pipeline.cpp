@@ -29,6 +29,7 @@ struct Pipeline::State {
   schedule::Schedule schedule;
   partition::Partition partition;
   std::unique_ptr<runtime::Executor> executor;
+  std::optional<std::vector<partition::LayerCost>> profiled;
   runtime::StepResult last;
   int64_t steps = 0;
 };
@@ -60,6 +61,30 @@ torch::Device resolve_device(const torch::Device& requested, int local_rank) {
   BATON_CHECK(index >= 0 && index < count, "[pipeline] device cuda:", index, " does not exist; ",
               count, " CUDA device(s) are visible");
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+// zb-auto's costs from profiled layers cut by `partition`: the slowest
+// stage's forward and backward (its uniform cost model charges every stage
+// alike), the backward split evenly between I and W (a profile times the
+// whole backward; for Linear layers the two are one matrix product each).
+schedule::ZbAutoCosts zb_auto_costs(const std::vector<partition::LayerCost>& layers,
+                                    const partition::Partition& partition) {
+  schedule::ZbAutoCosts costs;
+  costs.f = costs.i = 0;
+  for (int stage = 0; stage < partition.stages(); ++stage) {
+    double f = 0, b = 0;
+    for (int l = partition.first_layer(stage); l < partition.end_layer(stage); ++l) {
+      f += layers[l].forward_time;
+      b += layers[l].backward_time;
+    }
+    costs.f = std::max(costs.f, f);
+    costs.i = std::max(costs.i, b / 2);
+  }
+  // Profiles of tiny layers can read 0; zb-auto needs F and I above 0.
+  costs.f = std::max(costs.f, 1e-9);
+  costs.i = std::max(costs.i, 1e-9);
+  costs.w = costs.i;
+  return costs;
 }
 
 int64_t batch_size(const torch::Tensor& inputs, const torch::Tensor& targets) {
@@ -100,15 +125,24 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
               "default), got ", o.virtual_stages());
   join_process_group();
 
-  s.schedule = schedule::lower(schedule::generate(o.schedule(), schedule::GeneratorOptions{}
-                                                                     .set_ranks(s.world_size)
-                                                                     .set_microbatches(o.microbatches())
-                                                                     .set_virtual_stages(o.virtual_stages())));
+  auto generator = schedule::GeneratorOptions{}
+                       .set_ranks(s.world_size)
+                       .set_microbatches(o.microbatches())
+                       .set_virtual_stages(o.virtual_stages());
+  if (o.schedule() == "zb-auto") {
+    // zb-auto searches with this model's costs: one stage per rank, cut first.
+    BATON_CHECK(s.world_size <= s.model.num_layers(), "[pipeline] schedule zb-auto with pp=",
+                s.world_size, " makes ", s.world_size, " stages but model \"", s.model.name,
+                "\" has only ", s.model.num_layers(), " layers; every stage needs at least one layer");
+    s.partition = choose_partition(s.world_size);
+    generator.set_zb_auto(zb_auto_costs(profiled_costs("schedule \"zb-auto\" searches with"), s.partition));
+  }
+  s.schedule = schedule::lower(schedule::generate(o.schedule(), generator));
   const int stages = s.schedule.stages;
   BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", o.schedule(), " with pp=",
               s.world_size, " makes ", stages, " stages but model \"", s.model.name, "\" has only ",
               s.model.num_layers(), " layers; every stage needs at least one layer");
-  s.partition = choose_partition(stages);
+  if (s.partition.stages() != stages) s.partition = choose_partition(stages);
   const schedule::Placement placement(s.schedule);
   auto built = runtime::build_stages(s.model, s.partition, placement.stages_of_rank(s.rank), o.seed());
   // Profiling ran the user's modules (a Sequential's): drop the gradients it left.
@@ -160,29 +194,36 @@ void Pipeline::join_process_group() {
   s.comm = &*s.owned;
 }
 
-partition::Partition Pipeline::choose_partition(int stages) const {
-  const State& s = *state_;
+const std::vector<partition::LayerCost>& Pipeline::profiled_costs(const std::string& why) {
+  State& s = *state_;
+  if (s.profiled) return *s.profiled;
+  BATON_CHECK(s.options.sample().defined(), "[pipeline] ", why,
+              " the layers' costs, profiled on a sample; set PipelineOptions().sample(one micro-batch of inputs)");
+  const int L = s.model.num_layers();
+  std::vector<partition::LayerCost> costs = runtime::profile_layers(s.model, s.options.sample(), s.options.seed());
+  if (s.comm != nullptr) {
+    // Every rank must cut the model (and pick a schedule) the same way: average the timings.
+    std::vector<torch::Tensor> times{torch::zeros({2, L}, torch::kFloat64)};
+    for (int i = 0; i < L; ++i) {
+      times[0][0][i] = costs[i].forward_time;
+      times[0][1][i] = costs[i].backward_time;
+    }
+    s.comm->all_reduce_sum(times, "the layer profile average");
+    for (int i = 0; i < L; ++i) {
+      costs[i].forward_time = times[0][0][i].item<double>() / s.world_size;
+      costs[i].backward_time = times[0][1][i].item<double>() / s.world_size;
+    }
+  }
+  s.profiled = std::move(costs);
+  return *s.profiled;
+}
+
+partition::Partition Pipeline::choose_partition(int stages) {
+  State& s = *state_;
   const std::string& method = s.options.balance();
   const int L = s.model.num_layers();
   std::vector<partition::LayerCost> costs(L);
-  if (balance_profiles(method)) {
-    BATON_CHECK(s.options.sample().defined(), "[pipeline] balance \"", method,
-                "\" profiles the layers on a sample; set PipelineOptions().sample(one micro-batch of inputs)");
-    costs = runtime::profile_layers(s.model, s.options.sample(), s.options.seed());
-    if (s.comm != nullptr) {
-      // Every rank must cut the model the same way: average the timings.
-      std::vector<torch::Tensor> times{torch::zeros({2, L}, torch::kFloat64)};
-      for (int i = 0; i < L; ++i) {
-        times[0][0][i] = costs[i].forward_time;
-        times[0][1][i] = costs[i].backward_time;
-      }
-      s.comm->all_reduce_sum(times, "the layer profile average");
-      for (int i = 0; i < L; ++i) {
-        costs[i].forward_time = times[0][0][i].item<double>() / s.world_size;
-        costs[i].backward_time = times[0][1][i].item<double>() / s.world_size;
-      }
-    }
-  }
+  if (balance_profiles(method)) costs = profiled_costs("balance \"" + method + "\" cuts by");
   partition::BalanceOptions options;
   options.set_activations_in_flight(partition::one_f_one_b_in_flight(stages));
   return partition::balance(method, costs, stages, options);

@@ -120,7 +120,10 @@ class Pipeline {
   struct State;
   void build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options);
   void join_process_group();
-  partition::Partition choose_partition(int stages) const;
+  partition::Partition choose_partition(int stages);
+  // Every layer's profiled times on `sample`, averaged over the ranks (so all
+  // cut the model alike); profiled once, on first use.
+  const std::vector<partition::LayerCost>& profiled_costs(const std::string& why);
 
   std::unique_ptr<State> state_;
 };

@@ -32,6 +32,7 @@ constexpr Entry kGenerators[] = {
     {"dualpipev", dualpipe_v, 2, false, 3},
     {"v-half", v_half, 2, false, 3},
     {"v-min", v_min, 2, false, 3},
+    {"zb-auto", zb_auto, 1, false, 3},
 };
 
 // Refuses a shape whose lowered schedule could exceed kMaxActions, before the

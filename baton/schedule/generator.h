@@ -10,14 +10,24 @@
 
 namespace baton::schedule {
 
+// What zb-auto searches with: the time of one stage's F, I and W for one
+// micro-batch, the latency between ranks, and the memory limit in
+// micro-batches held between F and I on a rank (0: p, 1F1B's peak).
+struct ZbAutoCosts {
+  double f = 1, i = 1, w = 1, comm = 0;
+  int memory_limit = 0;
+};
+
 struct GeneratorOptions {
   int ranks = 1;           // p
   int microbatches = 1;    // m
   int virtual_stages = 0;  // v; 0 = the generator's default (1, or its fixed layout)
+  ZbAutoCosts zb_auto;     // read by zb-auto only
 
   GeneratorOptions& set_ranks(int p) { ranks = p; return *this; }
   GeneratorOptions& set_microbatches(int m) { microbatches = m; return *this; }
   GeneratorOptions& set_virtual_stages(int v) { virtual_stages = v; return *this; }
+  GeneratorOptions& set_zb_auto(const ZbAutoCosts& c) { zb_auto = c; return *this; }
 };
 
 Schedule naive(const GeneratorOptions& options);        // "naive"
@@ -32,6 +42,11 @@ Schedule chimera(const GeneratorOptions& options);      // "chimera"
 Schedule dualpipe_v(const GeneratorOptions& options);   // "dualpipev"
 Schedule v_half(const GeneratorOptions& options);       // "v-half"
 Schedule v_min(const GeneratorOptions& options);        // "v-min"
+Schedule zb_auto(const GeneratorOptions& options);      // "zb-auto"
+
+// The step time zb-auto predicts for the order it picks (its own timing of
+// the costs in options.zb_auto), for tests and the planner.
+double zb_auto_predicted_step(const GeneratorOptions& options);
 
 // Peak activation memory that v-half and v-min promise per rank, in stage
 // chunks (half a stage) held from their F until their W: the paper's

@@ -90,7 +90,8 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
       .seed(c.seed)
       .pp(c.pp)
       .rank_env(env);
-  if (balance_profiles(c.balance)) {
+  // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
+  if (balance_profiles(c.balance) || c.schedule == "zb-auto") {
     options.sample(runtime::split_microbatches(data.batch(0).first, c.microbatches).front());
   }
   return options;
