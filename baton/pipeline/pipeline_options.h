@@ -26,7 +26,8 @@ struct PipelineOptions {
   using CommunicatorPtr = comm::Communicator*;
 
   // A generator of schedule::schedule_names(): naive, gpipe, 1f1b, interleaved,
-  // looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min.
+  // looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min, zb-auto (which needs
+  // `sample`: it searches with the profiled layer costs).
   TORCH_ARG(std::string, schedule) = "1f1b";
   // Micro-batches per step; a step's batch must hold at least this many samples.
   TORCH_ARG(int, microbatches) = 4;

@@ -84,8 +84,10 @@ TEST_P(SequentialOnTwoRanks, TakesTheSameStepsAsOneProcess) {
   std::vector<TrainingRun> runs(2);
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
     const int r = comm.rank();
-    Pipeline pipe(models[r], loss_fn,
-                  PipelineOptions().schedule(GetParam()).microbatches(4).communicator(&comm));
+    PipelineOptions options = PipelineOptions().schedule(GetParam()).microbatches(4).communicator(&comm);
+    // zb-auto searches with the layers' costs, profiled on one micro-batch.
+    if (GetParam() == "zb-auto") options.sample(batch(0).first.narrow(0, 0, kBatch / 4));
+    Pipeline pipe(models[r], loss_fn, options);
     torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
     for (int step = 0; step < kSteps; ++step) {
       auto [x, y] = batch(step);
@@ -113,7 +115,7 @@ TEST_P(SequentialOnTwoRanks, TakesTheSameStepsAsOneProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, SequentialOnTwoRanks,
-                         testing::Values("1f1b", "gpipe", "interleaved", "zb-h1"),
+                         testing::Values("1f1b", "gpipe", "interleaved", "zb-h1", "zb-auto"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name)
@@ -310,7 +312,9 @@ TEST(Pipeline, RefusesBadNamesAndAProfilingBalanceWithoutASample) {
   EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().balance("evenly")); }),
               HasSubstr("evenly"));
   EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().balance("time")); }),
-              HasSubstr("[pipeline] balance \"time\" profiles the layers on a sample"));
+              HasSubstr("[pipeline] balance \"time\" cuts by the layers' costs, profiled on a sample"));
+  EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().schedule("zb-auto")); }),
+              HasSubstr("[pipeline] schedule \"zb-auto\" searches with the layers' costs, profiled on a sample"));
   EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().device(torch::Device("meta"))); }),
               HasSubstr("[pipeline] device meta is not supported; use cpu or cuda"));
   EXPECT_THAT(error_of([] { Pipeline(nn::ModelSpec{"mine", {nn::LayerSpec{"l", [] {

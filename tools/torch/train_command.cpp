@@ -158,7 +158,7 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
   flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir, "Where decompressed data is kept");
   flag(cmd, *f, "--pp", &train::TrainConfig::pp, "Pipeline ranks");
-  flag(cmd, *f, "--schedule", &train::TrainConfig::schedule, "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min");
+  flag(cmd, *f, "--schedule", &train::TrainConfig::schedule, "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min, zb-auto");
   flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages, "Stage chunks per rank (interleaved, looped-bfs)")
       ->check(CLI::Range(1, 1024));
   flag(cmd, *f, "--microbatches", &train::TrainConfig::microbatches, "Micro-batches per step");
