@@ -12,10 +12,16 @@ namespace baton::plan {
 
 namespace {
 
+constexpr int kRefusalsNamed = 8;  // (t, p, d) named in the error; the rest counted
+
 std::vector<int> divisors(int n) {
   std::vector<int> out;
-  for (int k = 1; k <= n; ++k)
-    if (n % k == 0) out.push_back(k);
+  for (long k = 1; k * k <= n; ++k) {
+    if (n % k != 0) continue;
+    out.push_back(static_cast<int>(k));
+    if (k * k != n) out.push_back(static_cast<int>(n / k));
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -79,7 +85,8 @@ PlanResult plan(const PlanRequest& req) {
               ", gpus-per-node=", cl.gpus_per_node, ", batch=", req.batch, ")");
   const double limit = cl.memory_gb * 1e9;
   PlanResult result;
-  std::string refused;  // why each (t, p, d) failed, for the error
+  std::string refused;  // why the first (t, p, d) failed, for the error
+  int refused_count = 0;
   int allowed = 0;
   Plan smallest;        // the least memory any candidate needs
   smallest.memory_bytes = INFINITY;
@@ -100,8 +107,10 @@ PlanResult plan(const PlanRequest& req) {
         ++result.rejected["d_does_not_divide_batch"];
       }
       if (!why.empty()) {
-        refused += (refused.empty() ? "" : "; ") + ("(" + std::to_string(t) + "," +
-                   std::to_string(p) + "," + std::to_string(d) + "): " + why);
+        if (++refused_count <= kRefusalsNamed) {
+          refused += (refused.empty() ? "" : "; ") + ("(" + std::to_string(t) + "," +
+                     std::to_string(p) + "," + std::to_string(d) + "): " + why);
+        }
         continue;
       }
       ++allowed;
@@ -147,6 +156,8 @@ PlanResult plan(const PlanRequest& req) {
       }
     }
   }
+  if (refused_count > kRefusalsNamed)
+    refused += "; and " + std::to_string(refused_count - kRefusalsNamed) + " more";
   BATON_CHECK(allowed > 0, "[plan] no (t, p, d) with t*p*d = ", cl.gpus,
               " GPUs is allowed (t must divide heads, p layers, d batch): ", refused);
   BATON_CHECK(!best.empty(), "[plan] no configuration fits in ", cl.memory_gb,
