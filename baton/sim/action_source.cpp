@@ -23,8 +23,13 @@ size_t ActionSource::compute_action_count() const {
 
 size_t ActionSource::lowered_action_count() const {
   size_t crossings = 0;
-  for (int s = 0; s + 1 < stages_; ++s)
+  for (int s = 0; s + 1 < stages_; ++s) {
+    if (placed_by_stage()) {
+      crossings += rank_of(s, 0) != rank_of(s + 1, 0) ? microbatches_ : 0;
+      continue;
+    }
     for (int mb = 0; mb < microbatches_; ++mb) crossings += rank_of(s, mb) != rank_of(s + 1, mb);
+  }
   return compute_action_count() + 4 * crossings;
 }
 
@@ -45,6 +50,7 @@ class WarmupSteadyDrain : public ActionSource {
 
   size_t size(int) const override { return 2 * static_cast<size_t>(total_); }
   int rank_of(int stage, int) const override { return stage % ranks_; }
+  bool placed_by_stage() const override { return true; }
 
   void read(int rank, size_t from, size_t count, Action* out) const override {
     const long w = warmup(rank), steady_end = w + 2 * (total_ - w);

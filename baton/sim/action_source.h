@@ -32,6 +32,9 @@ class ActionSource {
   virtual void read(int rank, size_t from, size_t count, schedule::Action* out) const = 0;
   // The rank that runs (stage, microbatch).
   virtual int rank_of(int stage, int microbatch) const = 0;
+  // True when rank_of() does not depend on the micro-batch (known without
+  // asking it stages x m times).
+  virtual bool placed_by_stage() const { return false; }
 
   // Compute actions over all ranks, and the actions of the lowered schedule
   // (every (stage, micro-batch) boundary between ranks adds SEND and RECV both

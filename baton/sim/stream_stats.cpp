@@ -18,7 +18,7 @@ constexpr double kNotYet = -1;  // times are >= 0
 constexpr size_t kBuffer = 64;  // actions read from the source at a time, per rank
 
 // As check_costs() in simulator.cpp, from per-stage sums instead of a walk.
-void check_costs(const ActionSource& source, const CostModel& costs) {
+void check_costs(const ActionSource& source, const CostModel& costs, size_t actions) {
   auto fine = [](double x) { return std::isfinite(x) && x >= 0; };
   BATON_CHECK(fine(costs.comm_latency) && fine(costs.comm_bytes_per_time),
               "[sim.costs] communication latency and bandwidth must be finite and non-negative "
@@ -38,9 +38,9 @@ void check_costs(const ActionSource& source, const CostModel& costs) {
     time += m * (c.forward + c.input_backward + c.weight_backward);
     bytes += m * c.activation_bytes + c.parameter_bytes;
   }
-  time += transfer * static_cast<double>(source.lowered_action_count());
+  time += transfer * static_cast<double>(actions);
   BATON_CHECK(time <= kMaxTotalCost, "[sim.costs] schedule \"", printable(source.name()),
-              "\": the times of its ", source.lowered_action_count(),
+              "\": the times of its ", actions,
               " actions and their transfers add up to ", time, ", more than the limit of ",
               kMaxTotalCost, "; use smaller costs");
   BATON_CHECK(bytes <= kMaxTotalCost, "[sim.costs] schedule \"", printable(source.name()),
@@ -56,7 +56,16 @@ class Stepper {
         m_(source.microbatches()),
         cells_(static_cast<size_t>(source.stages()) * m_),
         forward_end_(cells_),
-        backward_end_(cells_) {}
+        backward_end_(cells_) {
+    // Ranks by stage when every micro-batch of a stage runs on one rank (all
+    // but Chimera), so the inner loop makes no virtual call.
+    by_stage_ = true;
+    for (int s = 0; s < source.stages() && by_stage_; ++s) {
+      stage_rank_.push_back(source.rank_of(s, 0));
+      for (int mb = 1; mb < m_ && by_stage_ && !source.placed_by_stage(); ++mb)
+        by_stage_ = source.rank_of(s, mb) == stage_rank_[s];
+    }
+  }
 
   // One step with rank r free from free_at[r]; returns when each rank is free
   // again. With `stats`, records busy time, memory and each rank's span.
@@ -95,7 +104,7 @@ class Stepper {
           if (s > 0) {
             const double ready = forward_end_[cell(s - 1, mb)];
             if (ready == kNotYet) break;
-            if (source_.rank_of(s - 1, mb) != r) start = std::max(start, ready + costs_.comm_time(s - 1));
+            if (rank_of(s - 1, mb) != r) start = std::max(start, ready + costs_.comm_time(s - 1));
           }
           duration = costs_.stages[s].forward;
         } else if (a.kind == ActionKind::W) {
@@ -106,7 +115,7 @@ class Stepper {
           if (s + 1 < S) {
             const double ready = backward_end_[cell(s + 1, mb)];
             if (ready == kNotYet) break;
-            if (source_.rank_of(s + 1, mb) != r) start = std::max(start, ready + costs_.comm_time(s));
+            if (rank_of(s + 1, mb) != r) start = std::max(start, ready + costs_.comm_time(s));
           }
           duration = a.kind == ActionKind::B ? costs_.backward(s) : costs_.stages[s].input_backward;
         }
@@ -115,8 +124,8 @@ class Stepper {
         if (a.kind == ActionKind::F) forward_end_[c] = end;
         if (schedule::is_input_backward(a.kind)) backward_end_[c] = end;
         if (stats) record(*stats, r, a, start, end, activations, inflight, first_start);
-        if (s > 0) wake(source_.rank_of(s - 1, mb));
-        if (s + 1 < S) wake(source_.rank_of(s + 1, mb));
+        if (s > 0) wake(rank_of(s - 1, mb));
+        if (s + 1 < S) wake(rank_of(s + 1, mb));
         ++next[r];
       }
     }
@@ -133,7 +142,9 @@ class Stepper {
   }
 
  private:
-  size_t cell(int s, int mb) const { return static_cast<size_t>(s) * m_ + mb; }
+  // Micro-batch major: a stage's input and output times share a cache line.
+  size_t cell(int s, int mb) const { return static_cast<size_t>(mb) * stages_ + s; }
+  int rank_of(int s, int mb) const { return by_stage_ ? stage_rank_[s] : source_.rank_of(s, mb); }
 
   void record(Stats& stats, int r, const Action& a, double start, double end,
               std::vector<double>& activations, std::vector<int>& inflight,
@@ -160,8 +171,10 @@ class Stepper {
 
   const ActionSource& source_;
   const CostModel& costs_;
-  int m_;
+  int m_, stages_ = source_.stages();
   size_t cells_;
+  bool by_stage_ = false;
+  std::vector<int> stage_rank_;
   std::vector<double> forward_end_, backward_end_;
 };
 
@@ -171,7 +184,8 @@ Stats simulate_stats(const ActionSource& source, const CostModel& costs) {
   BATON_CHECK(static_cast<int>(costs.stages.size()) == source.stages(), "[sim.simulate] cost model has ",
               costs.stages.size(), " stages but schedule \"", printable(source.name()), "\" has ",
               source.stages());
-  check_costs(source, costs);
+  const size_t lowered_actions = source.lowered_action_count();
+  check_costs(source, costs, lowered_actions);
   const int p = source.ranks();
   Stats stats;
   stats.busy.assign(p, 0);
@@ -181,7 +195,7 @@ Stats simulate_stats(const ActionSource& source, const CostModel& costs) {
   stats.parameter_bytes.assign(p, 0);
   std::vector<char> held(static_cast<size_t>(p) * source.stages(), 0);
   for (int s = 0; s < source.stages(); ++s)
-    for (int mb = 0; mb < source.microbatches(); ++mb) {
+    for (int mb = 0; mb < (source.placed_by_stage() ? 1 : source.microbatches()); ++mb) {
       const int r = source.rank_of(s, mb);
       if (r >= 0 && !held[static_cast<size_t>(r) * source.stages() + s]++)
         stats.parameter_bytes[r] += costs.stages[s].parameter_bytes;
@@ -196,7 +210,7 @@ Stats simulate_stats(const ActionSource& source, const CostModel& costs) {
 
   // As steady_step() in simulator.cpp, with as many steps for the same
   // lowered schedule, so both report the same figure.
-  const size_t actions = std::max<size_t>(1, source.lowered_action_count());
+  const size_t actions = std::max<size_t>(1, lowered_actions);
   const int steps =
       static_cast<int>(std::clamp<size_t>(kSteadyStepActions / actions, 2, kSteadySteps));
   auto last = [](const std::vector<double>& e) { return *std::max_element(e.begin(), e.end()); };
