@@ -99,6 +99,10 @@ PlanResult plan(const PlanRequest& req) {
       if (req.shape.heads % t != 0) {
         why = "t=" + std::to_string(t) + " does not divide heads=" + std::to_string(req.shape.heads);
         ++result.rejected["t_does_not_divide_heads"];
+      } else if (cl.gpus_per_node % t != 0 && t % cl.gpus_per_node != 0) {
+        why = "t=" + std::to_string(t) + " neither divides nor is a multiple of gpus-per-node=" +
+              std::to_string(cl.gpus_per_node);
+        ++result.rejected["t_does_not_tile_nodes"];
       } else if (req.shape.layers % p != 0) {
         why = "p=" + std::to_string(p) + " does not divide layers=" + std::to_string(req.shape.layers);
         ++result.rejected["p_does_not_divide_layers"];
@@ -159,7 +163,8 @@ PlanResult plan(const PlanRequest& req) {
   if (refused_count > kRefusalsNamed)
     refused += "; and " + std::to_string(refused_count - kRefusalsNamed) + " more";
   BATON_CHECK(allowed > 0, "[plan] no (t, p, d) with t*p*d = ", cl.gpus,
-              " GPUs is allowed (t must divide heads, p layers, d batch): ", refused);
+              " GPUs is allowed (t must divide heads and tile nodes, p divide layers, "
+              "d batch): ", refused);
   BATON_CHECK(!best.empty(), "[plan] no configuration fits in ", cl.memory_gb,
               " GB per GPU; the smallest needs ", std::ceil(smallest.memory_bytes / 1e8) / 10,
               " GB per GPU (", describe(smallest.config), ")");

@@ -1,5 +1,5 @@
-// The planner's search: every (t, p, d) with t p d = N, t dividing the heads,
-// p dividing the layers, d dividing the global batch B; every micro-batch size
+// The planner's search: every (t, p, d) with t p d = N, t dividing the heads
+// and dividing (or a multiple of) the GPUs per node, p dividing the layers, d dividing the global batch B; every micro-batch size
 // b dividing B / d; the schedules below; recomputation on and off; ZeRO-1 on
 // and off when d > 1. Each candidate is first estimated analytically
 // (costs.h); those that do not fit in memory are rejected, only the fastest b

@@ -77,7 +77,8 @@ TEST(PlanSearch, EveryCandidateIsPlannedOrRejectedWithAReason) {
   r.simulate_limit = 3;
   const PlanResult result = plan(r);
   const std::set<std::string> per_factorization = {
-      "t_does_not_divide_heads", "p_does_not_divide_layers", "d_does_not_divide_batch"};
+      "t_does_not_divide_heads", "t_does_not_tile_nodes", "p_does_not_divide_layers",
+      "d_does_not_divide_batch"};
   const std::set<std::string> per_candidate = {
       "layers_not_divisible_by_stages", "schedule_undefined_for_m", "out_of_memory",
       "slower_microbatch_size", "beyond_simulate_limit"};
@@ -97,6 +98,21 @@ TEST(PlanSearch, EveryCandidateIsPlannedOrRejectedWithAReason) {
   EXPECT_EQ(result.rejected.at("d_does_not_divide_batch"), 1);
   EXPECT_GT(result.rejected.at("beyond_simulate_limit"), 0);
   EXPECT_LE(result.plans.size(), 3u);
+}
+
+TEST(PlanSearch, TensorParallelGroupsTileTheNodes) {
+  // 12 GPUs in nodes of 4, 12 heads: t = 3, 6 would straddle nodes; t = 12 spans three.
+  PlanRequest r = eight_gpus(80);
+  r.shape.heads = 12;
+  r.shape.hidden = 4104;
+  r.cluster.gpus = 12;
+  r.cluster.gpus_per_node = 4;
+  r.batch = 12;
+  const PlanResult result = plan(r);
+  std::set<int> ts;
+  for (const Plan& p : result.estimates) ts.insert(p.config.t);
+  EXPECT_EQ(ts, (std::set<int>{1, 2, 4, 12}));
+  EXPECT_GT(result.rejected.at("t_does_not_tile_nodes"), 0);
 }
 
 std::string error_of(const PlanRequest& r) {
