@@ -13,6 +13,9 @@ namespace baton::plan {
 namespace {
 
 constexpr int kRefusalsNamed = 8;  // (t, p, d) named in the error; the rest counted
+// Pipelines of more (stage, micro-batch) pairs are not searched: a generated
+// schedule (zb-h1, zb-v) of this size already takes a second to build.
+constexpr long kMaxSimulatedCells = 1 << 20;
 
 std::vector<int> divisors(int n) {
   std::vector<int> out;
@@ -126,8 +129,12 @@ PlanResult plan(const PlanRequest& req) {
           for (int recompute = 0; recompute < 2; ++recompute) {
             for (int zero = 0; zero < (d > 1 ? 2 : 1); ++zero) {
               ++result.candidates;
-              if (req.shape.layers % (p * v) != 0) {
+              if (req.shape.layers % (static_cast<long>(p) * v) != 0) {
                 ++result.rejected["layers_not_divisible_by_stages"];
+                continue;
+              }
+              if (static_cast<long>(p) * v * m > kMaxSimulatedCells) {
+                ++result.rejected["too_large_to_simulate"];
                 continue;
               }
               if (name == "interleaved" && m % std::max(1, m / p) != 0) {

@@ -6,6 +6,7 @@
 // of each (t, p, d, schedule, recompute, zero) family is kept, and the
 // `simulate_limit` fastest of those are simulated (one data-parallel
 // replica's pipeline, stream_stats.h) and ranked by simulated throughput.
+// Pipelines of more than 2^20 (stage, micro-batch) pairs are not searched.
 #pragma once
 
 #include <map>

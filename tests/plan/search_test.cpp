@@ -81,7 +81,7 @@ TEST(PlanSearch, EveryCandidateIsPlannedOrRejectedWithAReason) {
       "d_does_not_divide_batch"};
   const std::set<std::string> per_candidate = {
       "layers_not_divisible_by_stages", "schedule_undefined_for_m", "out_of_memory",
-      "slower_microbatch_size", "beyond_simulate_limit"};
+      "slower_microbatch_size", "beyond_simulate_limit", "too_large_to_simulate"};
   long factorizations = 0, candidates = 0;
   for (const auto& [reason, n] : result.rejected) {
     EXPECT_GT(n, 0) << reason;
