@@ -6,6 +6,7 @@
 #include "baton/schedule/lower.h"
 #include "baton/schedule/validate.h"
 #include "baton/sim/simulator.h"
+#include "baton/sim/stream_stats.h"
 
 namespace {
 
@@ -35,8 +36,27 @@ void BM_GenerateAndLower(benchmark::State& state, const std::string& name) {
   for (auto _ : state) benchmark::DoNotOptimize(make(name, 64, 1024).action_count());
 }
 
+// The stats-only path on a closed-form schedule: nothing is generated, lowered
+// or recorded. p = 64, m = 1024 as above, and the p = m = 3072.
+void BM_SimulateStats(benchmark::State& state, const std::string& name, int p, int m) {
+  const auto options = baton::schedule::GeneratorOptions{}.set_ranks(p).set_microbatches(m);
+  const auto source = baton::sim::closed_form_source(name, options);
+  const auto costs = baton::sim::uniform_cost_model(*source, 1, 2, 1, 0.1);
+  for (auto _ : state) {
+    auto stats = baton::sim::simulate_stats(*source, costs);
+    benchmark::DoNotOptimize(stats.steady_step);
+  }
+  state.counters["actions"] = static_cast<double>(source->lowered_action_count());
+}
+
 }  // namespace
 
+BENCHMARK_CAPTURE(BM_SimulateStats, 1f1b, std::string("1f1b"), 64, 1024)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimulateStats, interleaved, std::string("interleaved"), 64, 1024)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimulateStats, 1f1b_3072, std::string("1f1b"), 3072, 3072)
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK_CAPTURE(BM_Simulate, 1f1b, std::string("1f1b"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Simulate, zb_h1, std::string("zb-h1"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Simulate, interleaved, std::string("interleaved"))->Unit(benchmark::kMillisecond);

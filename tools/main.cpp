@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const auto simulate = baton::cli::add_simulate(app);
   const auto train = baton::cli::add_train(app);
+  const auto plan = baton::cli::add_plan(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("simulate")) return simulate();
     if (app.got_subcommand("train")) return train();
+    if (app.got_subcommand("plan")) return plan();
   } catch (const baton::Error& e) {
     print_error(e.what());
     return 2;

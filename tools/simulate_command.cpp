@@ -19,6 +19,7 @@
 #include "baton/trace/writers.h"
 #include "tools/cli.h"
 #include "tools/output_paths.h"
+#include "tools/simulate_stats.h"
 
 namespace baton::cli {
 namespace {
@@ -85,6 +86,15 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
     outputs.push_back({"--export-csv", f.export_csv});
   check_output_paths(outputs, {{"--schedule-file", f.schedule_file}});
 
+  if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty()) {
+    const auto options = schedule::GeneratorOptions{}
+                             .set_ranks(f.pp)
+                             .set_microbatches(f.microbatches)
+                             .set_virtual_stages(f.virtual_stages);
+    std::cout << simulate_stats_json(f.schedule, options, {f.tf, f.tb, f.tw, f.comm}).dump() << "\n";
+    flush_stdout();
+    return 0;
+  }
   const schedule::Schedule s = load(f);
   const sim::Result result = sim::simulate(s, sim::uniform_cost_model(s, f.tf, f.tb, f.tw, f.comm));
   const sim::Stats& st = result.stats;

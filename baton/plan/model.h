@@ -1,0 +1,54 @@
+// The arithmetic of a GPT-style Transformer that the planner needs: FLOPs
+// (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on
+// GPU Clusters Using Megatron-LM", appendix), parameters, and activation
+// memory (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+// Transformer Models", section 4). Pure functions of the shape; no torch.
+#pragma once
+
+namespace baton::plan {
+
+struct ModelShape {
+  int layers = 0;   // l
+  int hidden = 0;   // h
+  int heads = 0;    // a
+  int seq = 0;      // s
+  int vocab = 0;    // V
+};
+
+// REQUIRES for all: positive sizes (check_shape() says which is not).
+void check_shape(const ModelShape& shape);
+
+// FLOPs of one forward pass of one Transformer layer over b sequences:
+// 24 b s h^2 (1 + s / 6h). Its input-gradient and weight-gradient passes cost
+// as much each (F : I : W = 1 : 1 : 1).
+double layer_forward_flops(const ModelShape& shape, double microbatch);
+// FLOPs of one forward pass of the logit layer (h x V) over b sequences:
+// 2 b s h V; its I and W cost as much each. Never recomputed.
+double logits_forward_flops(const ModelShape& shape, double microbatch);
+// FLOPs of a training step over a global batch of B sequences. With
+// recomputation, Megatron's 96 B s l h^2 (1 + s / 6h + V / 16 l h): four
+// passes per layer (F, recomputed F, I, W) and three for the logits; without,
+// 72 B s l h^2 (1 + s / 6h) + 6 B s h V.
+double step_flops(const ModelShape& shape, double batch, bool recompute);
+
+// Parameters of one layer: 12 h^2 + 13 h (QKV, projection, two MLP matrices,
+// their biases and two layer norms).
+double layer_parameters(const ModelShape& shape);
+// Token and position embeddings: V h + s h. The logit layer shares the token
+// embedding (a copy sits on the last stage).
+double embedding_parameters(const ModelShape& shape);
+
+// Activation bytes one layer keeps for its backward, per micro-batch of b
+// sequences, with t-way tensor parallelism and no sequence parallelism
+// (Korthikanti eq. 2): s b h (10 + 24 / t + 5 a s / (h t)); at t = 1,
+// 34 s b h + 5 a s^2 b. With full recomputation only the layer's input,
+// 2 s b h (Korthikanti section 4.1).
+double layer_activation_bytes(const ModelShape& shape, double microbatch, int tensor_parallel,
+                              bool recompute);
+
+// Bytes of model state per parameter with Adam in mixed precision: 2 (fp16
+// weights) + 2 (fp16 gradients) + 12 (fp32 master weights, momentum and
+// variance), the last divided over d ranks with ZeRO-1.
+double state_bytes_per_parameter(int data_parallel, bool zero1);
+
+}  // namespace baton::plan

@@ -1,0 +1,172 @@
+// baton plan: search (t, p, d), micro-batch size, schedule, recomputation and
+// ZeRO-1 for a GPT model on a cluster, simulate the promising ones and print
+// them best first (a table, --json, --svg). Torch-free.
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "baton/core/error.h"
+#include "baton/core/printable.h"
+#include "baton/plan/plot.h"
+#include "baton/plan/search.h"
+#include "tools/cli.h"
+#include "tools/output_paths.h"
+
+namespace baton::cli {
+namespace {
+
+struct PlanFlags {
+  std::string model = "gpt";
+  plan::PlanRequest request;
+  int top = 10;
+  bool json = false;
+  std::string svg;
+};
+
+nlohmann::json to_json(const plan::Plan& p) {
+  const plan::Config& c = p.config;
+  return {{"t", c.t},
+          {"p", c.p},
+          {"d", c.d},
+          {"microbatch", c.microbatch},
+          {"microbatches", c.microbatches},
+          {"schedule", c.schedule},
+          {"virtual", c.virtual_stages},
+          {"recompute", c.recompute},
+          {"zero", c.zero1 ? 1 : 0},
+          {"memory_gb", p.memory_bytes / 1e9},
+          {"bubble_fraction", p.bubble_fraction},
+          {"step_s", p.step_s},
+          {"tflops_per_gpu", p.tflops_per_gpu},
+          {"sequences_per_s", p.sequences_per_s}};
+}
+
+void print_table(const plan::PlanResult& r, const PlanFlags& f) {
+  const auto& req = f.request;
+  std::cout << "gpt l=" << req.shape.layers << " h=" << req.shape.hidden << " a="
+            << req.shape.heads << " s=" << req.shape.seq << " V=" << req.shape.vocab << " on "
+            << req.cluster.gpus << " GPUs (" << req.cluster.gpus_per_node << " per node, "
+            << req.cluster.memory_gb << " GB, " << req.cluster.peak_tflops
+            << " TFLOPs), batch " << req.batch << "\n";
+  std::cout << "   t    p     d     b      m  schedule      v  recomp  zero  mem_GB  bubble    "
+               "step_s  TFLOPs/GPU   seq/s\n";
+  std::cout << std::fixed;
+  for (size_t i = 0; i < r.plans.size() && static_cast<int>(i) < f.top; ++i) {
+    const plan::Plan& p = r.plans[i];
+    const plan::Config& c = p.config;
+    std::cout << std::setw(4) << c.t << std::setw(5) << c.p << std::setw(6) << c.d
+              << std::setw(6) << c.microbatch << std::setw(7) << c.microbatches << "  "
+              << std::left << std::setw(12) << c.schedule << std::right << std::setw(3)
+              << c.virtual_stages << std::setw(8) << (c.recompute ? "yes" : "no") << std::setw(6)
+              << (c.zero1 ? 1 : 0) << std::setprecision(1) << std::setw(8)
+              << p.memory_bytes / 1e9 << std::setprecision(3) << std::setw(8)
+              << p.bubble_fraction << std::setw(10) << p.step_s << std::setprecision(1)
+              << std::setw(12) << p.tflops_per_gpu << std::setw(8) << p.sequences_per_s << "\n";
+  }
+  std::cout << std::defaultfloat << r.plans.size() << " feasible plans simulated of "
+            << r.candidates << " candidates; rejected:";
+  for (const auto& [reason, n] : r.rejected) std::cout << " " << reason << "=" << n;
+  std::cout << "\n";
+}
+
+int run(const CLI::App& cmd, PlanFlags& f) {
+  for (const CLI::Option* option : cmd.get_options()) {
+    BATON_CHECK(option->get_expected_max() == 0 || option->count() <= 1, "[plan] ",
+                option->get_name(), " given more than once");
+  }
+  BATON_CHECK(f.model == "gpt", "[plan] --model ", printable(f.model),
+              " is not known; the planner models gpt");
+  check_stdout_open();
+  std::vector<NamedPath> outputs;
+  if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
+  check_output_paths(outputs, {});
+  const plan::PlanResult result = plan::plan(f.request);
+  for (const NamedPath& out : outputs) {
+    write_output(out, plan::plot_svg(result, f.request.cluster.memory_gb,
+                                     "baton plan: gpt l=" + std::to_string(f.request.shape.layers) +
+                                         " h=" + std::to_string(f.request.shape.hidden) + " on " +
+                                         std::to_string(f.request.cluster.gpus) + " GPUs"));
+  }
+  if (f.json) {
+    nlohmann::json plans = nlohmann::json::array();
+    for (const plan::Plan& p : result.plans) plans.push_back(to_json(p));
+    nlohmann::json out = {{"plans", plans},
+                          {"rejected", result.rejected},
+                          {"candidates", result.candidates}};
+    std::cout << out.dump() << "\n";
+  } else {
+    print_table(result, f);
+    for (const NamedPath& out : outputs) std::cout << "wrote " << out.path << "\n";
+  }
+  flush_stdout();
+  return 0;
+}
+
+// A positive finite number.
+const CLI::Validator kPositive(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double x = std::strtod(text.c_str(), &end);
+      if (end != text.c_str() && *end == '\0' && std::isfinite(x) && x > 0) return "";
+      return "must be a finite number > 0, got " + printable(text);
+    },
+    "NUMBER", "positive");
+
+}  // namespace
+
+Action add_plan(CLI::App& app) {
+  auto f = std::make_shared<PlanFlags>();
+  plan::PlanRequest& q = f->request;
+  CLI::App* cmd = app.add_subcommand(
+      "plan", "Search (t, p, d), micro-batch size, schedule and recomputation for a model on a "
+              "cluster, by the cost model and the simulator");
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  const auto count = CLI::Range(1, 1 << 30);
+  cmd->add_option("--model", f->model, "Model family (gpt)")->capture_default_str();
+  cmd->add_option("--layers", q.shape.layers, "Transformer layers l")->required()->check(count);
+  cmd->add_option("--hidden", q.shape.hidden, "Hidden size h")->required()->check(count);
+  cmd->add_option("--heads", q.shape.heads, "Attention heads a")->required()->check(count);
+  cmd->add_option("--seq", q.shape.seq, "Sequence length s")->required()->check(count);
+  cmd->add_option("--vocab", q.shape.vocab, "Vocabulary size V")->required()->check(count);
+  cmd->add_option("--gpus", q.cluster.gpus, "GPUs N")->required()->check(count);
+  cmd->add_option("--gpus-per-node", q.cluster.gpus_per_node, "GPUs per node G")
+      ->required()->check(count);
+  cmd->add_option("--gpu-memory-gb", q.cluster.memory_gb, "Memory per GPU in GB (1e9 bytes)")
+      ->required()->check(kPositive);
+  cmd->add_option("--peak-tflops", q.cluster.peak_tflops, "Peak dense fp16 TFLOPs per GPU")
+      ->required()->check(kPositive);
+  cmd->add_option("--intra-node-gbps", q.cluster.intra_node_gbps,
+                  "Link inside a node, Gb/s per GPU (NVLink-class default)")
+      ->capture_default_str()->check(kPositive);
+  cmd->add_option("--inter-node-gbps", q.cluster.inter_node_gbps,
+                  "Link between nodes, Gb/s per GPU (InfiniBand HDR-class default)")
+      ->capture_default_str()->check(kPositive);
+  cmd->add_option("--intra-node-latency-us", q.cluster.intra_node_latency_us,
+                  "Latency inside a node, microseconds")->capture_default_str()->check(kPositive);
+  cmd->add_option("--inter-node-latency-us", q.cluster.inter_node_latency_us,
+                  "Latency between nodes, microseconds")->capture_default_str()->check(kPositive);
+  cmd->add_option("--efficiency", q.cluster.efficiency,
+                  "Fraction of peak that large GEMMs reach")
+      ->capture_default_str()->check(CLI::Range(0.001, 1.0));
+  cmd->add_option("--efficiency-half-size", q.cluster.efficiency_half_size,
+                  "Per-GPU GEMM size b*s*h/t at which half of --efficiency is reached")
+      ->capture_default_str()->check(kPositive);
+  cmd->add_option("--batch", q.batch, "Global batch B in sequences")->required()->check(count);
+  cmd->add_option("--simulate-limit", q.simulate_limit,
+                  "Simulate at most this many candidates (the analytically fastest)")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--top", f->top, "Rows of the table")->capture_default_str()->check(count);
+  cmd->add_flag("--json", f->json, "Print {\"plans\": [...], \"rejected\": {...}} instead of a table");
+  cmd->add_option("--svg", f->svg, "Write throughput against memory per GPU as an SVG");
+  return [f, cmd] {
+    try {
+      return run(*cmd, *f);
+    } catch (const WriteError& e) {
+      std::cerr << "baton: error: " << e.what() << "\n";
+      return 1;
+    }
+  };
+}
+
+}  // namespace baton::cli
