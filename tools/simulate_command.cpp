@@ -37,15 +37,17 @@ struct SimulateFlags {
   std::string csv_format = "compute_only";
 };
 
+// What the flags ask a generator for (zb-auto also searches with the costs).
+schedule::GeneratorOptions generator_options(const SimulateFlags& f) {
+  return schedule::GeneratorOptions{}
+      .set_ranks(f.pp)
+      .set_microbatches(f.microbatches)
+      .set_virtual_stages(f.virtual_stages)
+      .set_zb_auto({f.tf, f.tb - f.tw, f.tw, f.comm, f.memory_limit});
+}
+
 schedule::Schedule load(const SimulateFlags& f) {
-  if (f.schedule_file.empty()) {
-    const auto options = schedule::GeneratorOptions{}
-                             .set_ranks(f.pp)
-                             .set_microbatches(f.microbatches)
-                             .set_virtual_stages(f.virtual_stages)
-                             .set_zb_auto({f.tf, f.tb - f.tw, f.tw, f.comm, f.memory_limit});
-    return schedule::lower(schedule::generate(f.schedule, options));
-  }
+  if (f.schedule_file.empty()) return schedule::lower(schedule::generate(f.schedule, generator_options(f)));
   schedule::Schedule s = schedule::load_schedule_file(f.schedule_file);
   if (!s.has_communication()) return schedule::lower(s);
   schedule::validate(s);
@@ -87,11 +89,8 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   check_output_paths(outputs, {{"--schedule-file", f.schedule_file}});
 
   if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty()) {
-    const auto options = schedule::GeneratorOptions{}
-                             .set_ranks(f.pp)
-                             .set_microbatches(f.microbatches)
-                             .set_virtual_stages(f.virtual_stages);
-    std::cout << simulate_stats_json(f.schedule, options, {f.tf, f.tb, f.tw, f.comm}).dump() << "\n";
+    std::cout << simulate_stats_json(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm}).dump()
+              << "\n";
     flush_stdout();
     return 0;
   }
