@@ -78,7 +78,8 @@ std::string to_grid(const Timeline& timeline) {
       continue;
     std::string line = reductions ? std::string("dp") : "rank " + std::to_string(r);
     const size_t width = 5 + last_rank.size();
-    line.insert(0, width - line.size(), ' ');
+    if (reductions) line.insert(0, width - line.size(), ' ');  // right-aligned under "rank r"
+    line.append(width - line.size(), ' ');
     line += " |";
     for (const std::string& cell : cells[row]) {
       line += ' ';
