@@ -29,10 +29,10 @@ Timeline reduced_timeline() {
 
 TEST(ReduceGradWriters, GridDrawsReductionsOnADpRowBelowTheirRank) {
   EXPECT_EQ(to_grid(reduced_timeline()),
-            "rank 0 | F0 .  .  .  B0 B0\n"
+            "rank 0 | F0 .  .  .  B0 B0 .\n"
             "    dp | .  .  .  .  .  .  R0\n"
-            "rank 1 | .  F0 B0 B0 .  .\n"
-            "    dp | .  .  .  .  R0 R0\n");
+            "rank 1 | .  F0 B0 B0 .  .  .\n"
+            "    dp | .  .  .  .  R0 R0 .\n");
 }
 
 TEST(ReduceGradWriters, ReductionsAreNotBusyTimeButLengthenTheStep) {
