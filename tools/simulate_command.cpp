@@ -11,11 +11,13 @@
 #include "baton/core/printable.h"
 #include "baton/schedule/csv_format.h"
 #include "baton/schedule/generator.h"
+#include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/limits.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/validate.h"
 #include "baton/sim/simulator.h"
+#include "baton/topology/topology.h"
 #include "baton/trace/writers.h"
 #include "tools/cli.h"
 #include "tools/output_paths.h"
@@ -32,6 +34,11 @@ struct SimulateFlags {
   int virtual_stages = 0;
   double tf = 1, tb = 2, tw = 1, comm = 0;
   int memory_limit = 0;  // zb-auto's, in micro-batches between F and I (0: p)
+  // The dp x pp x tp grid. Cost-model time units count as ms here.
+  int dp = 1, tp = 1;
+  double param_mb = 0, bucket_mb = schedule::kDefaultBucketMiB;
+  double dp_latency_us = 10, dp_gbps = 25;
+  double tp_latency_us = 5, tp_gbps = 150, tp_mb = 0, tp_layers = 1, tp_comm = 0;
   bool grid = false, json = false, print = false;
   std::string svg, trace, export_csv;
   std::string csv_format = "compute_only";
@@ -78,6 +85,29 @@ void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
   }
 }
 
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Uniform per-rank costs (uniform_cost_model), plus the grid's: each stage's
+// parameters (a rank's --param-mb over its v chunks) in --bucket-mb buckets,
+// the dp link, and each F, B and I's tensor-parallel all-reduces.
+sim::CostModel grid_costs(const schedule::Schedule& s, const CLI::App& cmd, const SimulateFlags& f) {
+  sim::CostModel costs = sim::uniform_cost_model(s, f.tf, f.tb, f.tw, f.comm);
+  const double v = s.map == schedule::StageMap::Bidirectional ? 1.0 : s.stages_per_rank();
+  const double stage_bytes = f.param_mb * kMiB / v;
+  const std::vector<double> buckets = schedule::even_gradient_buckets(stage_bytes, f.bucket_mb * kMiB);
+  const sim::Link tp_link{f.tp_latency_us / 1e3, f.tp_gbps * 1e6};
+  const double tp_comm =
+      f.tp > 1 ? (f.tp_comm + sim::tp_comm_time(f.tp, f.tp_layers, f.tp_mb * kMiB, tp_link)) / v : 0;
+  for (sim::StageCost& stage : costs.stages) {
+    if (cmd.count("--param-mb")) stage.parameter_bytes = stage_bytes;
+    stage.bucket_bytes = buckets;
+    stage.tp_comm = tp_comm;
+  }
+  costs.dp = f.dp;
+  costs.dp_link = sim::Link{f.dp_latency_us / 1e3, f.dp_gbps * 1e6};
+  return costs;
+}
+
 int run(const CLI::App& cmd, const SimulateFlags& f) {
   check_flags(cmd, f);
   check_stdout_open();
@@ -88,14 +118,24 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
     outputs.push_back({"--export-csv", f.export_csv});
   check_output_paths(outputs, {{"--schedule-file", f.schedule_file}});
 
-  if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty()) {
+  // The grid's sizes are checked before a large schedule is built.
+  if (!cmd.count("--schedule-file")) topology::Topology(f.dp, f.pp, f.tp);
+  // The stats-only path knows neither REDUCE_GRAD nor tp charges: dp = tp = 1 only.
+  if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty() && f.dp == 1 &&
+      f.tp == 1) {
     std::cout << simulate_stats_json(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm}).dump()
               << "\n";
     flush_stdout();
     return 0;
   }
-  const schedule::Schedule s = load(f);
-  const sim::Result result = sim::simulate(s, sim::uniform_cost_model(s, f.tf, f.tb, f.tw, f.comm));
+  schedule::Schedule s = load(f);
+  topology::Topology(f.dp, s.ranks, f.tp);
+  const sim::CostModel costs = grid_costs(s, cmd, f);
+  // A file's own REDUCE_GRADs stay; generated schedules get theirs here.
+  if (f.dp > 1 && !s.has_grad_reductions())
+    s = schedule::add_grad_reductions(
+        s, f.dp, std::vector<int>(s.stages, costs.stages.empty() ? 1 : costs.stages[0].bucket_count()));
+  const sim::Result result = sim::simulate(s, costs);
   const sim::Stats& st = result.stats;
   for (const NamedPath& out : outputs) {
     if (out.flag == "--export-csv") {
@@ -121,6 +161,13 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
         {"peak_inflight", st.peak_inflight},
         {"peak_activation_bytes", st.peak_activation_bytes},
         {"parameter_bytes", st.parameter_bytes},
+        {"dp", f.dp},
+        {"tp", f.tp},
+        {"world_size", static_cast<long>(f.dp) * s.ranks * f.tp},
+        {"buckets_per_stage", costs.stages.empty() ? 0 : costs.stages[0].bucket_count()},
+        {"reduce_grad", st.reduce_grad},
+        {"exposed_reduction", st.exposed_reduction},
+        {"tp_comm_per_action", costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm},
         {"actions", s.action_count()},
     };
     std::cout << out.dump() << "\n";
@@ -129,6 +176,17 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   }
   std::cout << "schedule " << s.name << "  pp=" << s.ranks << "  microbatches=" << s.microbatches
             << "  stages=" << s.stages << "  map=" << schedule::to_string(s.map) << "\n";
+  if (f.dp > 1 || f.tp > 1 || s.has_grad_reductions()) {
+    std::cout << "grid dp=" << f.dp << " x pp=" << s.ranks << " x tp=" << f.tp << " ("
+              << static_cast<long>(f.dp) * s.ranks * f.tp << " ranks)  buckets per stage "
+              << (costs.stages.empty() ? 0 : costs.stages[0].bucket_count()) << "  tp comm per action "
+              << (costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm) << "\n";
+    std::cout << "rank  reduce-grad  exposed\n";
+    for (int r = 0; r < s.ranks; ++r) {
+      std::cout << std::setw(4) << r << "  " << std::setw(11) << st.reduce_grad[r] << "  "
+                << std::setw(7) << st.exposed_reduction[r] << "\n";
+    }
+  }
   std::cout << "makespan " << st.makespan << "  steady step " << st.steady_step << "  bubble "
             << std::fixed << std::setprecision(2) << 100.0 * st.bubble_fraction << "%"
             << std::defaultfloat << "\n";
@@ -155,6 +213,16 @@ const CLI::Validator kTime(
       return "must be a finite number >= 0, got " + printable(text);
     },
     "TIME", "time");
+
+// A size: a finite number > 0.
+const CLI::Validator kPositive(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double x = std::strtod(text.c_str(), &end);
+      if (end != text.c_str() && *end == '\0' && std::isfinite(x) && x > 0) return "";
+      return "must be a finite number > 0, got " + printable(text);
+    },
+    "SIZE", "size");
 
 }  // namespace
 
@@ -189,6 +257,38 @@ Action add_simulate(CLI::App& app) {
   cmd->add_option("--memory-limit", flags->memory_limit,
                   "zb-auto: most micro-batches a rank holds between F and I (default p, 1F1B's)")
       ->check(CLI::Range(1, schedule::kMaxMicrobatches));
+  cmd->add_option("--dp", flags->dp,
+                  "Data-parallel replicas: each stage's gradients are all-reduced (REDUCE_GRAD) "
+                  "over dp ranks after its last backward, overlapping the rest of the step")
+      ->capture_default_str();
+  cmd->add_option("--tp", flags->tp,
+                  "Tensor-parallel ranks per stage: every F, B and I pays its tp all-reduces "
+                  "(--tp-comm, and 2 per --tp-layers of --tp-mb each)")
+      ->capture_default_str();
+  cmd->add_option("--param-mb", flags->param_mb,
+                  "Parameters of a rank's share of the model, MiB (the bytes REDUCE_GRAD reduces)")
+      ->capture_default_str()->check(kTime);
+  cmd->add_option("--bucket-mb", flags->bucket_mb, "Gradient bucket size, MiB, as DDP's bucket_cap_mb")
+      ->capture_default_str()->check(kPositive);
+  cmd->add_option("--dp-latency-us", flags->dp_latency_us,
+                  "Latency of one step of the dp ring all-reduce, us (cost-model units are ms)")
+      ->capture_default_str()->check(kTime);
+  cmd->add_option("--dp-gbps", flags->dp_gbps, "Bandwidth of the dp links, GB/s (1e9 bytes/s); 0: infinite")
+      ->capture_default_str()->check(kTime);
+  cmd->add_option("--tp-latency-us", flags->tp_latency_us, "Latency of one step of a tp ring all-reduce, us")
+      ->capture_default_str()->check(kTime);
+  cmd->add_option("--tp-gbps", flags->tp_gbps, "Bandwidth of the tp links, GB/s; 0: infinite")
+      ->capture_default_str()->check(kTime);
+  cmd->add_option("--tp-mb", flags->tp_mb,
+                  "Activation a tp all-reduce moves (b * s * h * element size), MiB")
+      ->capture_default_str()->check(kTime);
+  cmd->add_option("--tp-layers", flags->tp_layers,
+                  "Transformer layers in a rank's share: 2 tp all-reduces each per F and per B or I")
+      ->capture_default_str()->check(kTime);
+  cmd->add_option("--tp-comm", flags->tp_comm,
+                  "Extra time a rank's share spends in tp communication per F and per B or I "
+                  "(with --tp > 1), added to the all-reduces above")
+      ->capture_default_str()->check(kTime);
   cmd->add_flag("--grid", flags->grid, "Print the timeline as a text grid");
   cmd->add_flag("--print-schedule", flags->print, "Print the lowered schedule in compact notation");
   cmd->add_option("--svg", flags->svg, "Write an SVG Gantt chart");

@@ -172,6 +172,10 @@ void Executor::run_action(Step& step, size_t index) {
   };
 
   switch (a.kind) {
+    case ActionKind::REDUCE_GRAD:
+      // The runtime runs dp = 1 only (world size = pp), where reducing over a
+      // group of one is the identity; PyTorch's CSVs carry REDUCE_GRAD even so.
+      return;
     case ActionKind::F: {
       if (s == 0) {
         step.input[c] = step.inputs[mb];

@@ -11,7 +11,7 @@ namespace baton::schedule {
 namespace {
 
 constexpr std::array<std::string_view, kActionKindCount> kNames = {
-    "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B"};
+    "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "REDUCE_GRAD"};
 
 // Reads the digits at `pos`, advancing past all of them. Returns their value,
 // -1 if there are none, or `limit` + 1 if the value exceeds `limit`.
@@ -37,7 +37,10 @@ bool is_compute(ActionKind kind) {
          kind == ActionKind::W;
 }
 
-bool is_communication(ActionKind kind) { return !is_compute(kind); }
+bool is_communication(ActionKind kind) {
+  return kind == ActionKind::SEND_F || kind == ActionKind::RECV_F || kind == ActionKind::SEND_B ||
+         kind == ActionKind::RECV_B;
+}
 
 std::string to_string(const Action& action) {
   std::string out = std::to_string(action.stage);
@@ -62,7 +65,11 @@ Action parse_action(std::string_view token) {
     if (kNames[k] == kind_text) kind_index = k;
   }
   BATON_CHECK(kind_index >= 0, "[schedule.parse] action ", quoted, " has unknown kind \"",
-              printable(kind_text), "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B or RECV_B)");
+              printable(kind_text),
+              "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B or REDUCE_GRAD)");
+  // PyTorch's "1REDUCE_GRAD" reduces the stage's gradients: bucket 0 of one.
+  if (kind_index == static_cast<int>(ActionKind::REDUCE_GRAD) && pos == token.size())
+    return Action{ActionKind::REDUCE_GRAD, static_cast<int>(stage), 0};
   const size_t microbatch_start = pos;
   const long microbatch = read_number(token, pos, kMaxMicrobatches - 1);
   BATON_CHECK(microbatch >= 0 && pos == token.size(), "[schedule.parse] action ", quoted,

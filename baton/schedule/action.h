@@ -4,7 +4,10 @@
 // output of its forward of micro-batch 5 to stage 2; "2RECV_F5" = stage 2
 // receives that input. SEND_B/RECV_B carry input gradients backwards: stage s
 // sends to stage s-1 ("sSEND_Bm"), and stage s receives from stage s+1
-// ("sRECV_Bm").
+// ("sRECV_Bm"). "1REDUCE_GRAD0" = stage 1 all-reduces gradient bucket 0 over
+// its data-parallel group: for REDUCE_GRAD the micro-batch slot holds the
+// bucket index (bucket 0 holds the stage's last layers, reduced first, as in
+// DDP). PyTorch writes it without a number ("1REDUCE_GRAD"), read as bucket 0.
 #pragma once
 
 #include <cstdint>
@@ -22,15 +25,23 @@ enum class ActionKind : std::uint8_t {
   RECV_F,  // receive forward activation from stage - 1
   SEND_B,  // send input gradient to stage - 1
   RECV_B,  // receive output gradient from stage + 1
+  REDUCE_GRAD,  // all-reduce one gradient bucket of the stage over the dp group
 };
 
-inline constexpr int kActionKindCount = 8;
+inline constexpr int kActionKindCount = 9;
 
 // "F", "B", "I", "W", "SEND_F", ...
 std::string_view to_string(ActionKind kind);
 
 bool is_compute(ActionKind kind);        // F, B, I, W
-bool is_communication(ActionKind kind);  // SEND_*, RECV_*
+bool is_communication(ActionKind kind);  // SEND_*, RECV_* (point to point)
+// A rank-local collective over the stage's dp group; it runs on the rank's
+// communication stream and does not hold up the compute after it.
+inline bool is_reduction(ActionKind kind) { return kind == ActionKind::REDUCE_GRAD; }
+// The backwards that produce weight gradients (what REDUCE_GRAD reduces).
+inline bool is_weight_backward(ActionKind kind) {
+  return kind == ActionKind::B || kind == ActionKind::W;
+}
 // The backward that produces the input gradient the previous stage waits for.
 inline bool is_input_backward(ActionKind kind) {
   return kind == ActionKind::B || kind == ActionKind::I;
@@ -39,7 +50,7 @@ inline bool is_input_backward(ActionKind kind) {
 struct Action {
   ActionKind kind = ActionKind::F;
   int stage = 0;
-  int microbatch = 0;
+  int microbatch = 0;  // REDUCE_GRAD: the bucket index
 
   friend bool operator==(const Action& a, const Action& b) {
     return a.kind == b.kind && a.stage == b.stage && a.microbatch == b.microbatch;
@@ -47,7 +58,7 @@ struct Action {
   friend bool operator!=(const Action& a, const Action& b) { return !(a == b); }
 };
 
-// "2F5"
+// "2F5", "1REDUCE_GRAD0"
 std::string to_string(const Action& action);
 
 // Parses one token of compact notation; throws baton::Error naming the token.

@@ -21,7 +21,7 @@ namespace {
 constexpr size_t kLocatedMarks = 4;
 
 // PyTorch action kinds baton drops on reading (see the header).
-constexpr std::string_view kDropped[] = {"UNSHARD", "RESHARD", "REDUCE_GRAD", "WAIT_REDUCE_GRAD"};
+constexpr std::string_view kDropped[] = {"UNSHARD", "RESHARD", "WAIT_REDUCE_GRAD"};
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
@@ -110,7 +110,7 @@ class RowReader {
       std::string_view reason = e.what();
       const std::string_view prefix = "[schedule.parse] ";
       if (reason.substr(0, prefix.size()) == prefix) reason.remove_prefix(prefix.size());
-      const std::string_view hint = " (expected F, B, I, W, SEND_F, RECV_F, SEND_B or RECV_B)";
+      const std::string_view hint = " (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B or REDUCE_GRAD)";
       if (reason.size() > hint.size() && reason.substr(reason.size() - hint.size()) == hint) {
         reason.remove_suffix(hint.size());
         fail(column, std::string(reason) +
@@ -267,16 +267,24 @@ std::string format_csv(const Schedule& schedule, CsvFormat format) {
     std::vector<Action> sends;
     std::vector<bool> waited;
     std::unordered_map<uint64_t, size_t> forward_sends;
+    // A stage reduced in one bucket is written as PyTorch does, "1REDUCE_GRAD".
+    std::unordered_map<int, int> buckets;
+    for (const Action& a : list)
+      if (is_reduction(a.kind)) ++buckets[a.stage];
     bool first = true;
     auto write = [&](const Action& a, std::string_view kind) {
       out += first ? "" : ",";
-      out += kind.empty()
-                 ? to_string(a)
-                 : std::to_string(a.stage) + std::string(kind) + std::to_string(a.microbatch);
+      if (is_reduction(a.kind) && buckets[a.stage] == 1 && a.microbatch == 0) {
+        out += std::to_string(a.stage) + "REDUCE_GRAD";
+      } else {
+        out += kind.empty()
+                   ? to_string(a)
+                   : std::to_string(a.stage) + std::string(kind) + std::to_string(a.microbatch);
+      }
       first = false;
     };
     for (const Action& a : list) {
-      if (!comms && !is_compute(a.kind)) continue;
+      if (!comms && !is_compute(a.kind) && !is_reduction(a.kind)) continue;
       write(a, "");
       if (!comms) continue;
       if (a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B) {

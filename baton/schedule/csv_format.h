@@ -2,8 +2,8 @@
 // _dump_csv writes it: one row per rank (line r + 1 is rank r), one action per
 // field in the compact notation that baton shares with PyTorch's _Action
 // ("2F5", "1SEND_F5", "2RECV_F5"). Two formats:
-//  - compute_only: F, B, I, W. Empty fields (PyTorch's idle steps) are skipped;
-//    every row needs at least one compute action.
+//  - compute_only: F, B, I, W (and REDUCE_GRAD). Empty fields (PyTorch's idle
+//    steps) are skipped; every row needs at least one compute action.
 //  - compute_comms: the lowered schedule, with SEND_F, RECV_F, SEND_B, RECV_B
 //    and PyTorch's WAIT_SEND_F / WAIT_SEND_B (one after each send).
 //
@@ -14,9 +14,12 @@
 //    moves to right before its consumer, which must come later in its row.
 //  - WAIT_SEND_*: dropped (baton's executor waits for its sends at the end of
 //    the step); each must follow its SEND in the row.
-//  - UNSHARD, RESHARD (FSDP), REDUCE_GRAD, WAIT_REDUCE_GRAD (data-parallel
-//    reduction): dropped; baton has neither sharded stages nor a REDUCE_GRAD
-//    action yet.
+//  - REDUCE_GRAD: baton's REDUCE_GRAD; PyTorch's "1REDUCE_GRAD" is bucket 0
+//    of stage 1, and a stage reduced in one bucket is written back that way
+//    (several buckets as "1REDUCE_GRAD0", "1REDUCE_GRAD1", which PyTorch's
+//    _Action parser reads too).
+//  - UNSHARD, RESHARD (FSDP), WAIT_REDUCE_GRAD: dropped; baton has no sharded
+//    stages, and its runtime waits for reductions at the end of the step.
 //  - "(0F3;4B1)OVERLAP_F_B": its sub-actions, in order.
 // Writing compute_comms, a WAIT_SEND_F follows the local backward of the same
 // stage and micro-batch (by then the peer has consumed the activation, so the

@@ -26,6 +26,10 @@ Schedule lower(const Schedule& schedule) {
     std::vector<Action>& list = out.actions[r];
     list.clear();
     for (const Action& a : schedule.actions[r]) {
+      if (is_reduction(a.kind)) {  // rank-local; its number is a bucket
+        list.push_back(a);
+        continue;
+      }
       const int s = a.stage, mb = a.microbatch;
       const bool from_prev = s > 0 && placement.rank_of(s - 1, mb) != r;
       const bool from_next = s + 1 < S && placement.rank_of(s + 1, mb) != r;

@@ -40,6 +40,13 @@ bool Schedule::has_communication() const {
   return false;
 }
 
+bool Schedule::has_grad_reductions() const {
+  for (const auto& list : actions)
+    for (const auto& a : list)
+      if (is_reduction(a.kind)) return true;
+  return false;
+}
+
 bool Schedule::splits_backward() const {
   for (const auto& list : actions)
     for (const auto& a : list)

@@ -35,7 +35,8 @@ struct Schedule {
 
   // v: stage chunks a rank holds (2 for V and bidirectional).
   int stages_per_rank() const;
-  bool has_communication() const;
+  bool has_communication() const;   // any SEND/RECV
+  bool has_grad_reductions() const;  // any REDUCE_GRAD
   bool splits_backward() const;  // any I or W action
   size_t action_count() const;
 };

@@ -204,7 +204,8 @@ void infer_shape(Schedule& schedule, size_t action_count) {
   for (const auto& list : schedule.actions)
     for (const auto& a : list) {
       max_stage = std::max(max_stage, a.stage);
-      max_microbatch = std::max(max_microbatch, a.microbatch);
+      // A REDUCE_GRAD's number is a bucket, not a micro-batch.
+      if (!is_reduction(a.kind)) max_microbatch = std::max(max_microbatch, a.microbatch);
     }
   schedule.stages = max_stage + 1;
   schedule.microbatches = max_microbatch + 1;

@@ -1,11 +1,13 @@
 #include "baton/schedule/validate.h"
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
+#include "baton/schedule/limits.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/walk.h"
 
@@ -40,6 +42,7 @@ struct Occurrences {
     for (int r = 0; r < schedule.ranks; ++r) {
       for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
         const Action& a = schedule.actions[r][i];
+        if (is_reduction(a.kind)) continue;  // its number is a bucket
         const size_t k = static_cast<size_t>(a.kind);
         const size_t cell = static_cast<size_t>(a.stage) * microbatches + a.microbatch;
         if (count[k][cell]++ == 0) first[k][cell] = {r, i};
@@ -64,6 +67,16 @@ void check_shape(const Schedule& schedule) {
   for (int r = 0; r < schedule.ranks; ++r) {
     for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
       const Action& a = schedule.actions[r][i];
+      if (is_reduction(a.kind)) {
+        if (a.stage < 0 || a.stage >= schedule.stages || a.microbatch < 0 ||
+            a.microbatch >= kMaxMicrobatches) {
+          fail(schedule,
+               detail::concat("rank ", r, ": ", to_string(a), " is out of range (stages 0..",
+                              schedule.stages - 1, ", buckets 0..", kMaxMicrobatches - 1, ")"),
+               {{r, i}});
+        }
+        continue;
+      }
       if (a.stage < 0 || a.stage >= schedule.stages || a.microbatch < 0 ||
           a.microbatch >= schedule.microbatches) {
         fail(schedule,
@@ -184,6 +197,87 @@ void check_communication(const Schedule& schedule, const Placement& placement,
   }
 }
 
+// REDUCE_GRAD: on a rank holding its stage, after that stage's last backward
+// there (B or W: what makes weight gradients), each bucket once; and if any
+// stage is reduced, every stage on every rank, in buckets 0..n-1 with the
+// same n wherever the stage is held.
+void check_grad_reductions(const Schedule& schedule) {
+  if (!schedule.has_grad_reductions()) return;
+  struct Reduced {
+    std::map<int, size_t> buckets;  // bucket -> index in the rank's list
+  };
+  std::map<int, int> bucket_count;        // stage -> n, from its first holder
+  std::map<int, std::pair<int, size_t>> first_holder;  // stage -> a REDUCE_GRAD of it
+  for (int r = 0; r < schedule.ranks; ++r) {
+    const auto& list = schedule.actions[r];
+    std::map<int, size_t> last_backward;  // stage -> index of its last B or W here
+    std::map<int, Reduced> reduced;       // stage -> its reductions here
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Action& a = list[i];
+      if (is_compute(a.kind)) {
+        reduced.emplace(a.stage, Reduced{});
+        if (is_weight_backward(a.kind)) last_backward[a.stage] = i;
+      }
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Action& a = list[i];
+      if (!is_reduction(a.kind)) continue;
+      const auto held = reduced.find(a.stage);
+      if (held == reduced.end()) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " reduces the gradients of stage ",
+                            a.stage, ", which rank ", r, " does not compute"),
+             {{r, i}});
+      }
+      const auto last = last_backward.find(a.stage);
+      if (last != last_backward.end() && last->second > i) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " comes before ",
+                            to_string(list[last->second]), "; a stage's gradient reduction "
+                            "must follow its last backward (B or W) on the rank"),
+             {{r, i}, {r, last->second}});
+      }
+      const auto [at, inserted] = held->second.buckets.emplace(a.microbatch, i);
+      if (!inserted) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a),
+                            " appears twice; each bucket of a stage is reduced once"),
+             {{r, at->second}, {r, i}});
+      }
+    }
+    for (const auto& [stage, seen] : reduced) {
+      const int n = static_cast<int>(seen.buckets.size());
+      if (n == 0) {
+        Marks marks;
+        const auto last = last_backward.find(stage);
+        if (last != last_backward.end()) marks.push_back({r, last->second});
+        fail(schedule,
+             detail::concat("rank ", r, " computes stage ", stage,
+                            " but reduces none of its gradients; once a schedule has "
+                            "REDUCE_GRAD, every stage on every rank needs its buckets reduced"),
+             marks);
+      }
+      if (seen.buckets.rbegin()->first != n - 1) {
+        fail(schedule,
+             detail::concat("rank ", r, " reduces ", n, " buckets of stage ", stage,
+                            " but names bucket ", seen.buckets.rbegin()->first,
+                            "; buckets are numbered 0..", n - 1),
+             {{r, seen.buckets.rbegin()->second}});
+      }
+      const auto [known, first] = bucket_count.emplace(stage, n);
+      if (first) {
+        first_holder[stage] = {r, seen.buckets.begin()->second};
+      } else if (known->second != n) {
+        fail(schedule,
+             detail::concat("stage ", stage, " is reduced in ", known->second, " buckets on rank ",
+                            first_holder[stage].first, " but in ", n, " on rank ", r,
+                            "; every holder of a stage reduces the same buckets"),
+             {first_holder[stage], {r, seen.buckets.begin()->second}});
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void validate(const Schedule& schedule) {
@@ -193,6 +287,7 @@ void validate(const Schedule& schedule) {
   check_one_rank_per_cell(schedule);
   const Placement placement(schedule);
   check_communication(schedule, placement, seen);
+  check_grad_reductions(schedule);
 
   const WalkResult walked = walk(schedule, placement);
   if (walked.complete) return;

@@ -8,6 +8,10 @@
 //  - communication (lowered schedules): where consecutive stages of a
 //    micro-batch sit on different ranks, exactly one SEND on the producer's
 //    rank and one RECV on the consumer's; none between stages on one rank;
+//  - gradient reductions (REDUCE_GRAD, if any): each on a rank that computes
+//    its stage, after that stage's last B or W there, each bucket once; every
+//    stage on every rank reduced in buckets 0..n-1, with the same n on every
+//    rank holding the stage;
 //  - order and deadlock: a dry run (walk()) must run every action. A rank
 //    stuck on an action of its own (B before F, W before I, F of stage 3
 //    before stage 2 on the same rank, F before its RECV) is an order error;

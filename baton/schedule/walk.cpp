@@ -85,6 +85,10 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
         return progress.at(ActionKind::SEND_B, s + 1, mb) ? true
                                                           : need(ActionKind::SEND_B, s + 1, producer);
       }
+      // Rank-local: the validator checks statically that it follows the
+      // stage's backwards on its rank; every dp replica runs the same list.
+      case ActionKind::REDUCE_GRAD:
+        return true;
     }
     return false;
   };
@@ -113,10 +117,11 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
         break;
       }
       if (visit) visit(r, i, producer);
+      ++i;
+      if (is_reduction(a.kind)) continue;  // its number is a bucket; it wakes no one
       progress.at(a.kind, a.stage, a.microbatch) = 1;
       if (a.stage > 0) wake(placement.rank_of(a.stage - 1, a.microbatch));
       if (a.stage + 1 < S) wake(placement.rank_of(a.stage + 1, a.microbatch));
-      ++i;
     }
   }
   result.complete = true;

@@ -12,6 +12,18 @@ double CostModel::comm_time(int stage) const {
   return t;
 }
 
+double ring_allreduce_time(int group_size, double bytes, const Link& link) {
+  if (group_size <= 1) return 0;
+  const double steps = 2.0 * (group_size - 1);
+  double t = steps * link.latency;
+  if (link.bytes_per_time > 0) t += steps / group_size * bytes / link.bytes_per_time;
+  return t;
+}
+
+double tp_comm_time(int tp, double layers, double activation_bytes, const Link& link) {
+  return 2 * layers * ring_allreduce_time(tp, activation_bytes, link);
+}
+
 CostModel uniform_cost_model(const schedule::Schedule& schedule, double tf, double tb, double tw,
                              double comm) {
   auto time = [](double t) { return std::isfinite(t) && t >= 0; };

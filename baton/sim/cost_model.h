@@ -1,5 +1,16 @@
 // What the simulator charges for each action: per-stage compute times,
-// activation and parameter bytes, and the link between ranks.
+// activation and parameter bytes, the link between pipeline ranks, and the
+// collectives of data and tensor parallelism.
+//
+// Collectives are ring all-reduces: over a group of d ranks, n bytes take
+//   2 (d - 1) / d * n / bandwidth + 2 (d - 1) * latency
+// (reduce-scatter then all-gather, 2 (d - 1) steps), and nothing when d = 1.
+//  - REDUCE_GRAD (data parallelism) all-reduces one gradient bucket of its
+//    stage over the dp group, on the rank's communication stream.
+//  - Tensor parallelism adds StageCost::tp_comm to every F and every B or I
+//    (W needs no tp all-reduce): the time of the all-reduces of activations
+//    inside the stage, on the critical path (Megatron-LM: 2 in the forward
+//    and 2 in the backward of each transformer layer; see tp_comm_time()).
 #pragma once
 
 #include <vector>
@@ -16,17 +27,46 @@ struct StageCost {
   double weight_stash_bytes = 0;  // of those, held on from I until W (inputs W needs)
   double boundary_bytes = 0;      // output activation sent to the next stage (and its gradient back)
   double parameter_bytes = 0;
+  // Gradient buckets in reduction order (bucket 0 first: the last layers'),
+  // in bytes; empty means one bucket of parameter_bytes.
+  std::vector<double> bucket_bytes;
+  // Time an F, and a B or I, spends in tensor-parallel all-reduces.
+  double tp_comm = 0;
+
+  int bucket_count() const { return bucket_bytes.empty() ? 1 : static_cast<int>(bucket_bytes.size()); }
+  double bucket(int k) const { return bucket_bytes.empty() ? parameter_bytes : bucket_bytes[k]; }
 };
+
+// A link: per-message latency and bandwidth (0 means infinite).
+struct Link {
+  double latency = 0;
+  double bytes_per_time = 0;
+};
+
+// The ring all-reduce time above; 0 for a group of one.
+// REQUIRES: group_size >= 1, bytes >= 0.
+double ring_allreduce_time(int group_size, double bytes, const Link& link);
+
+// Megatron-LM's tensor-parallel cost of `layers` transformer layers for one
+// F (or one B/I): 2 all-reduces per layer of `activation_bytes` (b * s * h *
+// element size) over the tp group.
+double tp_comm_time(int tp, double layers, double activation_bytes, const Link& link);
 
 struct CostModel {
   std::vector<StageCost> stages;  // one per stage of the schedule
   double comm_latency = 0;        // time from a producing action's end to its output's arrival
   double comm_bytes_per_time = 0; // link bandwidth; 0 means infinite
+  int dp = 1;                     // the data-parallel group REDUCE_GRAD reduces over
+  Link dp_link;
 
   // Time to move the boundary between stage `stage` and `stage + 1`.
   double comm_time(int stage) const;
   double backward(int stage) const {
     return stages[stage].input_backward + stages[stage].weight_backward;
+  }
+  // REDUCE_GRAD of bucket `bucket` of `stage`. REQUIRES: bucket < bucket_count().
+  double reduce_grad_time(int stage, int bucket) const {
+    return ring_allreduce_time(dp, stages[stage].bucket(bucket), dp_link);
   }
 };
 

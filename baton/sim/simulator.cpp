@@ -21,15 +21,24 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
   BATON_CHECK(fine(costs.comm_latency) && fine(costs.comm_bytes_per_time),
               "[sim.costs] communication latency and bandwidth must be finite and non-negative "
               "(latency=", costs.comm_latency, ", bytes per time=", costs.comm_bytes_per_time, ")");
+  BATON_CHECK(costs.dp >= 1 && fine(costs.dp_link.latency) && fine(costs.dp_link.bytes_per_time),
+              "[sim.costs] the data-parallel group needs dp >= 1 and a finite, non-negative "
+              "latency and bandwidth (dp=", costs.dp, ", latency=", costs.dp_link.latency,
+              ", bytes per time=", costs.dp_link.bytes_per_time, ")");
   for (size_t s = 0; s < costs.stages.size(); ++s) {
     const StageCost& c = costs.stages[s];
     BATON_CHECK(fine(c.forward) && fine(c.input_backward) && fine(c.weight_backward) &&
                     fine(c.activation_bytes) && fine(c.weight_stash_bytes) &&
-                    fine(c.boundary_bytes) && fine(c.parameter_bytes),
+                    fine(c.boundary_bytes) && fine(c.parameter_bytes) && fine(c.tp_comm),
                 "[sim.costs] stage ", s, ": costs must be finite and non-negative (F=", c.forward,
                 ", I=", c.input_backward, ", W=", c.weight_backward, ", activation bytes=",
                 c.activation_bytes, ", stash bytes=", c.weight_stash_bytes, ", boundary bytes=",
-                c.boundary_bytes, ", parameter bytes=", c.parameter_bytes, ")");
+                c.boundary_bytes, ", parameter bytes=", c.parameter_bytes, ", tp comm=",
+                c.tp_comm, ")");
+    for (size_t k = 0; k < c.bucket_bytes.size(); ++k) {
+      BATON_CHECK(fine(c.bucket_bytes[k]), "[sim.costs] stage ", s, " bucket ", k,
+                  ": bytes must be finite and non-negative, got ", c.bucket_bytes[k]);
+    }
   }
   // Each action may wait for one transfer at most; charge one to every action.
   double transfer = 0;
@@ -38,14 +47,24 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
   for (const auto& list : schedule.actions) {
     for (const Action& a : list) {
       const StageCost& c = costs.stages[a.stage];
+      if (schedule::is_reduction(a.kind)) {
+        BATON_CHECK(a.microbatch < c.bucket_count(), "[sim.costs] ", schedule::to_string(a),
+                    " reduces bucket ", a.microbatch, " but the cost model gives stage ", a.stage,
+                    " ", c.bucket_count(), " bucket", c.bucket_count() == 1 ? "" : "s");
+        time += costs.reduce_grad_time(a.stage, a.microbatch);
+        continue;
+      }
       time += transfer;
-      if (a.kind == ActionKind::F) time += c.forward, bytes += c.activation_bytes;
-      if (a.kind == ActionKind::B) time += c.input_backward + c.weight_backward;
-      if (a.kind == ActionKind::I) time += c.input_backward;
+      if (a.kind == ActionKind::F) time += c.forward + c.tp_comm, bytes += c.activation_bytes;
+      if (a.kind == ActionKind::B) time += c.input_backward + c.weight_backward + c.tp_comm;
+      if (a.kind == ActionKind::I) time += c.input_backward + c.tp_comm;
       if (a.kind == ActionKind::W) time += c.weight_backward;
     }
   }
-  for (const StageCost& c : costs.stages) bytes += c.parameter_bytes;
+  for (const StageCost& c : costs.stages) {
+    bytes += c.parameter_bytes;
+    for (double b : c.bucket_bytes) bytes += b;
+  }
   BATON_CHECK(time <= kMaxTotalCost, "[sim.costs] schedule \"", printable(schedule.name),
               "\": the times of its ", schedule.action_count(),
               " actions and their transfers add up to ", time, ", more than the limit of ",
@@ -56,8 +75,10 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
 }
 
 // Runs one step with rank r free from `free_at[r]` on, and returns when each
-// rank is free again. With `result`, records the events and the memory
-// statistics, and each rank's first start into `first_start`.
+// rank is free again: its compute done and its gradient reductions (on its
+// communication stream) finished. With `result`, records the events and the
+// memory and reduction statistics, and each rank's first start into
+// `first_start`.
 std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel& costs,
                              const schedule::Placement& placement, std::vector<double> free_at,
                              Result* result, std::vector<double>* first_start) {
@@ -68,6 +89,7 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
   std::vector<double> sent_forward(cells, 0), sent_backward(cells, 0);
   std::vector<double> activations(p, 0);
   std::vector<int> inflight(p, 0);
+  std::vector<double> comm_free = free_at;  // each rank's communication stream
 
   auto run = [&](int r, size_t index, int producer) {
     const Action& a = schedule.actions[r][index];
@@ -82,18 +104,28 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
       case ActionKind::RECV_B:
         free_at[r] = std::max(free_at[r], sent_backward[cell(s + 1, mb)] + costs.comm_time(s));
         return;
+      case ActionKind::REDUCE_GRAD: {
+        // Issued when the rank's compute reaches it; the compute goes on.
+        const double start = std::max(free_at[r], comm_free[r]);
+        comm_free[r] = start + costs.reduce_grad_time(s, mb);
+        if (!result) return;
+        if ((*first_start)[r] < 0) (*first_start)[r] = start;
+        result->timeline.events.push_back({r, s, mb, a.kind, start, comm_free[r]});
+        result->stats.reduce_grad[r] += comm_free[r] - start;
+        return;
+      }
       default: break;
     }
     double start = free_at[r];
     double duration = 0;
     if (a.kind == ActionKind::F) {
       if (producer >= 0) start = std::max(start, forward_end[cell(s - 1, mb)] + costs.comm_time(s - 1));
-      duration = cost.forward;
+      duration = cost.forward + cost.tp_comm;
     } else if (a.kind == ActionKind::W) {
       duration = cost.weight_backward;
     } else {
       if (producer >= 0) start = std::max(start, backward_end[cell(s + 1, mb)] + costs.comm_time(s));
-      duration = a.kind == ActionKind::B ? costs.backward(s) : cost.input_backward;
+      duration = (a.kind == ActionKind::B ? costs.backward(s) : cost.input_backward) + cost.tp_comm;
     }
     const double end = start + duration;
     free_at[r] = end;
@@ -121,6 +153,10 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
   const schedule::WalkResult walked = schedule::walk(schedule, placement, run);
   BATON_CHECK(walked.complete, "[sim.simulate] schedule \"", schedule.name,
               "\" cannot run to the end; validate it first");
+  for (int r = 0; r < p; ++r) {
+    if (result) result->stats.exposed_reduction[r] = std::max(0.0, comm_free[r] - free_at[r]);
+    free_at[r] = std::max(free_at[r], comm_free[r]);
+  }
   return free_at;
 }
 
@@ -170,6 +206,8 @@ Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
   stats.peak_inflight.assign(p, 0);
   stats.peak_activation_bytes.assign(p, 0);
   stats.parameter_bytes.assign(p, 0);
+  stats.reduce_grad.assign(p, 0);
+  stats.exposed_reduction.assign(p, 0);
   for (int r = 0; r < p; ++r)
     for (int s : placement.stages_of_rank(r)) stats.parameter_bytes[r] += costs.stages[s].parameter_bytes;
 

@@ -3,6 +3,10 @@
 // and its input is there; sends are asynchronous and cost the sender nothing;
 // an input made on another rank arrives comm_time after the action that made
 // it ends (or after its SEND, in a lowered schedule).
+// A REDUCE_GRAD runs on its rank's communication stream: it starts when the
+// rank's compute reaches it and the stream is free, takes the ring all-reduce
+// time of its bucket (cost_model.h), and holds up no compute; a rank's part of
+// the step ends when both its compute and its reductions are done.
 #pragma once
 
 #include <vector>
@@ -21,7 +25,7 @@ struct Stats {
   // ranks). At most the makespan; at least the busiest rank's busy time.
   double steady_step = 0;
   double bubble_fraction = 0;  // 1 - sum of busy time / (ranks * makespan)
-  std::vector<double> busy;    // per rank
+  std::vector<double> busy;    // per rank: compute time (F, B, I, W)
   // Per rank: idle time between its first action's start and its last's end.
   std::vector<double> idle_within_span;
   // Per rank: peak activation memory counted in micro-batches' worth of one
@@ -31,6 +35,10 @@ struct Stats {
   std::vector<int> peak_inflight;
   std::vector<double> peak_activation_bytes;  // per rank
   std::vector<double> parameter_bytes;        // per rank: the stages it holds
+  // Per rank: time its REDUCE_GRADs take in all, and how much of it is
+  // exposed (the reductions' end past the rank's last compute; 0 if none).
+  std::vector<double> reduce_grad;
+  std::vector<double> exposed_reduction;
 };
 
 struct Result {

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "baton/core/error.h"
@@ -27,12 +28,22 @@ std::string to_chrome_trace(const Timeline& timeline) {
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0},
                     {"args", {{"name", timeline.title.empty() ? "baton" : timeline.title}}}});
+  std::vector<char> reduces(timeline.ranks, 0);
+  for (const Event& e : timeline.events)
+    if (schedule::is_reduction(e.kind)) reduces[e.rank] = 1;
+  const bool any_reduction = std::find(reduces.begin(), reduces.end(), 1) != reduces.end();
   for (int r = 0; r < timeline.ranks; ++r) {
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
                       {"args", {{"name", "rank " + std::to_string(r)}}}});
     // Without a sort index Perfetto orders tracks by name: "rank 10" before "rank 2".
     events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
-                      {"args", {{"sort_index", r}}}});
+                      {"args", {{"sort_index", any_reduction ? 2 * r : r}}}});
+    if (!reduces[r]) continue;
+    const int tid = timeline.ranks + r;
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
+                      {"args", {{"name", "rank " + std::to_string(r) + " dp"}}}});
+    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
+                      {"args", {{"sort_index", 2 * r + 1}}}});
   }
   for (const Event& e : timeline.events) {
     const std::string kind(schedule::to_string(e.kind));
@@ -40,11 +51,13 @@ std::string to_chrome_trace(const Timeline& timeline) {
                       {"cat", kind},
                       {"ph", "X"},
                       {"pid", 0},
-                      {"tid", e.rank},
+                      {"tid", schedule::is_reduction(e.kind) ? timeline.ranks + e.rank : e.rank},
                       {"ts", e.start * scale},
                       {"dur", (e.end - e.start) * scale},
                       {"args",
-                       {{"stage", e.stage}, {"microbatch", e.microbatch}, {"kind", kind}}}});
+                       {{"stage", e.stage},
+                        {schedule::is_reduction(e.kind) ? "bucket" : "microbatch", e.microbatch},
+                        {"kind", kind}}}});
   }
   nlohmann::json trace = {{"traceEvents", std::move(events)},
                           {"displayTimeUnit", "ms"},

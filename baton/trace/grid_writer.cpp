@@ -13,9 +13,16 @@ namespace {
 // the column widens so the grid still fits a terminal's scrollback.
 constexpr double kMaxColumns = 1000;
 
-// The grid draws compute only: a measured send or receive overlaps the
-// compute around it and would shift every later cell of its rank.
+// The grid draws compute, and gradient reductions on a row of their own: a
+// measured send or receive overlaps the compute around it and would shift
+// every later cell of its rank.
 bool drawn(const Event& e) { return schedule::is_compute(e.kind) && e.end > e.start; }
+
+// "R0": REDUCE_GRAD of bucket 0 ("1R0" with the stage), kept short so that
+// the columns stay as narrow as the compute labels.
+std::string reduction_label(const Event& e, bool with_stage) {
+  return (with_stage ? std::to_string(e.stage) : std::string()) + "R" + std::to_string(e.microbatch);
+}
 
 // The shortest drawn event's duration, or 0 when none is drawn.
 double shortest_duration(const Timeline& timeline) {
@@ -41,14 +48,18 @@ std::string to_grid(const Timeline& timeline) {
   std::vector<Event> events = timeline.events;
   std::stable_sort(events.begin(), events.end(),
                    [](const Event& a, const Event& b) { return a.start < b.start; });
-  std::vector<std::vector<std::string>> cells(timeline.ranks);
+  // Rows 2r (rank r's compute) and 2r + 1 (its reductions).
+  std::vector<std::vector<std::string>> cells(2 * static_cast<size_t>(timeline.ranks));
   size_t cell_width = 1;
   for (const Event& e : events) {
-    if (!drawn(e)) continue;
-    std::vector<std::string>& row = cells[e.rank];
-    const size_t first = std::max<size_t>(to_cells(e.start, column), row.size());
-    const size_t count = std::max<long>(1, to_cells(e.end - e.start, column));
-    const std::string label = detail::event_label(e, with_stage);
+    const bool reduction = schedule::is_reduction(e.kind);
+    if (!drawn(e) && !reduction) continue;
+    std::vector<std::string>& row = cells[2 * static_cast<size_t>(e.rank) + reduction];
+    const size_t first = std::max<size_t>(column > 0 ? to_cells(e.start, column) : 0, row.size());
+    const size_t count =
+        column > 0 ? std::max<long>(1, to_cells(e.end - e.start, column)) : 1;
+    const std::string label =
+        reduction ? reduction_label(e, with_stage) : detail::event_label(e, with_stage);
     cell_width = std::max(cell_width, label.size());
     row.resize(first, ".");
     row.insert(row.end(), count, label);
@@ -59,11 +70,18 @@ std::string to_grid(const Timeline& timeline) {
 
   const std::string last_rank = std::to_string(std::max(0, timeline.ranks - 1));
   std::ostringstream out;
-  for (int r = 0; r < timeline.ranks; ++r) {
-    std::string line = "rank " + std::to_string(r);
-    line.append(last_rank.size() - std::to_string(r).size(), ' ');
+  for (size_t row = 0; row < cells.size(); ++row) {
+    const int r = static_cast<int>(row / 2);
+    const bool reductions = row % 2 == 1;
+    if (reductions && std::all_of(cells[row].begin(), cells[row].end(),
+                                  [](const std::string& c) { return c == "."; }))
+      continue;
+    std::string line = reductions ? std::string("dp") : "rank " + std::to_string(r);
+    const size_t width = 5 + last_rank.size();
+    if (reductions) line.insert(0, width - line.size(), ' ');  // right-aligned under "rank r"
+    line.append(width - line.size(), ' ');
     line += " |";
-    for (const std::string& cell : cells[r]) {
+    for (const std::string& cell : cells[row]) {
       line += ' ';
       line += cell;
       line.append(cell_width - cell.size(), ' ');

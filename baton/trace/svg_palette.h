@@ -1,5 +1,6 @@
 // Colours of the SVG Gantt chart, one per action kind: compute kinds in
-// distinct hues (Tableau 10), communication in greys; text colours chosen to
+// distinct hues (Tableau 10), communication in greys, the dp gradient
+// reduction in purple; text colours chosen to
 // read on their fill.
 #pragma once
 
@@ -25,6 +26,7 @@ inline const KindStyle& svg_style(schedule::ActionKind kind) {
       {"#d7d2cf", "#222222", "receive activation"},
       {"#8c8580", "#ffffff", "send gradient"},
       {"#a59d98", "#222222", "receive gradient"},
+      {"#b07aa1", "#ffffff", "gradient all-reduce (dp)"},
   }};
   return kStyles[static_cast<size_t>(kind)];
 }

@@ -125,14 +125,16 @@ void write_lanes_and_axis(std::ostream& out, const Timeline& timeline, const Lay
 
 // A compute event fills its lane's height, with its micro-batch number (and
 // stage) where they fit; communication is a thin strip along the lane's
-// bottom, so it never hides the compute it overlaps.
+// bottom and a gradient reduction one along its top, so neither hides the
+// compute it overlaps.
 void write_event(std::ostream& out, const Event& e, const Layout& at) {
   const detail::KindStyle& style = detail::svg_style(e.kind);
   const bool compute = schedule::is_compute(e.kind);
   const double x = at.x(e.start);
   const double w = at.x(e.end) - x;
-  const double h = compute ? kRowHeight : kRowHeight / 5;
-  const double y = at.y(e.rank) + kRowHeight - h;
+  const bool reduction = schedule::is_reduction(e.kind);
+  const double h = compute ? kRowHeight : reduction ? kRowHeight / 4 : kRowHeight / 5;
+  const double y = reduction ? at.y(e.rank) : at.y(e.rank) + kRowHeight - h;
   out << "<rect class=\"event\" x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\""
       << num(w) << "\" height=\"" << num(h) << "\" fill=\"" << style.fill
       << "\" stroke=\"#ffffff\" stroke-width=\"" << (compute ? 1 : 0.5) << "\"><title>rank "

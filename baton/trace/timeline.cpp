@@ -13,7 +13,8 @@ double makespan(const Timeline& timeline) {
 std::vector<double> busy_time(const Timeline& timeline) {
   std::vector<double> busy(std::max(0, timeline.ranks), 0.0);
   for (const Event& e : timeline.events) {
-    if (e.rank >= 0 && e.rank < timeline.ranks) busy[e.rank] += e.end - e.start;
+    if (e.rank >= 0 && e.rank < timeline.ranks && schedule::is_compute(e.kind))
+      busy[e.rank] += e.end - e.start;
   }
   return busy;
 }

@@ -27,7 +27,8 @@ struct Timeline {
 
 // Time the last event ends (0 for an empty timeline); time starts at 0.
 double makespan(const Timeline& timeline);
-// Sum of event durations on each rank.
+// Sum of compute event (F, B, I, W) durations on each rank; communication
+// and reductions overlap compute and are not busy time.
 std::vector<double> busy_time(const Timeline& timeline);
 // 1 - busy time summed over ranks / (ranks * makespan); 0 when empty.
 double bubble_fraction(const Timeline& timeline);

@@ -15,6 +15,7 @@
 
 #include "baton/core/error.h"
 #include "baton/schedule/generator.h"
+#include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/limits.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/text_format.h"
@@ -120,8 +121,9 @@ TEST(PyTorchCsv, InterleavedComputeOnlyIsBatonsInterleavedSchedule) {
 }
 
 // The same schedule lowered by the wheel. It adds what baton drops (UNSHARD,
-// RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD, WAIT_SEND_*) and posts receives
-// early; with each RECV moved to its consumer, it is baton's lowering exactly.
+// RESHARD, WAIT_REDUCE_GRAD, WAIT_SEND_*) and posts receives early; with each
+// RECV moved to its consumer, it is baton's lowering exactly, and its
+// REDUCE_GRADs stand where add_grad_reductions() puts one bucket per stage.
 TEST(PyTorchCsv, InterleavedComputeCommsIsBatonsLoweredInterleavedSchedule) {
   const std::string text = fixture("interleaved_p4_v2_m8_compute_comms.csv");
   for (const char* kind : {"UNSHARD", "REDUCE_GRAD", "WAIT_SEND_F", "WAIT_SEND_B"})
@@ -129,8 +131,9 @@ TEST(PyTorchCsv, InterleavedComputeCommsIsBatonsLoweredInterleavedSchedule) {
   // The wheel posts 4RECV_F0 on rank 0 before 0F1; baton waits right before 4F0.
   EXPECT_LT(text.find("4RECV_F0"), text.find("0F1"));
   const Schedule got = parse_csv_schedule(text);
-  expect_same(got,
-              lower(generate("interleaved", GeneratorOptions().set_ranks(4).set_microbatches(8))));
+  expect_same(got, add_grad_reductions(lower(generate("interleaved",
+                                                      GeneratorOptions().set_ranks(4).set_microbatches(8))),
+                                       2, std::vector<int>(8, 1)));
 }
 
 // Schedule1F1B has no _dump_csv; its pipeline_order, written by csv.writer,
@@ -139,7 +142,8 @@ TEST(PyTorchCsv, InterleavedComputeCommsIsBatonsLoweredInterleavedSchedule) {
 // _get_pipeline_order starts its forwards at micro-batch 1 and ends at 8
 // (3F1 ... 3F8, no 3F0), so baton refuses the file. (The wheel's runtime does
 // not run from this order; it is its IR for tools such as this CSV.) With the
-// last row's forwards renumbered, it is baton's 1f1b action for action.
+// last row's forwards renumbered, it is baton's 1f1b action for action, its
+// REDUCE_GRADs where add_grad_reductions() puts them.
 TEST(PyTorchCsv, OneFOneBIsRefusedForTheWheelsOffByOneAndIsBatons1f1bOnceFixed) {
   const std::string text = fixture("1f1b_p4_m8_compute_only.csv");
   EXPECT_NE(text.find("0REDUCE_GRAD,0WAIT_REDUCE_GRAD"), std::string::npos);
@@ -157,7 +161,16 @@ TEST(PyTorchCsv, OneFOneBIsRefusedForTheWheelsOffByOneAndIsBatons1f1bOnceFixed) 
     fixed.replace(at, from.size(), "3F" + std::to_string(mb - 1) + ",");
   }
   expect_same(parse_csv_schedule(fixed),
-              lower(generate("1f1b", GeneratorOptions().set_ranks(4).set_microbatches(8))));
+              add_grad_reductions(lower(generate("1f1b", GeneratorOptions().set_ranks(4).set_microbatches(8))),
+                                  2, std::vector<int>(4, 1)));
+}
+
+TEST(FormatCsv, WritesOneBucketAsPyTorchDoesAndSeveralWithTheirNumbers) {
+  const Schedule s = generate("1f1b", GeneratorOptions().set_ranks(2).set_microbatches(1));
+  EXPECT_EQ(format_csv(add_grad_reductions(s, 2, {1, 2}), CsvFormat::ComputeOnly),
+            "0F0,0B0,0REDUCE_GRAD\n1F0,1B0,1REDUCE_GRAD0,1REDUCE_GRAD1\n");
+  const Schedule back = parse_csv_schedule(format_csv(add_grad_reductions(s, 2, {1, 2}), CsvFormat::ComputeComms));
+  expect_same(back, add_grad_reductions(lower(s), 2, {1, 2}));
 }
 
 TEST(ParseCsv, SkipsEmptyFieldsAndReadsCrlfQuotesAndSpaces) {

@@ -1,0 +1,183 @@
+// REDUCE_GRAD: DDP's bucket packing, the placement pass, its notation and the
+// validator's rules for it.
+#include "baton/schedule/grad_reduction.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "baton/core/error.h"
+#include "baton/schedule/generator.h"
+#include "baton/schedule/lower.h"
+#include "baton/schedule/text_format.h"
+#include "baton/schedule/validate.h"
+
+namespace baton::schedule {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string validate_error(const std::string& text) {
+  return error_of([&] { validate(parse_schedule(text)); });
+}
+
+TEST(GradientBuckets, PacksInReverseLayerOrderAndGivesALargeParameterItsOwnBucket) {
+  // Reversed: 20, 5 | 5 | 30 (larger than a bucket) | 10.
+  EXPECT_EQ(gradient_buckets({10, 30, 5, 5, 20}, 25), (std::vector<double>{25, 5, 30, 10}));
+  EXPECT_EQ(gradient_buckets({1, 2, 3}, 100), (std::vector<double>{6}));
+  EXPECT_EQ(gradient_buckets({50, 50}, 25), (std::vector<double>{50, 50}));
+  EXPECT_TRUE(gradient_buckets({}, 25).empty());
+}
+
+TEST(GradientBuckets, RefusesANonPositiveBucketAndNegativeSizes) {
+  EXPECT_THAT(error_of([] { gradient_buckets({1}, 0); }),
+              HasSubstr("bucket size must be finite and > 0, got 0"));
+  EXPECT_THAT(error_of([] { gradient_buckets({1, -2}, 4); }), HasSubstr("parameter 1 has -2 bytes"));
+}
+
+TEST(GradientBuckets, EvenBucketsCutTheTotalWithASmallerLastOne) {
+  EXPECT_EQ(even_gradient_buckets(60, 25), (std::vector<double>{25, 25, 10}));
+  EXPECT_EQ(even_gradient_buckets(50, 25), (std::vector<double>{25, 25}));
+  EXPECT_EQ(even_gradient_buckets(0, 25), (std::vector<double>{0}));
+  EXPECT_THAT(error_of([] { even_gradient_buckets(1e300, 1); }),
+              HasSubstr("buckets; use larger buckets"));
+}
+
+TEST(ReduceGradNotation, CarriesTheBucketInTheMicrobatchSlot) {
+  EXPECT_EQ(to_string(Action{ActionKind::REDUCE_GRAD, 1, 3}), "1REDUCE_GRAD3");
+  EXPECT_EQ(parse_action("1REDUCE_GRAD3"), (Action{ActionKind::REDUCE_GRAD, 1, 3}));
+  // PyTorch's form, without a number: bucket 0.
+  EXPECT_EQ(parse_action("2REDUCE_GRAD"), (Action{ActionKind::REDUCE_GRAD, 2, 0}));
+  EXPECT_THAT(error_of([] { parse_action("2F"); }), HasSubstr("must end with a micro-batch number"));
+}
+
+TEST(AddGradReductions, PlacesEachStagesBucketsRightAfterItsLastBackwardAndSend) {
+  const Schedule s = lower(generate("1f1b", GeneratorOptions().set_ranks(2).set_microbatches(2)));
+  EXPECT_EQ(format_schedule(add_grad_reductions(s, 2, {2, 1})),
+            "# baton schedule: name=1f1b pp=2 stages=2 microbatches=2 map=loop\n"
+            "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1 0REDUCE_GRAD0 0REDUCE_GRAD1\n"
+            "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1REDUCE_GRAD0\n");
+}
+
+TEST(AddGradReductions, LoweringAfterOrBeforeGivesTheSameSchedule) {
+  const Schedule s = generate("interleaved", GeneratorOptions().set_ranks(2).set_microbatches(4));
+  const std::vector<int> buckets{1, 2, 3, 1};
+  EXPECT_EQ(format_schedule(lower(add_grad_reductions(s, 4, buckets))),
+            format_schedule(add_grad_reductions(lower(s), 4, buckets)));
+}
+
+TEST(AddGradReductions, FollowsTheLastWeightBackwardOfASplitSchedule) {
+  const Schedule s = generate("zb-h1", GeneratorOptions().set_ranks(2).set_microbatches(3));
+  const Schedule out = add_grad_reductions(s, 2, {1, 1});
+  for (int r = 0; r < 2; ++r) {
+    const auto& list = out.actions[r];
+    ASSERT_EQ(list.back(), (Action{ActionKind::REDUCE_GRAD, r, 0})) << format_schedule(out);
+    EXPECT_EQ(list[list.size() - 2].kind, ActionKind::W) << format_schedule(out);
+  }
+}
+
+TEST(AddGradReductions, AddsNothingWithOneReplica) {
+  const Schedule s = lower(generate("1f1b", GeneratorOptions().set_ranks(3).set_microbatches(4)));
+  EXPECT_EQ(format_schedule(add_grad_reductions(s, 1, {4, 4, 4})), format_schedule(s));
+}
+
+TEST(AddGradReductions, RefusesBadCountsAndASecondPass) {
+  const Schedule s = generate("1f1b", GeneratorOptions().set_ranks(2).set_microbatches(2));
+  EXPECT_THAT(error_of([&] { add_grad_reductions(s, 0, {1, 1}); }), HasSubstr("dp must be >= 1, got 0"));
+  EXPECT_THAT(error_of([&] { add_grad_reductions(s, 2, {1}); }),
+              HasSubstr("1 bucket counts for 2 stages"));
+  EXPECT_THAT(error_of([&] { add_grad_reductions(s, 2, {1, 0}); }),
+              HasSubstr("stage 1 has 0 buckets"));
+  const Schedule once = add_grad_reductions(s, 2, {1, 1});
+  EXPECT_THAT(error_of([&] { add_grad_reductions(once, 2, {1, 1}); }),
+              HasSubstr("already has REDUCE_GRAD"));
+}
+
+// Every generator's schedule, reduced and lowered in either order, validates.
+class EveryGenerator : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryGenerator, ReducedScheduleValidatesAndEachStageOnEachRankIsReducedOnce) {
+  for (int p : {1, 2, 4}) {
+    for (int m : {4, 8}) {
+      Schedule s;
+      try {
+        s = generate(GetParam(), GeneratorOptions().set_ranks(p).set_microbatches(m));
+      } catch (const Error&) {
+        continue;  // a shape this generator refuses
+      }
+      const Schedule out = add_grad_reductions(lower(s), 2, std::vector<int>(s.stages, 2));
+      const Placement placement(out);
+      size_t expected = 0;
+      for (int r = 0; r < p; ++r) expected += 2 * placement.stages_of_rank(r).size();
+      EXPECT_EQ(out.action_count(), lower(s).action_count() + expected)
+          << GetParam() << " p=" << p << " m=" << m;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Generators, EveryGenerator, ::testing::ValuesIn(schedule_names()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+TEST(ValidateReduceGrad, AcceptsReductionsAfterTheLastBackward) {
+  EXPECT_EQ(validate_error("0F0 0F1 0B0 0B1 0REDUCE_GRAD0 0REDUCE_GRAD1\n"), "");
+}
+
+TEST(ValidateReduceGrad, RefusesAReductionBeforeTheStagesLastBackward) {
+  const std::string e = validate_error("0F0 0F1 0B0 0REDUCE_GRAD0 0B1\n");
+  EXPECT_THAT(e, HasSubstr("[schedule.validate] rank 0: 0REDUCE_GRAD0 comes before 0B1; a "
+                           "stage's gradient reduction must follow its last backward (B or W)"));
+  EXPECT_THAT(e, HasSubstr(">0REDUCE_GRAD0<"));
+  EXPECT_THAT(validate_error("0F0 0I0 0REDUCE_GRAD0 0W0\n"), HasSubstr("comes before 0W0"));
+}
+
+TEST(ValidateReduceGrad, RefusesAStageTheRankDoesNotCompute) {
+  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_GRAD0 1REDUCE_GRAD0\n1F0 1B0 1REDUCE_GRAD0\n"),
+              HasSubstr("rank 0: 1REDUCE_GRAD0 reduces the gradients of stage 1, which rank 0 "
+                        "does not compute"));
+}
+
+TEST(ValidateReduceGrad, RefusesADuplicateAGapAndAnUnreducedStage) {
+  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_GRAD0 0REDUCE_GRAD0\n"),
+              HasSubstr("0REDUCE_GRAD0 appears twice"));
+  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_GRAD0 0REDUCE_GRAD2\n"),
+              HasSubstr("rank 0 reduces 2 buckets of stage 0 but names bucket 2"));
+  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_GRAD0\n1F0 1B0\n"),
+              HasSubstr("rank 1 computes stage 1 but reduces none of its gradients"));
+}
+
+TEST(ValidateReduceGrad, RefusesHoldersOfAStageThatReduceDifferentBuckets) {
+  // Stage 0 on both ranks (micro-batch 0 on rank 0, 1 on rank 1).
+  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_GRAD0\n0F1 0B1 0REDUCE_GRAD0 0REDUCE_GRAD1\n"),
+              HasSubstr("stage 0 is reduced in 1 buckets on rank 0 but in 2 on rank 1"));
+}
+
+TEST(ValidateReduceGrad, ABucketNumberIsNoMicrobatchForTheShape) {
+  // Bucket 5 with m = 1: parsed and validated as a bucket.
+  const Schedule s = parse_schedule(
+      "0F0 0B0 0REDUCE_GRAD0 0REDUCE_GRAD1 0REDUCE_GRAD2 0REDUCE_GRAD3 0REDUCE_GRAD4 "
+      "0REDUCE_GRAD5\n");
+  EXPECT_EQ(s.microbatches, 1);
+  EXPECT_NO_THROW(validate(s));
+  EXPECT_NO_THROW(lower(s));
+}
+
+}  // namespace
+}  // namespace baton::schedule
