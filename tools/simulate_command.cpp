@@ -122,9 +122,18 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   if (!cmd.count("--schedule-file")) topology::Topology(f.dp, f.pp, f.tp);
   // The stats-only path knows neither REDUCE_GRAD nor tp charges: dp = tp = 1 only.
   if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty() && f.dp == 1 &&
-      f.tp == 1) {
-    std::cout << simulate_stats_json(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm}).dump()
-              << "\n";
+      f.tp == 1 && cmd.count("--param-mb") == 0) {
+    nlohmann::json out = simulate_stats_json(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});
+    // The grid's fields as the full path writes them for dp = tp = 1 and no parameter bytes.
+    const int ranks = out["pp"].get<int>();
+    out["dp"] = 1;
+    out["tp"] = 1;
+    out["world_size"] = static_cast<long>(ranks);
+    out["buckets_per_stage"] = schedule::even_gradient_buckets(0, f.bucket_mb * kMiB).size();
+    out["reduce_grad"] = std::vector<double>(ranks, 0.0);
+    out["exposed_reduction"] = std::vector<double>(ranks, 0.0);
+    out["tp_comm_per_action"] = 0.0;
+    std::cout << out.dump() << "\n";
     flush_stdout();
     return 0;
   }
