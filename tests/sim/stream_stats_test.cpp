@@ -41,12 +41,7 @@ CostModel skewed_costs(int stages) {
 
 TEST_P(StreamStatsTest, GivesTheFullSimulatorsStatistics) {
   const auto& [name, p, m] = GetParam();
-  schedule::Schedule generated;
-  try {
-    generated = schedule::generate(name, options_of(p, m));
-  } catch (const Error&) {
-    GTEST_SKIP() << name << " is not defined for p=" << p << " m=" << m;
-  }
+  const schedule::Schedule generated = schedule::generate(name, options_of(p, m));
   const CostModel costs = skewed_costs(generated.stages);
   const Stats full = simulate(schedule::lower(generated), costs).stats;
   const auto source = schedule_source(generated);
@@ -93,11 +88,26 @@ std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
          std::to_string(std::get<2>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SchedulesByShape, StreamStatsTest,
-    ::testing::Combine(::testing::ValuesIn(schedule::schedule_names()), ::testing::Values(1, 2, 3, 4),
-                       ::testing::Values(1, 2, 4, 5, 8, 12)),
-    shape_name);
+// Every generator at every shape it is defined for (zb-h2 and dualpipev need
+// m >= 2p, chimera an even p, ...): the undefined ones are left out, not skipped.
+std::vector<Shape> defined_shapes() {
+  std::vector<Shape> out;
+  for (const std::string& name : schedule::schedule_names()) {
+    for (int p : {1, 2, 3, 4}) {
+      for (int m : {1, 2, 4, 5, 8, 12}) {
+        try {
+          schedule::generate(name, options_of(p, m));
+          out.emplace_back(name, p, m);
+        } catch (const Error&) {
+        }
+      }
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(SchedulesByShape, StreamStatsTest, ::testing::ValuesIn(defined_shapes()),
+                         shape_name);
 
 INSTANTIATE_TEST_SUITE_P(
     SchedulesByShape, ClosedFormTest,
