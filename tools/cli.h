@@ -16,6 +16,12 @@ const std::vector<std::string>& command_line();
 // in one write(2), so the line is never cut or interleaved.
 void print_error(const std::string& message);
 
+// A flag's check for a finite number: > 0 when `positive`, else >= 0; its
+// error names the text given. (CLI11's NonNegativeNumber names its upper
+// bound, the largest double, with all 309 digits.) `type` is the help's name
+// for the value, e.g. "TIME". tools/validators.cpp.
+CLI::Validator finite_number(bool positive, const std::string& type);
+
 // A subcommand's action, run after parsing; returns the process exit code.
 using Action = std::function<int()>;
 

@@ -103,15 +103,7 @@ int run(const CLI::App& cmd, PlanFlags& f) {
   return 0;
 }
 
-// A positive finite number.
-const CLI::Validator kPositive(
-    [](std::string& text) -> std::string {
-      char* end = nullptr;
-      const double x = std::strtod(text.c_str(), &end);
-      if (end != text.c_str() && *end == '\0' && std::isfinite(x) && x > 0) return "";
-      return "must be a finite number > 0, got " + printable(text);
-    },
-    "NUMBER", "positive");
+const CLI::Validator kPositive = finite_number(true, "NUMBER");
 
 }  // namespace
 

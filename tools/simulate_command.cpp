@@ -212,26 +212,9 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   return 0;
 }
 
-// A time flag: a finite number >= 0. (CLI11's NonNegativeNumber names its
-// upper bound, the largest double, with all 309 digits.)
-const CLI::Validator kTime(
-    [](std::string& text) -> std::string {
-      char* end = nullptr;
-      const double t = std::strtod(text.c_str(), &end);
-      if (end != text.c_str() && *end == '\0' && std::isfinite(t) && t >= 0) return "";
-      return "must be a finite number >= 0, got " + printable(text);
-    },
-    "TIME", "time");
-
-// A size: a finite number > 0.
-const CLI::Validator kPositive(
-    [](std::string& text) -> std::string {
-      char* end = nullptr;
-      const double x = std::strtod(text.c_str(), &end);
-      if (end != text.c_str() && *end == '\0' && std::isfinite(x) && x > 0) return "";
-      return "must be a finite number > 0, got " + printable(text);
-    },
-    "SIZE", "size");
+// A time flag: a finite number >= 0; a size: a finite number > 0.
+const CLI::Validator kTime = finite_number(false, "TIME");
+const CLI::Validator kPositive = finite_number(true, "SIZE");
 
 }  // namespace
 

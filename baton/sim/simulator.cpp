@@ -6,6 +6,7 @@
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
 #include "baton/schedule/walk.h"
+#include "baton/sim/step_accounting.h"
 
 namespace baton::sim {
 
@@ -135,20 +136,8 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
     if ((*first_start)[r] < 0) (*first_start)[r] = start;
     result->timeline.events.push_back({r, s, mb, a.kind, start, end});
     Stats& stats = result->stats;
-    if (a.kind == ActionKind::F) {
-      ++inflight[r];
-      activations[r] += cost.activation_bytes;
-    } else if (a.kind == ActionKind::B) {
-      --inflight[r];
-      activations[r] -= cost.activation_bytes;
-    } else if (a.kind == ActionKind::I) {
-      --inflight[r];
-      activations[r] -= cost.activation_bytes - cost.weight_stash_bytes;
-    } else {
-      activations[r] -= cost.weight_stash_bytes;
-    }
-    stats.peak_inflight[r] = std::max(stats.peak_inflight[r], inflight[r]);
-    stats.peak_activation_bytes[r] = std::max(stats.peak_activation_bytes[r], activations[r]);
+    detail::count_activations(a.kind, cost, inflight[r], activations[r], stats.peak_inflight[r],
+                              stats.peak_activation_bytes[r]);
   };
   const schedule::WalkResult walked = schedule::walk(schedule, placement, run);
   BATON_CHECK(walked.complete, "[sim.simulate] schedule \"", schedule.name,
@@ -160,32 +149,11 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
   return free_at;
 }
 
-// Steps run back to back, each rank starting step i + 1 when its own part of
-// step i ends. The ends grow by a max-plus linear map, so they settle into
-// growing by the same period on every rank; stop when two consecutive steps
-// add the same time to every rank, else average the second half of the steps.
 double steady_step(const schedule::Schedule& schedule, const CostModel& costs,
                    const schedule::Placement& placement, std::vector<double> ends) {
-  const size_t actions = std::max<size_t>(1, schedule.action_count());
-  const int steps = static_cast<int>(std::clamp<size_t>(kSteadyStepActions / actions, 2, kSteadySteps));
-  auto last = [](const std::vector<double>& e) { return *std::max_element(e.begin(), e.end()); };
-  std::vector<double> totals{last(ends)}, added(ends.size(), -1);
-  for (int k = 1; k <= steps; ++k) {
-    std::vector<double> next = run_step(schedule, costs, placement, ends, nullptr, nullptr);
-    bool periodic = true;
-    for (size_t r = 0; r < next.size(); ++r) {
-      const double d = next[r] - ends[r];
-      const double tolerance = 1e-12 * std::max(1.0, next[r]);
-      periodic = periodic && std::abs(d - added[r]) <= tolerance &&
-                 std::abs(d - (next[0] - ends[0])) <= tolerance;
-      added[r] = d;
-    }
-    ends = std::move(next);
-    totals.push_back(last(ends));
-    if (periodic) return added[0];
-  }
-  const int half = steps / 2;
-  return (totals[steps] - totals[half]) / (steps - half);
+  return detail::settle_steady_step(std::move(ends), schedule.action_count(), [&](const std::vector<double>& e) {
+    return run_step(schedule, costs, placement, e, nullptr, nullptr);
+  });
 }
 
 }  // namespace

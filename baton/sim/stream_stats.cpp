@@ -6,6 +6,7 @@
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
+#include "baton/sim/step_accounting.h"
 
 namespace baton::sim {
 
@@ -153,20 +154,8 @@ class Stepper {
     if (first_start[r] < 0) first_start[r] = start;
     stats.busy[r] += end - start;
     stats.makespan = std::max(stats.makespan, end);
-    if (a.kind == ActionKind::F) {
-      ++inflight[r];
-      activations[r] += cost.activation_bytes;
-    } else if (a.kind == ActionKind::B) {
-      --inflight[r];
-      activations[r] -= cost.activation_bytes;
-    } else if (a.kind == ActionKind::I) {
-      --inflight[r];
-      activations[r] -= cost.activation_bytes - cost.weight_stash_bytes;
-    } else {
-      activations[r] -= cost.weight_stash_bytes;
-    }
-    stats.peak_inflight[r] = std::max(stats.peak_inflight[r], inflight[r]);
-    stats.peak_activation_bytes[r] = std::max(stats.peak_activation_bytes[r], activations[r]);
+    detail::count_activations(a.kind, cost, inflight[r], activations[r], stats.peak_inflight[r],
+                              stats.peak_activation_bytes[r]);
   }
 
   const ActionSource& source_;
@@ -210,30 +199,8 @@ Stats simulate_stats(const ActionSource& source, const CostModel& costs) {
 
   // As steady_step() in simulator.cpp, with as many steps for the same
   // lowered schedule, so both report the same figure.
-  const size_t actions = std::max<size_t>(1, lowered_actions);
-  const int steps =
-      static_cast<int>(std::clamp<size_t>(kSteadyStepActions / actions, 2, kSteadySteps));
-  auto last = [](const std::vector<double>& e) { return *std::max_element(e.begin(), e.end()); };
-  std::vector<double> totals{last(ends)}, added(ends.size(), -1);
-  for (int k = 1; k <= steps; ++k) {
-    std::vector<double> next = stepper.run(ends, nullptr);
-    bool periodic = true;
-    for (size_t r = 0; r < next.size(); ++r) {
-      const double d = next[r] - ends[r];
-      const double tolerance = 1e-12 * std::max(1.0, next[r]);
-      periodic = periodic && std::abs(d - added[r]) <= tolerance &&
-                 std::abs(d - (next[0] - ends[0])) <= tolerance;
-      added[r] = d;
-    }
-    ends = std::move(next);
-    totals.push_back(last(ends));
-    if (periodic) {
-      stats.steady_step = added[0];
-      return stats;
-    }
-  }
-  const int half = steps / 2;
-  stats.steady_step = (totals[steps] - totals[half]) / (steps - half);
+  stats.steady_step = detail::settle_steady_step(
+      std::move(ends), lowered_actions, [&](const std::vector<double>& e) { return stepper.run(e, nullptr); });
   return stats;
 }
 
