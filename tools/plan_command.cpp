@@ -22,7 +22,57 @@ struct PlanFlags {
   int top = 10;
   bool json = false;
   std::string svg;
+  std::string profile;
 };
+
+// The model's name and size for headers: the flags', or the profile's.
+std::string model_title(const PlanFlags& f) {
+  const auto& q = f.request;
+  if (q.profile) {
+    std::string title = "profile " + f.profile + ":";
+    for (const auto& [key, value] : q.profile->model.items())
+      title += " " + key + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    return title + " (micro-batch " + std::to_string(q.profile->microbatch) + ")";
+  }
+  return "gpt l=" + std::to_string(q.shape.layers) + " h=" + std::to_string(q.shape.hidden) +
+         " a=" + std::to_string(q.shape.heads) + " s=" + std::to_string(q.shape.seq) +
+         " V=" + std::to_string(q.shape.vocab);
+}
+
+// With --profile the model comes from the file: a model flag may repeat the
+// file's value but not contradict it, and the efficiency flags have nothing
+// to scale. Without it, the model flags are required.
+void resolve_model(const CLI::App& cmd, PlanFlags& f) {
+  const char* model_flags[] = {"--layers", "--hidden", "--heads", "--seq", "--vocab"};
+  if (f.profile.empty()) {
+    BATON_CHECK(f.model == "gpt", "[plan] --model ", printable(f.model),
+                " is not known; the planner models gpt (or give --profile)");
+    for (const char* flag : model_flags)
+      BATON_CHECK(cmd.count(flag) >= 1, "[plan] ", flag, " is required (or give --profile FILE)");
+    BATON_CHECK(cmd.count("--peak-tflops") >= 1,
+                "[plan] --peak-tflops is required (or give --profile FILE)");
+    return;
+  }
+  f.request.profile = plan::read_profile(f.profile);
+  const nlohmann::json& model = f.request.profile->model;
+  auto conflict = [&](const std::string& flag, const std::string& given) {
+    const std::string key = flag.substr(2);
+    const nlohmann::json* value = model.contains(key) ? &model[key] : nullptr;
+    const std::string file = !value ? "" : value->is_string() ? value->get<std::string>()
+                                                             : value->dump();
+    BATON_CHECK(value && file == given, "[plan] ", flag, " ", given, " conflicts with --profile ",
+                f.profile, (value ? ", which has " + key + " " + file : ", which has no " + key),
+                "; the model is the profile's, drop ", flag);
+  };
+  if (cmd.count("--model")) conflict("--model", f.model);
+  const int* values[] = {&f.request.shape.layers, &f.request.shape.hidden, &f.request.shape.heads,
+                         &f.request.shape.seq, &f.request.shape.vocab};
+  for (int i = 0; i < 5; ++i)
+    if (cmd.count(model_flags[i])) conflict(model_flags[i], std::to_string(*values[i]));
+  for (const char* flag : {"--peak-tflops", "--efficiency", "--efficiency-half-size"})
+    BATON_CHECK(cmd.count(flag) == 0, "[plan] ", flag, " has no use with --profile ", f.profile,
+                ": the layer times are measured; drop ", flag);
+}
 
 nlohmann::json to_json(const plan::Plan& p) {
   const plan::Config& c = p.config;
@@ -44,11 +94,10 @@ nlohmann::json to_json(const plan::Plan& p) {
 
 void print_table(const plan::PlanResult& r, const PlanFlags& f) {
   const auto& req = f.request;
-  std::cout << "gpt l=" << req.shape.layers << " h=" << req.shape.hidden << " a="
-            << req.shape.heads << " s=" << req.shape.seq << " V=" << req.shape.vocab << " on "
-            << req.cluster.gpus << " GPUs (" << req.cluster.gpus_per_node << " per node, "
-            << req.cluster.memory_gb << " GB, " << req.cluster.peak_tflops
-            << " TFLOPs), batch " << req.batch << "\n";
+  std::cout << model_title(f) << " on " << req.cluster.gpus << " GPUs (" << req.cluster.gpus_per_node << " per node, "
+            << req.cluster.memory_gb << " GB"
+            << (req.profile ? "" : ", " + std::to_string(req.cluster.peak_tflops) + " TFLOPs")
+            << "), batch " << req.batch << "\n";
   std::cout << "   t    p     d     b      m  schedule      v  recomp  zero  mem_GB  bubble    "
                "step_s  TFLOPs/GPU   seq/s\n";
   std::cout << std::fixed;
@@ -75,8 +124,7 @@ int run(const CLI::App& cmd, PlanFlags& f) {
     BATON_CHECK(option->get_expected_max() == 0 || option->count() <= 1, "[plan] ",
                 option->get_name(), " given more than once");
   }
-  BATON_CHECK(f.model == "gpt", "[plan] --model ", printable(f.model),
-              " is not known; the planner models gpt");
+  resolve_model(cmd, f);
   check_stdout_open();
   std::vector<NamedPath> outputs;
   if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
@@ -84,8 +132,7 @@ int run(const CLI::App& cmd, PlanFlags& f) {
   const plan::PlanResult result = plan::plan(f.request);
   for (const NamedPath& out : outputs) {
     write_output(out, plan::plot_svg(result, f.request.cluster.memory_gb,
-                                     "baton plan: gpt l=" + std::to_string(f.request.shape.layers) +
-                                         " h=" + std::to_string(f.request.shape.hidden) + " on " +
+                                     "baton plan: " + model_title(f) + " on " +
                                          std::to_string(f.request.cluster.gpus) + " GPUs"));
   }
   if (f.json) {
@@ -116,18 +163,21 @@ Action add_plan(CLI::App& app) {
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   const auto count = CLI::Range(1, 1 << 30);
   cmd->add_option("--model", f->model, "Model family (gpt)")->capture_default_str();
-  cmd->add_option("--layers", q.shape.layers, "Transformer layers l")->required()->check(count);
-  cmd->add_option("--hidden", q.shape.hidden, "Hidden size h")->required()->check(count);
-  cmd->add_option("--heads", q.shape.heads, "Attention heads a")->required()->check(count);
-  cmd->add_option("--seq", q.shape.seq, "Sequence length s")->required()->check(count);
-  cmd->add_option("--vocab", q.shape.vocab, "Vocabulary size V")->required()->check(count);
+  cmd->add_option("--layers", q.shape.layers, "Transformer layers l")->check(count);
+  cmd->add_option("--hidden", q.shape.hidden, "Hidden size h")->check(count);
+  cmd->add_option("--heads", q.shape.heads, "Attention heads a")->check(count);
+  cmd->add_option("--seq", q.shape.seq, "Sequence length s")->check(count);
+  cmd->add_option("--vocab", q.shape.vocab, "Vocabulary size V")->check(count);
   cmd->add_option("--gpus", q.cluster.gpus, "GPUs N")->required()->check(count);
   cmd->add_option("--gpus-per-node", q.cluster.gpus_per_node, "GPUs per node G")
       ->required()->check(count);
   cmd->add_option("--gpu-memory-gb", q.cluster.memory_gb, "Memory per GPU in GB (1e9 bytes)")
       ->required()->check(kPositive);
   cmd->add_option("--peak-tflops", q.cluster.peak_tflops, "Peak dense fp16 TFLOPs per GPU")
-      ->required()->check(kPositive);
+      ->check(kPositive);
+  cmd->add_option("--profile", f->profile,
+                  "Measured layer costs from baton train --profile-out in place of the gpt "
+                  "formulas (the model is the file's; t = 1)");
   cmd->add_option("--intra-node-gbps", q.cluster.intra_node_gbps,
                   "Link inside a node, Gb/s per GPU (NVLink-class default)")
       ->capture_default_str()->check(kPositive);
@@ -145,6 +195,8 @@ Action add_plan(CLI::App& app) {
                   "Per-GPU GEMM size b*s*h/t at which half of --efficiency is reached")
       ->capture_default_str()->check(kPositive);
   cmd->add_option("--batch", q.batch, "Global batch B in sequences")->required()->check(count);
+  cmd->add_option("--microbatch", q.microbatch,
+                  "Search only this micro-batch size b (b must divide B / d)")->check(count);
   cmd->add_option("--simulate-limit", q.simulate_limit,
                   "Simulate at most this many candidates (the analytically fastest)")
       ->capture_default_str()->check(CLI::Range(1, 100000));

@@ -20,15 +20,14 @@ Link link(const Cluster& c, bool in_node) {
 
 int stages_of(const Config& c) { return c.p * c.virtual_stages; }
 
-// Stage chunks of rank r: the loop map (s % p == r) or zb-v's V (r, 2p-1-r).
+}  // namespace
+
 std::vector<int> stages_of_rank(const Config& c, int r) {
   if (c.schedule == "zb-v") return {r, 2 * c.p - 1 - r};
   std::vector<int> out;
   for (int s = r; s < stages_of(c); s += c.p) out.push_back(s);
   return out;
 }
-
-}  // namespace
 
 double gemm_efficiency(const Cluster& cluster, const ModelShape& shape, int b, int t) {
   const double x = static_cast<double>(b) * shape.seq * shape.hidden / t;
@@ -96,15 +95,23 @@ double dp_allreduce_seconds(const ModelShape& shape, const Cluster& cluster, con
     params += shape.layers / stages_of(c) * layer_parameters(shape) / c.t;
     if (s == 0) params += embedding_parameters(shape) / c.t;
   }
+  return gradient_allreduce_seconds(2.0 * params, cluster, c);
+}
+
+double gradient_allreduce_seconds(double bytes, const Cluster& cluster, const Config& c) {
   const Link dp = link(cluster, data_parallel_in_node(cluster, c));
-  return allreduce_seconds(2.0 * params, c.d, dp.gbps, dp.latency_us);
+  return allreduce_seconds(bytes, c.d, dp.gbps, dp.latency_us);
+}
+
+double exposed_seconds(double allreduce_s, const Config& c, const sim::CostModel& costs) {
+  double last_backward = 0;
+  for (int s : stages_of_rank(c, 0)) last_backward += costs.backward(s);
+  return std::max(0.0, allreduce_s - last_backward);
 }
 
 double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const Config& c,
                           const sim::CostModel& costs) {
-  double last_backward = 0;
-  for (int s : stages_of_rank(c, 0)) last_backward += costs.backward(s);
-  return std::max(0.0, dp_allreduce_seconds(shape, cluster, c) - last_backward);
+  return exposed_seconds(dp_allreduce_seconds(shape, cluster, c), c, costs);
 }
 
 double working_bytes(const ModelShape& shape, const Config& c) {
@@ -127,6 +134,11 @@ int analytic_peak_chunks(const Config& c) {
 
 Estimate estimate(const ModelShape& shape, const Cluster& cluster, const Config& c) {
   const sim::CostModel costs = stage_costs(shape, cluster, c);
+  return estimate(costs, c, dp_exposed_seconds(shape, cluster, c, costs), working_bytes(shape, c));
+}
+
+Estimate estimate(const sim::CostModel& costs, const Config& c, double dp_exposed_s,
+                  double working_bytes) {
   double f = 0, i = 0, w = 0;
   for (int r = 0; r < c.p; ++r) {
     double fr = 0, ir = 0, wr = 0;
@@ -144,14 +156,14 @@ Estimate estimate(const ModelShape& shape, const Cluster& cluster, const Config&
   else if (c.schedule == "zb-v") step = m * all + (p - 1) * std::max(0.0, f + i - 2 * w);
   else step = (m + p - 1) * all;
   if (c.p > 1) step += 2 * (p - 1) * c.virtual_stages * costs.comm_time(0);
-  step += dp_exposed_seconds(shape, cluster, c, costs);
+  step += dp_exposed_s;
 
   Estimate e;
   e.step_s = step;
   double params = 0;
   for (int s : stages_of_rank(c, 0)) params += costs.stages[s].parameter_bytes;
   e.memory_bytes =
-      params + analytic_peak_chunks(c) * costs.stages[0].activation_bytes + working_bytes(shape, c);
+      params + analytic_peak_chunks(c) * costs.stages[0].activation_bytes + working_bytes;
   return e;
 }
 

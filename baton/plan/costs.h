@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "baton/plan/model.h"
 #include "baton/sim/cost_model.h"
@@ -69,6 +70,10 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
 // parameters) and the part of it the last backward does not hide: buckets go
 // out as the rank's last micro-batch's backward produces them.
 double dp_allreduce_seconds(const ModelShape& shape, const Cluster& cluster, const Config& config);
+// The all-reduce of `bytes` of gradients over the configuration's dp group,
+// and the part of an all-reduce longer than rank 0's last backward.
+double gradient_allreduce_seconds(double bytes, const Cluster& cluster, const Config& config);
+double exposed_seconds(double allreduce_s, const Config& config, const sim::CostModel& costs);
 double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const Config& config,
                           const sim::CostModel& costs);
 
@@ -80,6 +85,9 @@ double working_bytes(const ModelShape& shape, const Config& config);
 // papers give them (tests/sim checks the simulator against the same).
 int analytic_peak_chunks(const Config& config);
 
+// Stage chunks of rank r: the loop map (s % p == r) or zb-v's V (r, 2p-1-r).
+std::vector<int> stages_of_rank(const Config& config, int rank);
+
 struct Estimate {
   double step_s = 0;
   double memory_bytes = 0;  // per GPU, on the busiest rank
@@ -90,5 +98,8 @@ struct Estimate {
 // per-micro-batch times, plus transfers and the exposed dp all-reduce; memory
 // from analytic_peak_chunks().
 Estimate estimate(const ModelShape& shape, const Cluster& cluster, const Config& config);
+// The same on given stage costs, exposed dp time and working bytes (a profile's).
+Estimate estimate(const sim::CostModel& costs, const Config& config, double dp_exposed_s,
+                  double working_bytes);
 
 }  // namespace baton::plan

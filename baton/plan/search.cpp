@@ -36,6 +36,24 @@ std::string describe(const Config& c) {
   return out.str();
 }
 
+sim::CostModel costs_of(const PlanRequest& req, const Config& c) {
+  return req.profile ? profiled_stage_costs(*req.profile, req.cluster, c)
+                     : stage_costs(req.shape, req.cluster, c);
+}
+
+double exposed_dp_of(const PlanRequest& req, const Config& c, const sim::CostModel& costs) {
+  if (!req.profile) return dp_exposed_seconds(req.shape, req.cluster, c, costs);
+  return exposed_seconds(
+      gradient_allreduce_seconds(profiled_gradient_bytes(*req.profile, c), req.cluster, c), c,
+      costs);
+}
+
+Estimate estimate_of(const PlanRequest& req, const Config& c) {
+  if (!req.profile) return estimate(req.shape, req.cluster, c);
+  const sim::CostModel costs = costs_of(req, c);
+  return estimate(costs, c, exposed_dp_of(req, c, costs), 0);
+}
+
 // Runs the schedule against the configuration's costs, or returns false when
 // the schedule is not defined for (p, m, v).
 bool simulate(const PlanRequest& req, const Config& c, Plan& plan) {
@@ -55,22 +73,23 @@ bool simulate(const PlanRequest& req, const Config& c, Plan& plan) {
   } catch (const Error&) {
     return false;
   }
-  const sim::CostModel costs = stage_costs(req.shape, req.cluster, c);
+  const sim::CostModel costs = costs_of(req, c);
   const sim::Stats stats = sim::simulate_stats(*source, costs);
   double memory = 0;
   for (int r = 0; r < c.p; ++r)
     memory = std::max(memory, stats.parameter_bytes[r] + stats.peak_activation_bytes[r]);
   plan.config = c;
-  plan.memory_bytes = memory + working_bytes(req.shape, c);
+  plan.memory_bytes = memory + (req.profile ? 0 : working_bytes(req.shape, c));
   plan.bubble_fraction = stats.bubble_fraction;
-  plan.step_s = stats.steady_step + dp_exposed_seconds(req.shape, req.cluster, c, costs);
+  plan.step_s = stats.steady_step + exposed_dp_of(req, c, costs);
   plan.simulated = true;
   return true;
 }
 
 void finish(const PlanRequest& req, Plan& plan) {
-  plan.tflops_per_gpu = step_flops(req.shape, req.batch, plan.config.recompute) / plan.step_s /
-                        req.cluster.gpus / 1e12;
+  plan.tflops_per_gpu = req.profile ? 0
+                                    : step_flops(req.shape, req.batch, plan.config.recompute) /
+                                          plan.step_s / req.cluster.gpus / 1e12;
   plan.sequences_per_s = req.batch / plan.step_s;
 }
 
@@ -81,7 +100,8 @@ bool faster(const Plan& a, const Plan& b) {
 }  // namespace
 
 PlanResult plan(const PlanRequest& req) {
-  check_shape(req.shape);
+  const int layers = req.profile ? static_cast<int>(req.profile->layers.size()) : req.shape.layers;
+  if (!req.profile) check_shape(req.shape);
   const Cluster& cl = req.cluster;
   BATON_CHECK(cl.gpus >= 1 && cl.gpus_per_node >= 1 && req.batch >= 1,
               "[plan] --gpus, --gpus-per-node and --batch must be at least 1 (gpus=", cl.gpus,
@@ -99,15 +119,21 @@ PlanResult plan(const PlanRequest& req) {
     for (int p : divisors(cl.gpus / t)) {
       const int d = cl.gpus / t / p;
       std::string why;
-      if (req.shape.heads % t != 0) {
+      if (req.profile && t != 1) {
+        why = "t=" + std::to_string(t) + " is not 1 (a profile is one device's)";
+        ++result.rejected["profile_needs_t_1"];
+      } else if (!req.profile && req.shape.heads % t != 0) {
         why = "t=" + std::to_string(t) + " does not divide heads=" + std::to_string(req.shape.heads);
         ++result.rejected["t_does_not_divide_heads"];
       } else if (cl.gpus_per_node % t != 0 && t % cl.gpus_per_node != 0) {
         why = "t=" + std::to_string(t) + " neither divides nor is a multiple of gpus-per-node=" +
               std::to_string(cl.gpus_per_node);
         ++result.rejected["t_does_not_tile_nodes"];
-      } else if (req.shape.layers % p != 0) {
-        why = "p=" + std::to_string(p) + " does not divide layers=" + std::to_string(req.shape.layers);
+      } else if (req.profile && p > layers) {
+        why = "p=" + std::to_string(p) + " exceeds the profiled layers=" + std::to_string(layers);
+        ++result.rejected["p_exceeds_profiled_layers"];
+      } else if (!req.profile && layers % p != 0) {
+        why = "p=" + std::to_string(p) + " does not divide layers=" + std::to_string(layers);
         ++result.rejected["p_does_not_divide_layers"];
       } else if (req.batch % d != 0) {
         why = "d=" + std::to_string(d) + " does not divide batch=" + std::to_string(req.batch);
@@ -125,11 +151,13 @@ PlanResult plan(const PlanRequest& req) {
         if (p == 1 && name != "1f1b") continue;
         const int v = name == "interleaved" || name == "zb-v" ? 2 : 1;
         for (int b : divisors(req.batch / d)) {
+          if (req.microbatch > 0 && b != req.microbatch) continue;
           const int m = req.batch / d / b;
-          for (int recompute = 0; recompute < 2; ++recompute) {
+          for (int recompute = 0; recompute < (req.profile ? 1 : 2); ++recompute) {
             for (int zero = 0; zero < (d > 1 ? 2 : 1); ++zero) {
               ++result.candidates;
-              if (req.shape.layers % (static_cast<long>(p) * v) != 0) {
+              if (req.profile ? static_cast<long>(p) * v > layers
+                              : layers % (static_cast<long>(p) * v) != 0) {
                 ++result.rejected["layers_not_divisible_by_stages"];
                 continue;
               }
@@ -143,7 +171,7 @@ PlanResult plan(const PlanRequest& req) {
               }
               Plan e;
               e.config = Config{t, p, d, b, m, name, v, recompute == 1, zero == 1};
-              const Estimate est = estimate(req.shape, cl, e.config);
+              const Estimate est = estimate_of(req, e.config);
               e.step_s = est.step_s;
               e.memory_bytes = est.memory_bytes;
               finish(req, e);

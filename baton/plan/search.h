@@ -10,10 +10,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "baton/plan/costs.h"
+#include "baton/plan/profile.h"
 
 namespace baton::plan {
 
@@ -25,6 +27,12 @@ struct PlanRequest {
   // at p = 1 every schedule is 1f1b, which alone is kept.
   std::vector<std::string> schedules = {"1f1b", "interleaved", "zb-h1", "zb-v"};
   int simulate_limit = 64;
+  int microbatch = 0;  // b: when > 0, only this micro-batch size is searched
+  // Measured layer costs in place of the formulas (profile.h): `shape` is
+  // then unused, only t = 1 and no recomputation are searched, p v may be any
+  // count up to the profiled layers (cut as partition::uniform cuts them),
+  // and tflops_per_gpu is 0 (no FLOPs are known).
+  std::optional<Profile> profile;
 };
 
 struct Plan {

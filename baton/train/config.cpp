@@ -84,6 +84,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"trace", field(&TrainConfig::trace, "trace")},
       {"svg", field(&TrainConfig::svg, "svg")},
       {"compare_sim", field(&TrainConfig::compare_sim, "compare_sim")},
+      {"profile_out", field(&TrainConfig::profile_out, "profile_out")},
       {"log_every", field(&TrainConfig::log_every, "log_every")},
       {"save", field(&TrainConfig::save, "save")},
       {"save_every", field(&TrainConfig::save_every, "save_every", 1)},

@@ -57,6 +57,7 @@ struct TrainConfig {
   std::string trace;        // Chrome trace of the last step's measured timeline
   std::string svg;          // SVG of the last step's measured timeline
   bool compare_sim = false; // print measured vs simulated step time
+  std::string profile_out;  // write the layers' profile (JSON) and exit without training
   int log_every = 1;        // progress line every N steps
   // Checkpoints (baton/pipeline/checkpoint.h)
   std::string save;         // folder to save into at the end (and every save_every steps)

@@ -36,7 +36,7 @@ void check_writable(const char* flag, const std::string& path) {
 
 void check_output_paths(const TrainConfig& c) {
   const std::vector<std::pair<const char*, std::string>> outputs = {
-      {"--metrics", c.metrics}, {"--trace", c.trace}, {"--svg", c.svg}};
+      {"--metrics", c.metrics}, {"--trace", c.trace}, {"--svg", c.svg}, {"--profile-out", c.profile_out}};
   std::vector<std::pair<const char*, fs::path>> seen;
   for (const auto& [flag, path] : outputs) {
     if (path.empty()) continue;

@@ -1,4 +1,4 @@
-// The files `baton train` writes (--metrics, --trace, --svg), checked before
+// The files `baton train` writes (--metrics, --trace, --svg, --profile-out), checked before
 // any rank starts, so a bad path fails at once with one line instead of on
 // rank 0 after the whole run.
 #pragma once

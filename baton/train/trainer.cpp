@@ -99,6 +99,8 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
 
 }  // namespace
 
+nn::ModelSpec model_spec(const TrainConfig& c) { return make_model(c); }
+
 void check_setup(const TrainConfig& c) {
   check_config(c);
   const schedule::Schedule lowered = make_schedule(c);

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "baton/nn/layer_spec.h"
 #include "baton/train/config.h"
 
 namespace baton::train {
@@ -26,6 +27,9 @@ struct RankContext {
 // --balance fits, the data is there, the output files can be written (each its
 // own), and the parameters fit in this machine's memory.
 void check_setup(const TrainConfig& config);
+
+// The model zoo's ModelSpec for the config's model flags.
+nn::ModelSpec model_spec(const TrainConfig& config);
 
 // Runs the whole training on this rank. Rank 0 prints progress and writes the
 // metrics, trace and SVG. Throws baton::Error for bad input and for failures

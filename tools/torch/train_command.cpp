@@ -17,6 +17,7 @@
 #include "baton/comm/rank_env.h"
 #include "baton/core/error.h"
 #include "baton/train/config.h"
+#include "baton/train/profile_output.h"
 #include "baton/train/trainer.h"
 #include "tools/cli.h"
 
@@ -116,6 +117,15 @@ int run(TrainFlags& f) {
     for (const auto& line : deprecations) std::cerr << "baton: warning: " << line << std::endl;
   }
   train::check_config(config);
+  if (!config.profile_out.empty()) {
+    // Profile and exit: one process, no ranks; under torchrun only rank 0 writes.
+    if (env && env->rank != 0) return 0;
+    train::check_setup(config);
+    train::write_profile(config);
+    std::cout << "baton train: wrote the profile of " << config.model << " to "
+              << config.profile_out << "\n";
+    return 0;
+  }
   if (env) {
     train::RankContext context{env->rank, env->world_size, env->local_world_size, env->master_addr,
                                env->master_port};
@@ -184,6 +194,8 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--metrics", &train::TrainConfig::metrics, "Write JSON lines of metrics");
   flag(cmd, *f, "--trace", &train::TrainConfig::trace, "Write the last step's measured timeline as a Chrome trace");
   flag(cmd, *f, "--svg", &train::TrainConfig::svg, "Write the last step's measured timeline as SVG");
+  flag(cmd, *f, "--profile-out", &train::TrainConfig::profile_out,
+       "Profile the layers on one micro-batch, write them as JSON for baton plan --profile, and exit");
   flag(cmd, *f, "--log-every", &train::TrainConfig::log_every, "Print progress every N steps");
   flag(cmd, *f, "--save", &train::TrainConfig::save,
        "Save a checkpoint into this folder at the end (and every --save-every steps)");

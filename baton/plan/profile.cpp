@@ -1,0 +1,119 @@
+#include "baton/plan/profile.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "baton/core/error.h"
+#include "baton/partition/balance.h"
+
+namespace baton::plan {
+namespace {
+
+double number(const nlohmann::json& object, const char* key, const std::string& where,
+              const std::string& path) {
+  BATON_CHECK(object.contains(key) && object[key].is_number(), "[plan] --profile ", path, ": ",
+              where, " has no number \"", key, "\"");
+  const double value = object[key].get<double>();
+  BATON_CHECK(std::isfinite(value) && value >= 0, "[plan] --profile ", path, ": ", where, " \"",
+              key, "\" is ", value, "; it must be finite and non-negative");
+  return value;
+}
+
+}  // namespace
+
+Profile parse_profile(const std::string& text, const std::string& path) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    BATON_CHECK(false, "[plan] --profile ", path, " is not JSON (", e.what(),
+                "); write one with baton train --profile-out");
+  }
+  BATON_CHECK(json.is_object() && json.contains("baton_profile") && json["baton_profile"] == 1,
+              "[plan] --profile ", path,
+              " is not a baton profile (no \"baton_profile\": 1); write one with baton train "
+              "--profile-out");
+  Profile profile;
+  BATON_CHECK(json.contains("model") && json["model"].is_object() &&
+                  json["model"].contains("model") && json["model"]["model"].is_string(),
+              "[plan] --profile ", path, " has no \"model\" object naming the model");
+  profile.model = json["model"];
+  const double b = number(json, "microbatch", "the file", path);
+  BATON_CHECK(b >= 1 && b == std::floor(b) && b < (1 << 30), "[plan] --profile ", path,
+              ": \"microbatch\" is ", b, "; it must be a whole number of at least 1");
+  profile.microbatch = static_cast<int>(b);
+  BATON_CHECK(json.contains("layers") && json["layers"].is_array() && !json["layers"].empty(),
+              "[plan] --profile ", path, " has no \"layers\" array of at least one layer");
+  for (size_t i = 0; i < json["layers"].size(); ++i) {
+    const nlohmann::json& l = json["layers"][i];
+    const std::string where = "layer " + std::to_string(i);
+    BATON_CHECK(l.is_object(), "[plan] --profile ", path, ": ", where, " is not an object");
+    ProfiledLayer layer;
+    layer.forward_s = number(l, "forward_s", where, path);
+    layer.input_backward_s = number(l, "input_backward_s", where, path);
+    layer.weight_backward_s = number(l, "weight_backward_s", where, path);
+    layer.activation_bytes = number(l, "activation_bytes", where, path);
+    layer.parameter_bytes = number(l, "parameter_bytes", where, path);
+    layer.output_bytes = number(l, "output_bytes", where, path);
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
+
+Profile read_profile(const std::string& path) {
+  std::ifstream in(path);
+  BATON_CHECK(in.good(), "[plan] --profile ", path,
+              " cannot be read (missing or unreadable); write one with baton train --profile-out");
+  std::ostringstream text;
+  text << in.rdbuf();
+  BATON_CHECK(!in.bad(), "[plan] --profile ", path, " cannot be read");
+  return parse_profile(text.str(), path);
+}
+
+sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& cluster,
+                                    const Config& c) {
+  const int stages = c.p * c.virtual_stages;
+  const int layers = static_cast<int>(profile.layers.size());
+  BATON_ASSERT(c.t == 1 && stages >= 1 && stages <= layers, "profiled costs of t=", c.t, " and ",
+               stages, " stages for ", layers, " layers");
+  const partition::Partition cut = partition::uniform(layers, stages);
+  const double scale = static_cast<double>(c.microbatch) / profile.microbatch;
+  const bool in_node = pipeline_in_node(cluster, c);
+  const double gbps = in_node ? cluster.intra_node_gbps : cluster.inter_node_gbps;
+  const double latency_us = in_node ? cluster.intra_node_latency_us : cluster.inter_node_latency_us;
+
+  sim::CostModel model;
+  model.comm_latency = latency_us * 1e-6;
+  model.comm_bytes_per_time = gbps * 1e9 / 8;
+  for (int s = 0; s < stages; ++s) {
+    sim::StageCost cost;
+    cost.forward = cost.input_backward = cost.weight_backward = 0;
+    cost.activation_bytes = 0;
+    for (int i = cut.first_layer(s); i < cut.end_layer(s); ++i) {
+      const ProfiledLayer& l = profile.layers[i];
+      cost.forward += scale * l.forward_s;
+      cost.input_backward += scale * l.input_backward_s;
+      cost.weight_backward += scale * l.weight_backward_s;
+      cost.activation_bytes += scale * l.activation_bytes;
+      cost.parameter_bytes += kAdamStatePerParameterByte * l.parameter_bytes;
+    }
+    cost.weight_stash_bytes = 0;
+    cost.boundary_bytes = scale * profile.layers[cut.end_layer(s) - 1].output_bytes;
+    model.stages.push_back(cost);
+  }
+  return model;
+}
+
+double profiled_gradient_bytes(const Profile& profile, const Config& c) {
+  const partition::Partition cut =
+      partition::uniform(static_cast<int>(profile.layers.size()), c.p * c.virtual_stages);
+  double bytes = 0;
+  for (int s : stages_of_rank(c, 0)) {
+    for (int i = cut.first_layer(s); i < cut.end_layer(s); ++i)
+      bytes += profile.layers[i].parameter_bytes;
+  }
+  return bytes;
+}
+
+}  // namespace baton::plan
