@@ -200,6 +200,8 @@ PlanResult plan(const PlanRequest& req) {
   BATON_CHECK(allowed > 0, "[plan] no (t, p, d) with t*p*d = ", cl.gpus,
               " GPUs is allowed (t must divide heads and tile nodes, p divide layers, "
               "d batch): ", refused);
+  BATON_CHECK(req.microbatch == 0 || result.candidates > 0, "[plan] --microbatch ",
+              req.microbatch, " divides batch / d for no allowed d (batch=", req.batch, ")");
   BATON_CHECK(!best.empty(), "[plan] no configuration fits in ", cl.memory_gb,
               " GB per GPU; the smallest needs ", std::ceil(smallest.memory_bytes / 1e8) / 10,
               " GB per GPU (", describe(smallest.config), ")");

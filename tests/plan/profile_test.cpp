@@ -1,0 +1,128 @@
+// Stage costs from a measured profile against hand sums of its layers: the
+// uniform cut of `baton train`, times and activations scaled with the
+// micro-batch, Adam's state on the parameters; and the parser's refusals.
+#include <gtest/gtest.h>
+
+#include "baton/core/error.h"
+#include "baton/plan/profile.h"
+#include "baton/plan/search.h"
+
+namespace baton::plan {
+namespace {
+
+// Five layers, layer i: F = i + 1 ms, I = 2 (i + 1) ms, W = 3 (i + 1) ms,
+// activations 100 (i + 1), parameters 1000 (i + 1), output 10 (i + 1) bytes,
+// profiled at micro-batch 4.
+Profile five_layers() {
+  Profile p;
+  p.model = {{"model", "mlp"}, {"layers", 5}};
+  p.microbatch = 4;
+  for (int i = 0; i < 5; ++i) {
+    const double k = i + 1;
+    p.layers.push_back({k * 1e-3, 2 * k * 1e-3, 3 * k * 1e-3, 100 * k, 1000 * k, 10 * k});
+  }
+  return p;
+}
+
+Cluster two_gpus() {
+  Cluster c;
+  c.gpus = 2;
+  c.gpus_per_node = 2;
+  c.intra_node_gbps = 800;  // 100 GB/s
+  c.intra_node_latency_us = 3;
+  return c;
+}
+
+TEST(PlanProfile, StageCostsAreTheHandSumsOfTheUniformCut) {
+  Config c;
+  c.p = 2;
+  c.microbatch = 4;
+  const sim::CostModel m = profiled_stage_costs(five_layers(), two_gpus(), c);
+  ASSERT_EQ(m.stages.size(), 2u);
+  // partition::uniform(5, 2) gives the first stage the extra layer: {0,1,2}, {3,4}.
+  EXPECT_DOUBLE_EQ(m.stages[0].forward, (1 + 2 + 3) * 1e-3);
+  EXPECT_DOUBLE_EQ(m.stages[0].input_backward, 2 * (1 + 2 + 3) * 1e-3);
+  EXPECT_DOUBLE_EQ(m.stages[0].weight_backward, 3 * (1 + 2 + 3) * 1e-3);
+  EXPECT_DOUBLE_EQ(m.stages[1].forward, (4 + 5) * 1e-3);
+  EXPECT_DOUBLE_EQ(m.stages[1].activation_bytes, 100 * (4 + 5));
+  EXPECT_DOUBLE_EQ(m.stages[0].parameter_bytes, 4 * 1000 * (1 + 2 + 3));
+  EXPECT_DOUBLE_EQ(m.stages[0].boundary_bytes, 10 * 3);
+  EXPECT_DOUBLE_EQ(m.stages[1].boundary_bytes, 10 * 5);
+  EXPECT_DOUBLE_EQ(m.comm_latency, 3e-6);
+  EXPECT_DOUBLE_EQ(m.comm_bytes_per_time, 100e9);
+}
+
+TEST(PlanProfile, TimesAndActivationsScaleLinearlyWithTheMicrobatchParametersDoNot) {
+  Config c;
+  c.p = 1;
+  c.microbatch = 4;
+  const sim::CostModel at4 = profiled_stage_costs(five_layers(), two_gpus(), c);
+  c.microbatch = 12;
+  const sim::CostModel at12 = profiled_stage_costs(five_layers(), two_gpus(), c);
+  c.microbatch = 1;
+  const sim::CostModel at1 = profiled_stage_costs(five_layers(), two_gpus(), c);
+  EXPECT_DOUBLE_EQ(at4.stages[0].forward, 15e-3);
+  EXPECT_DOUBLE_EQ(at12.stages[0].forward, 3 * 15e-3);
+  EXPECT_DOUBLE_EQ(at1.stages[0].weight_backward, 45e-3 / 4);
+  EXPECT_DOUBLE_EQ(at12.stages[0].activation_bytes, 3 * 1500.0);
+  EXPECT_DOUBLE_EQ(at12.stages[0].boundary_bytes, 3 * 50.0);
+  EXPECT_DOUBLE_EQ(at12.stages[0].parameter_bytes, at4.stages[0].parameter_bytes);
+}
+
+TEST(PlanProfile, TwoChunkSchedulesCutPTimesVStages) {
+  Config c;
+  c.p = 2;
+  c.virtual_stages = 2;
+  c.schedule = "interleaved";
+  c.microbatch = 4;
+  const sim::CostModel m = profiled_stage_costs(five_layers(), two_gpus(), c);
+  ASSERT_EQ(m.stages.size(), 4u);  // {0,1}, {2}, {3}, {4}
+  EXPECT_DOUBLE_EQ(m.stages[0].forward, 3e-3);
+  EXPECT_DOUBLE_EQ(m.stages[3].forward, 5e-3);
+  // Rank 0 holds stages 0 and 2: layers 0, 1 and 3.
+  EXPECT_DOUBLE_EQ(profiled_gradient_bytes(five_layers(), c), 1000 + 2000 + 4000);
+}
+
+TEST(PlanProfile, SearchKeepsTOneAndPAtMostTheLayers) {
+  PlanRequest req;
+  req.profile = five_layers();
+  req.cluster = two_gpus();
+  req.cluster.gpus = 8;
+  req.cluster.gpus_per_node = 8;
+  req.batch = 8;
+  const PlanResult r = plan(req);
+  ASSERT_FALSE(r.plans.empty());
+  for (const Plan& p : r.plans) {
+    EXPECT_EQ(p.config.t, 1);
+    EXPECT_LE(p.config.p * p.config.virtual_stages, 5);
+    EXPECT_FALSE(p.config.recompute);
+  }
+  EXPECT_EQ(r.rejected.at("p_exceeds_profiled_layers"), 1);  // p = 8
+}
+
+TEST(PlanProfile, ParserNamesTheFileAndTheMissingField) {
+  const std::string good =
+      R"({"baton_profile": 1, "model": {"model": "mlp"}, "microbatch": 2, "layers": [)"
+      R"({"forward_s": 1, "input_backward_s": 1, "weight_backward_s": 1, "activation_bytes": 1,)"
+      R"( "parameter_bytes": 1, "output_bytes": 1}]})";
+  EXPECT_EQ(parse_profile(good, "p.json").layers.size(), 1u);
+  auto message = [](const std::string& text) {
+    try {
+      parse_profile(text, "p.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("{").find("p.json is not JSON"), std::string::npos);
+  EXPECT_NE(message("{}").find("not a baton profile"), std::string::npos);
+  std::string no_forward = good;
+  no_forward.replace(no_forward.find("forward_s"), 9, "forwardxx");
+  EXPECT_NE(message(no_forward).find("layer 0 has no number \"forward_s\""), std::string::npos);
+  std::string negative = good;
+  negative.replace(negative.find("\"microbatch\": 2"), 15, "\"microbatch\": 0");
+  EXPECT_NE(message(negative).find("\"microbatch\" is 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace baton::plan
