@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `baton train --profile-out` writes a profile that `baton plan --profile`
+# accepts, trains nothing, and refuses a bad path with one line before
+# profiling.
+source "$(dirname "$0")/lib/common.sh"
+P=(--model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --pp 1 --threads 1)
+
+expect_bad_input "--profile-out $tmp/no/p.json: folder $tmp/no does not exist" \
+  "${P[@]}" --profile-out "$tmp/no/p.json"
+expect_bad_input "--profile-out $tmp is a folder" "${P[@]}" --profile-out "$tmp"
+expect_bad_input "--metrics and --profile-out name the same file" \
+  "${P[@]}" --metrics "$tmp/x" --profile-out "$tmp/x"
+
+out=$(timeout 120 "$baton" train "${P[@]}" --profile-out "$tmp/p.json" 2>&1) || fail "profile exit $?: $out"
+printf '%s' "$out" | grep -q "step" && fail "--profile-out trained: $out"
+python3 - "$tmp/p.json" <<'PY' || fail "profile: $(cat "$tmp/p.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["baton_profile"] == 1 and p["microbatch"] == 4 and p["backward_split"] == "halved", p
+assert p["model"]["model"] == "mlp" and p["model"]["layers"] == 4 and p["model"]["hidden"] == 16, p
+assert len(p["layers"]) == 4, p
+for l in p["layers"]:
+    assert l["forward_s"] > 0 and l["input_backward_s"] == l["weight_backward_s"] > 0, l
+    assert l["parameter_bytes"] > 0 and l["activation_bytes"] > 0 and l["output_bytes"] > 0, l
+assert p["layers"][1]["parameter_bytes"] == (16 * 16 + 16) * 4, p["layers"][1]
+assert p["layers"][1]["output_bytes"] == 4 * 16 * 4, p["layers"][1]
+PY
+plan=$("$baton" plan --profile "$tmp/p.json" --gpus 2 --gpus-per-node 2 --gpu-memory-gb 1 \
+  --batch 8 --json) || fail "plan --profile exit $?"
+python3 -c 'import json,sys; assert json.loads(sys.argv[1])["plans"]' "$plan" || fail "no plans: $plan"
+# The TOML key mirrors the flag.
+printf 'model = "mlp"\nlayers = 4\nhidden = 16\nbatch = 8\nmicrobatches = 2\npp = 1\nprofile_out = "%s"\n' \
+  "$tmp/q.json" > "$tmp/c.toml"
+"$baton" train --config "$tmp/c.toml" --threads 1 > /dev/null || fail "profile_out key exit $?"
+[ -s "$tmp/q.json" ] || fail "profile_out key wrote nothing"
+echo "1 passed, 0 failed"
