@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Calibration of `baton plan --profile` against `baton train` on this machine (issue 11).
+
+Profiles an MLP (8 layers, hidden 512, batch 256 in 8 micro-batches of 32, 1 thread) with
+`baton train --profile-out`, plans it for 2 GPUs in one node with `baton plan --profile --json`,
+then runs the plan's 3 best configurations that `baton train` can run (t = 1, d = 1: this tree
+has no `baton train --dp`) as 2 local ranks of 1 thread each, and prints the predicted step time
+against the measured median (steps after the first 3) and their ratio, and whether the plan's
+first choice measured fastest or within 5% of the fastest.
+
+It does this twice: with b free (the planner's own choice; linear scaling takes it to b = 1) and
+with b fixed at the profiled micro-batch (`--microbatch 32`: no extrapolation in b). The measured step includes the optimizer's step
+(Adam), which the plan does not model. A first row runs the profiled configuration on one rank
+(p = 1, no pipeline), predicted as m (F + I + W): what the ranks lose to the machine's load and to
+the step's work outside the layers.
+
+
+Usage: python3 bench/plan_calibration.py [--baton build/baton] [--steps 30]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+MODEL = ["--model", "mlp", "--layers", "8", "--hidden", "512"]
+BATCH = 256
+PROFILED_MICROBATCHES = 8
+CLUSTER = ["--gpus", "2", "--gpus-per-node", "2", "--gpu-memory-gb", "8"]
+
+
+def sh(cmd):
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+
+
+def train_step_ms(baton, tmp, plan, steps):
+    c = plan
+    metrics = os.path.join(tmp, "m.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    cmd = [baton, "train", *MODEL, "--batch", str(BATCH), "--nproc", str(c["p"]), "--pp",
+           str(c["p"]), "--schedule", c["schedule"], "--microbatches", str(c["microbatches"]),
+           "--threads", "1", "--steps", str(steps), "--log-every", "1000", "--metrics", metrics]
+    if c["schedule"] == "interleaved":
+        cmd += ["--virtual", str(c["virtual"])]
+    sh(cmd)
+    rows = [json.loads(line) for line in open(metrics)]
+    return statistics.median([r["step_ms"] for r in rows if "step_ms" in r][3:])
+
+
+def calibrate(baton, tmp, profile, steps, extra, title):
+    out = json.loads(sh([baton, "plan", "--profile", profile, *CLUSTER, "--batch", str(BATCH),
+                         "--json", *extra]))
+    runnable = [p for p in out["plans"] if p["t"] == 1 and p["d"] == 1][:3]
+    print(f"\n{title}: plan's first choice overall: " +
+          "p={p} d={d} b={microbatch} m={microbatches} {schedule}".format(**out["plans"][0]))
+    rows = []
+    for p in runnable:
+        measured = train_step_ms(baton, tmp, p, steps)
+        rows.append((p, p["step_s"] * 1e3, measured))
+    print(f"{'p':>2} {'b':>4} {'m':>4} {'schedule':<12} {'predicted_ms':>12} {'measured_ms':>12} "
+          f"{'measured/pred':>13}")
+    for p, pred, meas in rows:
+        print(f"{p['p']:>2} {p['microbatch']:>4} {p['microbatches']:>4} {p['schedule']:<12} "
+              f"{pred:>12.2f} {meas:>12.2f} {meas / pred:>13.2f}")
+    fastest = min(meas for _, _, meas in rows)
+    first = rows[0][2]
+    verdict = ("fastest" if first == fastest else
+               f"within {100 * (first / fastest - 1):.1f}% of the fastest" if first <= 1.05 * fastest
+               else f"{100 * (first / fastest - 1):.1f}% slower than the fastest (missed)")
+    print(f"first runnable choice measured {verdict}")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--baton", default="build/baton")
+    ap.add_argument("--steps", type=int, default=30)
+    args = ap.parse_args()
+    baton = os.path.abspath(args.baton)
+    print("load average before:", open("/proc/loadavg").read().split()[:3])
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = os.path.join(tmp, "profile.json")
+        sh([baton, "train", *MODEL, "--batch", str(BATCH), "--microbatches",
+            str(PROFILED_MICROBATCHES), "--pp", "1", "--threads", "1", "--profile-out", profile])
+        prof = json.load(open(profile))
+        b = prof["microbatch"]
+        per_mb = sum(l["forward_s"] + l["input_backward_s"] + l["weight_backward_s"]
+                     for l in prof["layers"]) * 1e3
+        print(f"profiled micro-batch {b}: F+I+W of all layers {per_mb:.2f} ms")
+        # Reference with no pipeline: the profiled configuration on one rank, predicted m (F+I+W).
+        one = {"p": 1, "schedule": "1f1b", "microbatches": PROFILED_MICROBATCHES, "virtual": 1}
+        single = train_step_ms(baton, tmp, one, args.steps)
+        print(f"reference, one rank, b={b} m={PROFILED_MICROBATCHES}: predicted "
+              f"{PROFILED_MICROBATCHES * per_mb:.2f} ms, measured {single:.2f} ms, ratio "
+              f"{single / (PROFILED_MICROBATCHES * per_mb):.2f}")
+        calibrate(baton, tmp, profile, args.steps, [], "b free")
+        calibrate(baton, tmp, profile, args.steps, ["--microbatch", str(b)], f"b = {b}")
+    print("load average after:", open("/proc/loadavg").read().split()[:3])
+
+
+if __name__ == "__main__":
+    main()
