@@ -14,6 +14,8 @@
 #include "baton/runtime/stage.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
+#include "baton/schedule/runnable_file.h"
+#include "baton/core/printable.h"
 
 namespace baton {
 
@@ -62,6 +64,22 @@ torch::Device resolve_device(const torch::Device& requested, int local_rank) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
+schedule::Schedule make_schedule(const PipelineOptions& o, int world_size) {
+  if (o.schedule_file().empty()) {
+    return schedule::lower(schedule::generate(o.schedule(), schedule::GeneratorOptions{}
+                                                                .set_ranks(world_size)
+                                                                .set_microbatches(o.microbatches())
+                                                                .set_virtual_stages(o.virtual_stages())));
+  }
+  schedule::Schedule s = schedule::load_runnable_schedule(o.schedule_file());
+  BATON_CHECK(s.ranks == world_size, "[pipeline] schedule file ", printable(o.schedule_file(), 256), " has ",
+              s.ranks, " ranks but pp is ", world_size, "; a schedule file must have one row per pipeline rank");
+  BATON_CHECK(s.microbatches == o.microbatches(), "[pipeline] schedule file ", printable(o.schedule_file(), 256),
+              " runs ", s.microbatches, " micro-batches but microbatches=", o.microbatches(),
+              "; set microbatches to the file's");
+  return s;
+}
+
 int64_t batch_size(const torch::Tensor& inputs, const torch::Tensor& targets) {
   const torch::Tensor& t = inputs.defined() ? inputs : targets;
   return t.defined() && t.dim() > 0 ? t.size(0) : 0;
@@ -100,12 +118,9 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
               "default), got ", o.virtual_stages());
   join_process_group();
 
-  s.schedule = schedule::lower(schedule::generate(o.schedule(), schedule::GeneratorOptions{}
-                                                                     .set_ranks(s.world_size)
-                                                                     .set_microbatches(o.microbatches())
-                                                                     .set_virtual_stages(o.virtual_stages())));
+  s.schedule = make_schedule(o, s.world_size);
   const int stages = s.schedule.stages;
-  BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", o.schedule(), " with pp=",
+  BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", s.schedule.name, " with pp=",
               s.world_size, " makes ", stages, " stages but model \"", s.model.name, "\" has only ",
               s.model.num_layers(), " layers; every stage needs at least one layer");
   s.partition = choose_partition(stages);
@@ -119,6 +134,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   runtime::ExecutorOptions executor_options;
   executor_options.recompute = recompute;
   executor_options.device = s.device;
+  executor_options.share_loss = !o.step_barrier();
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.rank, std::move(built), std::move(loss),
                                                    s.comm, executor_options);
 }
@@ -196,6 +212,7 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
               " samples; use a batch of at least ", m, " or fewer micro-batches");
   s.last = s.executor->run_step(inputs, targets);
   ++s.steps;
+  if (!s.options.step_barrier()) return s.last.minibatch_loss;
   // A collective cannot tell which rank is missing; it names the group.
   return sum_over_ranks(s.comm, s.last.loss,
                         detail::concat("the step ", s.steps, " loss sum (an all-reduce over ranks 0-",
@@ -263,7 +280,8 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
   request.optimizer = optimizer;
   request.model = {{"name", s.model.name}, {"layers", s.model.num_layers()}};
   request.pipeline = {{"pp", s.world_size},
-                      {"schedule", s.options.schedule()},
+                      {"schedule", s.options.schedule_file().empty() ? s.options.schedule()
+                                                                      : "file " + s.options.schedule_file()},
                       {"microbatches", s.options.microbatches()},
                       {"stages", s.schedule.stages},
                       {"balance", s.options.balance()},
@@ -279,6 +297,7 @@ nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* o
       dir, checkpoint_layers(*s.executor, s.schedule, s.rank, /*writers_only=*/false), optimizer,
       {{"name", s.model.name}, {"layers", s.model.num_layers()}});
   s.steps = result.step;
+  s.executor->set_steps_run(result.step);
   return result.extra;
 }
 
