@@ -175,12 +175,13 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     optimizer->zero_grad();
     const auto t0 = Clock::now();
     loss = pipeline.step(inputs, targets);
-    optimizer->step();
-    const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
     // Every rank sees the mini-batch loss (no barrier: step() returns it on
-    // every rank, runtime/executor.h), so every rank stops at this step.
+    // every rank, runtime/executor.h), so every rank stops at this step,
+    // before an update from non-finite gradients.
     BATON_CHECK(std::isfinite(loss), "[train] rank ", ctx.rank, ": the loss of step ", step + 1,
                 " is ", loss, "; training diverged (lower --lr, now ", c.lr, ")");
+    optimizer->step();
+    const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
     peak_activation_bytes = std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
     progress.step_done(step, loss, step_s);
     save_if_due(c, pipeline, *optimizer, step + 1, total);
