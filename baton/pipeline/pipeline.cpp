@@ -7,15 +7,15 @@
 
 #include "baton/comm/nccl.h"
 #include "baton/core/error.h"
-#include "baton/pipeline/checkpoint.h"
+#include "baton/core/printable.h"
 #include "baton/partition/balance.h"
+#include "baton/pipeline/checkpoint.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/profile.h"
 #include "baton/runtime/stage.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/runnable_file.h"
-#include "baton/core/printable.h"
 
 namespace baton {
 
@@ -66,16 +66,19 @@ torch::Device resolve_device(const torch::Device& requested, int local_rank) {
 
 schedule::Schedule make_schedule(const PipelineOptions& o, int world_size) {
   if (o.schedule_file().empty()) {
-    return schedule::lower(schedule::generate(o.schedule(), schedule::GeneratorOptions{}
-                                                                .set_ranks(world_size)
-                                                                .set_microbatches(o.microbatches())
-                                                                .set_virtual_stages(o.virtual_stages())));
+    return schedule::lower(
+        schedule::generate(o.schedule(), schedule::GeneratorOptions{}
+                                             .set_ranks(world_size)
+                                             .set_microbatches(o.microbatches())
+                                             .set_virtual_stages(o.virtual_stages())));
   }
   schedule::Schedule s = schedule::load_runnable_schedule(o.schedule_file());
-  BATON_CHECK(s.ranks == world_size, "[pipeline] schedule file ", printable(o.schedule_file(), 256), " has ",
-              s.ranks, " ranks but pp is ", world_size, "; a schedule file must have one row per pipeline rank");
-  BATON_CHECK(s.microbatches == o.microbatches(), "[pipeline] schedule file ", printable(o.schedule_file(), 256),
-              " runs ", s.microbatches, " micro-batches but microbatches=", o.microbatches(),
+  BATON_CHECK(s.ranks == world_size, "[pipeline] schedule file ", printable(o.schedule_file(), 256),
+              " has ", s.ranks, " ranks but pp is ", world_size,
+              "; a schedule file must have one row per pipeline rank");
+  BATON_CHECK(s.microbatches == o.microbatches(), "[pipeline] schedule file ",
+              printable(o.schedule_file(), 256), " runs ", s.microbatches,
+              " micro-batches but microbatches=", o.microbatches(),
               "; set microbatches to the file's");
   return s;
 }
@@ -120,9 +123,10 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
 
   s.schedule = make_schedule(o, s.world_size);
   const int stages = s.schedule.stages;
-  BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", s.schedule.name, " with pp=",
-              s.world_size, " makes ", stages, " stages but model \"", s.model.name, "\" has only ",
-              s.model.num_layers(), " layers; every stage needs at least one layer");
+  BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", s.schedule.name,
+              " with pp=", s.world_size, " makes ", stages, " stages but model \"", s.model.name,
+              "\" has only ", s.model.num_layers(),
+              " layers; every stage needs at least one layer");
   s.partition = choose_partition(stages);
   const schedule::Placement placement(s.schedule);
   auto built = runtime::build_stages(s.model, s.partition, placement.stages_of_rank(s.rank), o.seed());
@@ -279,14 +283,15 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
   request.layers = checkpoint_layers(*s.executor, s.schedule, s.rank, /*writers_only=*/true);
   request.optimizer = optimizer;
   request.model = {{"name", s.model.name}, {"layers", s.model.num_layers()}};
-  request.pipeline = {{"pp", s.world_size},
-                      {"schedule", s.options.schedule_file().empty() ? s.options.schedule()
-                                                                      : "file " + s.options.schedule_file()},
-                      {"microbatches", s.options.microbatches()},
-                      {"stages", s.schedule.stages},
-                      {"balance", s.options.balance()},
-                      {"partition", s.partition.to_string()},
-                      {"seed", s.options.seed()}};
+  request.pipeline = {
+      {"pp", s.world_size},
+      {"schedule", s.options.schedule_file().empty() ? s.options.schedule()
+                                                     : "file " + s.options.schedule_file()},
+      {"microbatches", s.options.microbatches()},
+      {"stages", s.schedule.stages},
+      {"balance", s.options.balance()},
+      {"partition", s.partition.to_string()},
+      {"seed", s.options.seed()}};
   request.extra = extra;
   checkpoint::save(request);
 }

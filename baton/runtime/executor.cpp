@@ -81,7 +81,8 @@ Executor::Executor(schedule::Schedule schedule, int rank, std::vector<std::share
   std::sort(loss_ranks_.begin(), loss_ranks_.end());
   const auto& actions = schedule_.actions[rank_];
   for (size_t i = 0; i < actions.size(); ++i) {
-    if (actions[i].kind == ActionKind::F && actions[i].stage == schedule_.stages - 1) last_loss_forward_ = i;
+    if (actions[i].kind == ActionKind::F && actions[i].stage == schedule_.stages - 1)
+      last_loss_forward_ = i;
   }
 }
 
@@ -110,7 +111,8 @@ void Executor::send_loss(Step& step) {
 
 void Executor::gather_loss(Step& step) {
   if (!options_.share_loss && comm_ != nullptr) {
-    const bool holds_last = std::find(loss_ranks_.begin(), loss_ranks_.end(), rank_) != loss_ranks_.end();
+    const bool holds_last =
+        std::find(loss_ranks_.begin(), loss_ranks_.end(), rank_) != loss_ranks_.end();
     step.result.minibatch_loss = holds_last && loss_ranks_.size() == 1
                                      ? step.result.loss
                                      : std::numeric_limits<double>::quiet_NaN();
@@ -123,7 +125,8 @@ void Executor::gather_loss(Step& step) {
       sum += step.result.loss;
       continue;
     }
-    const std::string what = baton::detail::concat("the step ", steps_run_ + 1, " loss sum: the last stage's loss from rank ", r);
+    const std::string what = baton::detail::concat(
+        "the step ", steps_run_ + 1, " loss sum: the last stage's loss from rank ", r);
     sum += step.recv_loss.at(r).wait(what).item<double>();
   }
   step.result.minibatch_loss = sum;

@@ -12,6 +12,7 @@
 
 #include "baton/comm/p2p_probe.h"
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
 #include "baton/nn/models.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline.h"
@@ -19,7 +20,6 @@
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/runnable_file.h"
-#include "baton/core/printable.h"
 #include "baton/train/checkpoint_flags.h"
 #include "baton/train/data_source.h"
 #include "baton/train/evaluate.h"
@@ -58,10 +58,12 @@ void check_parameter_memory(const TrainConfig& c) {
 schedule::Schedule make_schedule(const TrainConfig& c) {
   if (!c.schedule_file.empty()) {
     schedule::Schedule s = schedule::load_runnable_schedule(c.schedule_file);
-    BATON_CHECK(s.ranks == c.pp, "[train] schedule file ", printable(c.schedule_file, 256), " has ", s.ranks,
-                " ranks but pp=", c.pp, "; pass --pp ", s.ranks, " (and --nproc ", s.ranks, ")");
-    BATON_CHECK(s.microbatches == c.microbatches, "[train] schedule file ", printable(c.schedule_file, 256),
-                " runs ", s.microbatches, " micro-batches but --microbatches is ", c.microbatches);
+    BATON_CHECK(s.ranks == c.pp, "[train] schedule file ", printable(c.schedule_file, 256), " has ",
+                s.ranks, " ranks but pp=", c.pp, "; pass --pp ", s.ranks, " (and --nproc ", s.ranks,
+                ")");
+    BATON_CHECK(s.microbatches == c.microbatches, "[train] schedule file ",
+                printable(c.schedule_file, 256), " runs ", s.microbatches,
+                " micro-batches but --microbatches is ", c.microbatches);
     return s;
   }
   return schedule::lower(schedule::generate(c.schedule, schedule::GeneratorOptions{}
@@ -75,9 +77,10 @@ std::string schedule_label(const TrainConfig& c) {
 }
 
 void check_stage_count(const TrainConfig& c, const nn::ModelSpec& model, int stages) {
-  BATON_CHECK(stages <= model.num_layers(), "[train] schedule ", schedule_label(c), " with pp=", c.pp,
-              " makes ", stages, " stages but model ", c.model, " has only ", model.num_layers(),
-              " layers; every stage needs at least one layer (raise --layers or lower --pp/--virtual)");
+  BATON_CHECK(
+      stages <= model.num_layers(), "[train] schedule ", schedule_label(c), " with pp=", c.pp,
+      " makes ", stages, " stages but model ", c.model, " has only ", model.num_layers(),
+      " layers; every stage needs at least one layer (raise --layers or lower --pp/--virtual)");
 }
 
 bool balance_profiles(const std::string& method) {
@@ -153,11 +156,13 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   const int64_t per_epoch = data->steps_per_epoch();
   const int64_t total = c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
   if (leader) {
-    std::printf("baton train: model %s (%d layers), schedule %s, pp=%d, stages=%d, micro-batches=%d, "
-                "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
-                c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), c.pp, pipeline.schedule().stages,
-                c.microbatches, c.batch, c.balance.c_str(), pipeline.partition().to_string().c_str(),
-                c.recompute.c_str(), threads, static_cast<long long>(total));
+    std::printf(
+        "baton train: model %s (%d layers), schedule %s, pp=%d, stages=%d, micro-batches=%d, "
+        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
+        c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), c.pp,
+        pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
+        pipeline.partition().to_string().c_str(), c.recompute.c_str(), threads,
+        static_cast<long long>(total));
     std::fflush(stdout);
   }
   const int64_t first = resume_if_asked(c, pipeline, *optimizer, total);

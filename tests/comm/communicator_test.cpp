@@ -148,19 +148,24 @@ TEST_P(CommunicatorTest, MessagesOfOneTagSentBeforeAnyReceiveArriveInSendOrder) 
   auto message = [](size_t k, int64_t length) {
     return torch::full({length}, static_cast<double>(k + 1), torch::kFloat64);
   };
-  run_local_group(2, kTimeout, [&](Communicator& comm) {
-    if (comm.rank() == 0) {
-      std::vector<SendHandle> sends;
-      for (size_t k = 0; k < lengths.size(); ++k) sends.push_back(comm.isend(message(k, lengths[k]), 1, tag));
-      for (auto& send : sends) send.wait("send");
-    } else {
-      std::this_thread::sleep_for(100ms);  // every message is sent (or queued) by now
-      // As steps do: a receive is posted once the one before has been taken.
-      for (size_t k = 0; k < lengths.size(); ++k) {
-        expect_same(comm.irecv(0, tag).wait("recv " + std::to_string(k)), message(k, lengths[k]));
-      }
-    }
-  }, GetParam());
+  run_local_group(
+      2, kTimeout,
+      [&](Communicator& comm) {
+        if (comm.rank() == 0) {
+          std::vector<SendHandle> sends;
+          for (size_t k = 0; k < lengths.size(); ++k)
+            sends.push_back(comm.isend(message(k, lengths[k]), 1, tag));
+          for (auto& send : sends) send.wait("send");
+        } else {
+          std::this_thread::sleep_for(100ms);  // every message is sent (or queued) by now
+          // As steps do: a receive is posted once the one before has been taken.
+          for (size_t k = 0; k < lengths.size(); ++k) {
+            expect_same(comm.irecv(0, tag).wait("recv " + std::to_string(k)),
+                        message(k, lengths[k]));
+          }
+        }
+      },
+      GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorTest,

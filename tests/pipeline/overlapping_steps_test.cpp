@@ -55,8 +55,9 @@ TORCH_MODULE(SlowBackward);
 // Six layers, cut 3 + 3: the slow backward sits on stage 0 (rank 0).
 torch::nn::Sequential make_model(std::vector<Clock::time_point>* woke) {
   torch::manual_seed(0);
-  return torch::nn::Sequential(torch::nn::Linear(8, 16), SlowBackward(kMicrobatches, woke), torch::nn::ReLU(),
-                               torch::nn::Linear(16, 16), torch::nn::Tanh(), torch::nn::Linear(16, 4));
+  return torch::nn::Sequential(torch::nn::Linear(8, 16), SlowBackward(kMicrobatches, woke),
+                               torch::nn::ReLU(), torch::nn::Linear(16, 16), torch::nn::Tanh(),
+                               torch::nn::Linear(16, 4));
 }
 
 torch::Tensor loss_fn(const torch::Tensor& output, const torch::Tensor& target) {
@@ -82,7 +83,10 @@ TwoRankRun train_two_ranks(bool step_barrier) {
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
     const int r = comm.rank();
     Pipeline pipe(models[r], loss_fn,
-                  PipelineOptions().schedule("1f1b").microbatches(kMicrobatches).step_barrier(step_barrier)
+                  PipelineOptions()
+                      .schedule("1f1b")
+                      .microbatches(kMicrobatches)
+                      .step_barrier(step_barrier)
                       .communicator(&comm));
     torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(0.1));
     for (int step = 0; step < kSteps; ++step) {
@@ -96,7 +100,9 @@ TwoRankRun train_two_ranks(bool step_barrier) {
   return run;
 }
 
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 TEST(OverlappingSteps, ARankEndsItsStepWhileASlowerRankStillRunsItsPart) {
   const TwoRankRun run = train_two_ranks(/*step_barrier=*/false);
@@ -140,27 +146,35 @@ std::string error_of(const std::function<void()>& body) {
   return "(no baton::Error)";
 }
 
-PipelineOptions alone() { return PipelineOptions().rank_env(comm::RankEnv{}); }
+PipelineOptions alone() {
+  return PipelineOptions().rank_env(comm::RankEnv{});
+}
 
 TEST(ScheduleFile, RefusesAFileWhoseRanksDifferFromPp) {
   const std::string path = write_schedule(
-      "three_ranks.txt", schedule::generate("1f1b", schedule::GeneratorOptions{}.set_ranks(3).set_microbatches(4)));
+      "three_ranks.txt",
+      schedule::generate("1f1b", schedule::GeneratorOptions{}.set_ranks(3).set_microbatches(4)));
   std::vector<Clock::time_point> unused;
-  EXPECT_THAT(error_of([&] { Pipeline(make_model(&unused), loss_fn, alone().schedule_file(path)); }),
-              HasSubstr("has 3 ranks but pp is 1"));
+  EXPECT_THAT(
+      error_of([&] { Pipeline(make_model(&unused), loss_fn, alone().schedule_file(path)); }),
+      HasSubstr("has 3 ranks but pp is 1"));
 }
 
 TEST(ScheduleFile, RefusesMicrobatchesOtherThanTheFiles) {
   const std::string path = write_schedule(
-      "one_rank.txt", schedule::generate("gpipe", schedule::GeneratorOptions{}.set_ranks(1).set_microbatches(3)));
+      "one_rank.txt",
+      schedule::generate("gpipe", schedule::GeneratorOptions{}.set_ranks(1).set_microbatches(3)));
   std::vector<Clock::time_point> unused;
-  EXPECT_THAT(error_of([&] { Pipeline(make_model(&unused), loss_fn, alone().schedule_file(path).microbatches(4)); }),
+  EXPECT_THAT(error_of([&] {
+                Pipeline(make_model(&unused), loss_fn, alone().schedule_file(path).microbatches(4));
+              }),
               HasSubstr("runs 3 micro-batches but microbatches=4"));
 }
 
 TEST(ScheduleFile, AFileRunsLikeTheGeneratorItCameFrom) {
   const std::string path = write_schedule(
-      "gpipe.txt", schedule::generate("gpipe", schedule::GeneratorOptions{}.set_ranks(1).set_microbatches(4)));
+      "gpipe.txt",
+      schedule::generate("gpipe", schedule::GeneratorOptions{}.set_ranks(1).set_microbatches(4)));
   std::vector<Clock::time_point> unused;
   Pipeline from_file(make_model(&unused), loss_fn, alone().schedule_file(path));
   Pipeline generated(make_model(&unused), loss_fn, alone().schedule("gpipe"));

@@ -171,13 +171,18 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
   flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir, "Where decompressed data is kept");
   flag(cmd, *f, "--pp", &train::TrainConfig::pp, "Pipeline ranks");
-  f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule, "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min");
-  f->virtual_option = flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages, "Stage chunks per rank (interleaved, looped-bfs)")
-      ->check(CLI::Range(1, 1024));
+  f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
+                            "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
+                            "chimera, dualpipev, v-half, v-min");
+  f->virtual_option = flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages,
+                           "Stage chunks per rank (interleaved, looped-bfs)")
+                          ->check(CLI::Range(1, 1024));
   f->schedule_file_option = flag(cmd, *f, "--schedule-file", &train::TrainConfig::schedule_file,
-       "Run this schedule file (baton's text format, or PyTorch's CSV if it ends in .csv) instead of --schedule; "
-       "its ranks must equal --pp, its micro-batches set --microbatches");
-  f->microbatches_option = flag(cmd, *f, "--microbatches", &train::TrainConfig::microbatches, "Micro-batches per step");
+                                 "Run this schedule file (baton's text format, or PyTorch's CSV if "
+                                 "it ends in .csv) instead of --schedule; "
+                                 "its ranks must equal --pp, its micro-batches set --microbatches");
+  f->microbatches_option =
+      flag(cmd, *f, "--microbatches", &train::TrainConfig::microbatches, "Micro-batches per step");
   flag(cmd, *f, "--batch", &train::TrainConfig::batch, "Mini-batch size");
   flag(cmd, *f, "--steps", &train::TrainConfig::steps, "Optimizer steps (overrides --epochs)")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
@@ -207,10 +212,12 @@ Action add_train(CLI::App& app) {
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   flag(cmd, *f, "--resume", &train::TrainConfig::resume,
        "Continue from the checkpoint in this folder (--steps stays the total)");
-  CLI::Option* barrier = cmd->add_flag("--step-barrier", f->values.step_barrier,
-                                       "End every step with a blocking all-reduce of the loss (no overlap of "
-                                       "steps; to measure what overlapping buys)");
-  f->given.emplace_back(barrier, [f](train::TrainConfig& c) { c.step_barrier = f->values.step_barrier; });
+  CLI::Option* barrier =
+      cmd->add_flag("--step-barrier", f->values.step_barrier,
+                    "End every step with a blocking all-reduce of the loss (no overlap of "
+                    "steps; to measure what overlapping buys)");
+  f->given.emplace_back(barrier,
+                        [f](train::TrainConfig& c) { c.step_barrier = f->values.step_barrier; });
   CLI::Option* compare = cmd->add_flag("--compare-sim", f->values.compare_sim,
                                        "Print measured vs simulated step time and peak activations");
   f->given.emplace_back(compare, [f](train::TrainConfig& c) { c.compare_sim = f->values.compare_sim; });
