@@ -104,13 +104,15 @@ class Communicator {
 
   // Starts sending `tensor` (any dtype, any shape up to 13 dimensions; made
   // contiguous and detached) to rank `dst`. The handle keeps the tensor alive.
-  // REQUIRES: dst != rank(), and no other message with the same (dst, tag)
-  // is in flight.
+  // Several messages with the same (dst, tag) may be in flight (overlapping
+  // steps send step k+1's before the receiver took step k's); they arrive in
+  // the order they were sent. REQUIRES: dst != rank().
   SendHandle isend(const torch::Tensor& tensor, int dst, const Tag& tag);
 
   // Posts the receive of the tensor that rank `src` sends with `tag`; it
-  // never blocks. Receives may be waited on in any order, except that two
-  // receives with the same (src, tag) complete in the order they were sent.
+  // never blocks. Receives may be waited on in any order, except that
+  // receives with the same (src, tag) take that tag's messages in the order
+  // they were sent, the first posted the first message.
   RecvHandle irecv(int src, const Tag& tag);
 
   // "shm", "gloo" or "nccl": how point-to-point reaches `peer`.

@@ -14,8 +14,19 @@
 // where part is 0 for a tensor's message and 1 for a transport's follow-up. The mapping is
 // injective for 0 <= stage < kMaxStages and 0 <= microbatch < kMaxMicrobatches,
 // so no two messages of one step share a c10d tag. Messages of consecutive
-// steps do share tags; Gloo and NCCL deliver messages with the same tag and
-// peer in the order they were sent, so step k+1 never overtakes step k.
+// steps do share tags, and steps overlap (a rank starts step k+1 while its
+// peers still run step k), so a message of step k+1 may be sent before the
+// receiver has taken step k's. Every transport keeps the order of messages
+// with the same (peer, tag) (shared memory: one ring per source drained into
+// per-(peer, tag) queues; Gloo: a slot's sends and receives match in order;
+// NCCL: headers on one control tag per peer), and a rank posts the receives
+// of a tag in step order, so the k-th message of a (peer, tag) always meets
+// the k-th receive: step k+1 never overtakes step k.
+//
+// Micro-batch kReservedMicrobatch carries a step's control messages, never a
+// micro-batch's tensors: {last stage, kReservedMicrobatch, kForward} is the
+// step's loss (the last stage sends nothing forward), {s, kReservedMicrobatch,
+// kBackward} the gradient sum of a stage held by two ranks (Chimera).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +43,7 @@ enum class Direction : std::uint8_t {
 
 inline constexpr int kMaxStages = 1 << 10;
 inline constexpr int kMaxMicrobatches = 1 << 19;
+inline constexpr int kReservedMicrobatch = kMaxMicrobatches - 1;
 
 struct Tag {
   int stage = 0;  // the sending stage

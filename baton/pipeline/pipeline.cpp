@@ -7,13 +7,15 @@
 
 #include "baton/comm/nccl.h"
 #include "baton/core/error.h"
-#include "baton/pipeline/checkpoint.h"
+#include "baton/core/printable.h"
 #include "baton/partition/balance.h"
+#include "baton/pipeline/checkpoint.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/profile.h"
 #include "baton/runtime/stage.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
+#include "baton/schedule/runnable_file.h"
 
 namespace baton {
 
@@ -87,6 +89,21 @@ schedule::ZbAutoCosts zb_auto_costs(const std::vector<partition::LayerCost>& lay
   return costs;
 }
 
+// The lowered schedule: the file's, or the generator's with `generator`.
+schedule::Schedule make_schedule(const PipelineOptions& o, int world_size,
+                                 const schedule::GeneratorOptions& generator) {
+  if (o.schedule_file().empty()) return schedule::lower(schedule::generate(o.schedule(), generator));
+  schedule::Schedule s = schedule::load_runnable_schedule(o.schedule_file());
+  BATON_CHECK(s.ranks == world_size, "[pipeline] schedule file ", printable(o.schedule_file(), 256),
+              " has ", s.ranks, " ranks but pp is ", world_size,
+              "; a schedule file must have one row per pipeline rank");
+  BATON_CHECK(s.microbatches == o.microbatches(), "[pipeline] schedule file ",
+              printable(o.schedule_file(), 256), " runs ", s.microbatches,
+              " micro-batches but microbatches=", o.microbatches(),
+              "; set microbatches to the file's");
+  return s;
+}
+
 int64_t batch_size(const torch::Tensor& inputs, const torch::Tensor& targets) {
   const torch::Tensor& t = inputs.defined() ? inputs : targets;
   return t.defined() && t.dim() > 0 ? t.size(0) : 0;
@@ -129,7 +146,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
                        .set_ranks(s.world_size)
                        .set_microbatches(o.microbatches())
                        .set_virtual_stages(o.virtual_stages());
-  if (o.schedule() == "zb-auto") {
+  if (o.schedule() == "zb-auto" && o.schedule_file().empty()) {
     // zb-auto searches with this model's costs: one stage per rank, cut first.
     BATON_CHECK(s.world_size <= s.model.num_layers(), "[pipeline] schedule zb-auto with pp=",
                 s.world_size, " makes ", s.world_size, " stages but model \"", s.model.name,
@@ -137,9 +154,9 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
     s.partition = choose_partition(s.world_size);
     generator.set_zb_auto(zb_auto_costs(profiled_costs("schedule \"zb-auto\" searches with"), s.partition));
   }
-  s.schedule = schedule::lower(schedule::generate(o.schedule(), generator));
+  s.schedule = make_schedule(o, s.world_size, generator);
   const int stages = s.schedule.stages;
-  BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", o.schedule(), " with pp=",
+  BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", s.schedule.name, " with pp=",
               s.world_size, " makes ", stages, " stages but model \"", s.model.name, "\" has only ",
               s.model.num_layers(), " layers; every stage needs at least one layer");
   if (s.partition.stages() != stages) s.partition = choose_partition(stages);
@@ -153,6 +170,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   runtime::ExecutorOptions executor_options;
   executor_options.recompute = recompute;
   executor_options.device = s.device;
+  executor_options.share_loss = !o.step_barrier();
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.rank, std::move(built), std::move(loss),
                                                    s.comm, executor_options);
 }
@@ -237,6 +255,7 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
               " samples; use a batch of at least ", m, " or fewer micro-batches");
   s.last = s.executor->run_step(inputs, targets);
   ++s.steps;
+  if (!s.options.step_barrier()) return s.last.minibatch_loss;
   // A collective cannot tell which rank is missing; it names the group.
   return sum_over_ranks(s.comm, s.last.loss,
                         detail::concat("the step ", s.steps, " loss sum (an all-reduce over ranks 0-",
@@ -303,13 +322,15 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
   request.layers = checkpoint_layers(*s.executor, s.schedule, s.rank, /*writers_only=*/true);
   request.optimizer = optimizer;
   request.model = {{"name", s.model.name}, {"layers", s.model.num_layers()}};
-  request.pipeline = {{"pp", s.world_size},
-                      {"schedule", s.options.schedule()},
-                      {"microbatches", s.options.microbatches()},
-                      {"stages", s.schedule.stages},
-                      {"balance", s.options.balance()},
-                      {"partition", s.partition.to_string()},
-                      {"seed", s.options.seed()}};
+  request.pipeline = {
+      {"pp", s.world_size},
+      {"schedule", s.options.schedule_file().empty() ? s.options.schedule()
+                                                     : "file " + s.options.schedule_file()},
+      {"microbatches", s.options.microbatches()},
+      {"stages", s.schedule.stages},
+      {"balance", s.options.balance()},
+      {"partition", s.partition.to_string()},
+      {"seed", s.options.seed()}};
   request.extra = extra;
   checkpoint::save(request);
 }
@@ -320,6 +341,7 @@ nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* o
       dir, checkpoint_layers(*s.executor, s.schedule, s.rank, /*writers_only=*/false), optimizer,
       {{"name", s.model.name}, {"layers", s.model.num_layers()}});
   s.steps = result.step;
+  s.executor->set_steps_run(result.step);
   return result.extra;
 }
 

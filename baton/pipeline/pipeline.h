@@ -63,10 +63,20 @@ class Pipeline {
 
   // One training step on a mini-batch: gradients accumulate into
   // parameters() (zero them before, step the optimizer after). Returns the
-  // mini-batch's mean loss on every rank (a collective). `inputs` is read
-  // only where this rank holds stage 0, `targets` only where it holds the
-  // last stage, but every rank passes the same batch size. Throws
-  // baton::Error when the batch holds fewer samples than micro-batches.
+  // mini-batch's mean loss on every rank. `inputs` is read only where this
+  // rank holds stage 0, `targets` only where it holds the last stage, but
+  // every rank passes the same batch size. Throws baton::Error when the
+  // batch holds fewer samples than micro-batches.
+  //
+  // Every rank calls step() (and eval()) the same number of times in the
+  // same order, but step() is not a barrier: it returns once this rank's own
+  // part of the step is done, so a rank runs its optimizer and starts the
+  // next step while slower ranks still finish this one (what zb-h2 and zb-v
+  // need to keep their bubble at zero from step to step). The loss needs no
+  // collective: the last stage's rank sends its loss to every other rank as
+  // soon as its last forward is done, and that message is bound to arrive
+  // before the backward that ends any rank's step (runtime/executor.h). With
+  // PipelineOptions::step_barrier the step ends with an all-reduce instead.
   double step(const torch::Tensor& inputs, const torch::Tensor& targets);
 
   // Forward only, without autograd. Returns the model's output for `inputs`

@@ -29,6 +29,12 @@ struct PipelineOptions {
   // looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min, zb-auto (which needs
   // `sample`: it searches with the profiled layer costs).
   TORCH_ARG(std::string, schedule) = "1f1b";
+  // A schedule file (baton's text format, or PyTorch's CSV when the name ends
+  // in ".csv"; schedule::load_runnable_schedule) instead of a generator: it
+  // fixes the micro-batch count and the stages, and its rank count must equal
+  // pp. `schedule` and `virtual_stages` are then unused; `microbatches` must
+  // equal the file's.
+  TORCH_ARG(std::string, schedule_file);
   // Micro-batches per step; a step's batch must hold at least this many samples.
   TORCH_ARG(int, microbatches) = 4;
   // Stage chunks per rank; 0: the schedule's default (2 for interleaved).
@@ -53,6 +59,10 @@ struct PipelineOptions {
   // The seed of lazily built layers (a ModelSpec's): a layer's initial weights
   // depend only on (seed, global layer index).
   TORCH_ARG(uint64_t, seed) = 1;
+  // End every step with a blocking all-reduce of the loss, so every rank
+  // waits for the slowest (baton before issue 10; kept to measure what
+  // overlapping steps buys). By default steps overlap: see Pipeline::step().
+  TORCH_ARG(bool, step_barrier) = false;
   // Pipeline ranks; 0: the world size. Anything else must equal it.
   TORCH_ARG(int, pp) = 0;
   // The process group. Without one, the Pipeline joins the group that

@@ -3,6 +3,8 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <optional>
 
 #include "baton/core/error.h"
@@ -43,6 +45,7 @@ struct Executor::Step {
   std::vector<torch::Tensor> grad_input;   // gradient to send to the previous stage
   std::vector<double> activation_bytes;
   std::vector<std::optional<comm::RecvHandle>> recv_forward, recv_backward;
+  std::map<int, comm::RecvHandle> recv_loss;  // by sending rank
   std::vector<comm::SendHandle> sends;
   // On a CUDA device the scaled losses add up on the device, read once at the
   // end of the step (on the CPU they go straight into result.loss).
@@ -74,6 +77,59 @@ Executor::Executor(schedule::Schedule schedule, int rank, std::vector<std::share
   }
   BATON_CHECK(comm_ != nullptr || schedule_.ranks == 1,
               "[runtime.executor] a schedule over ", schedule_.ranks, " ranks needs a communicator");
+  loss_ranks_ = placement_.ranks_of_stage(schedule_.stages - 1);
+  std::sort(loss_ranks_.begin(), loss_ranks_.end());
+  const auto& actions = schedule_.actions[rank_];
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (actions[i].kind == ActionKind::F && actions[i].stage == schedule_.stages - 1)
+      last_loss_forward_ = i;
+  }
+}
+
+namespace {
+
+// The tag of the step's loss: a forward message of the last stage, which
+// sends nothing forward otherwise (comm/tag.h).
+comm::Tag loss_tag(int stages) {
+  return comm::Tag{stages - 1, comm::kReservedMicrobatch, comm::Direction::kForward};
+}
+
+}  // namespace
+
+void Executor::send_loss(Step& step) {
+  // On a device the micro-batch losses so far are read back now, once.
+  if (step.device_loss.defined()) {
+    step.result.loss += step.device_loss.item<double>();
+    step.device_loss = torch::Tensor();
+  }
+  if (!options_.share_loss || comm_ == nullptr) return;
+  const torch::Tensor part = torch::tensor({step.result.loss}, torch::kFloat64);
+  for (int r = 0; r < schedule_.ranks; ++r) {
+    if (r != rank_) step.sends.push_back(comm_->isend(part, r, loss_tag(schedule_.stages)));
+  }
+}
+
+void Executor::gather_loss(Step& step) {
+  if (!options_.share_loss && comm_ != nullptr) {
+    const bool holds_last =
+        std::find(loss_ranks_.begin(), loss_ranks_.end(), rank_) != loss_ranks_.end();
+    step.result.minibatch_loss = holds_last && loss_ranks_.size() == 1
+                                     ? step.result.loss
+                                     : std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  // In rank order, so every rank adds the same numbers in the same order.
+  double sum = 0;
+  for (int r : loss_ranks_) {
+    if (r == rank_) {
+      sum += step.result.loss;
+      continue;
+    }
+    const std::string what = baton::detail::concat(
+        "the step ", steps_run_ + 1, " loss sum: the last stage's loss from rank ", r);
+    sum += step.recv_loss.at(r).wait(what).item<double>();
+  }
+  step.result.minibatch_loss = sum;
 }
 
 std::vector<torch::Tensor> Executor::parameters() const {
@@ -121,6 +177,11 @@ StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& 
     step.scales = loss_scales(step.targets);
   }
   // Post every receive now, so data can land while this rank computes.
+  if (options_.share_loss && comm_ != nullptr) {
+    for (int r : loss_ranks_) {
+      if (r != rank_) step.recv_loss.emplace(r, comm_->irecv(r, loss_tag(S)));
+    }
+  }
   for (const Action& a : actions) {
     const size_t c = step.cell(a.stage, a.microbatch);
     if (a.kind == ActionKind::RECV_F) {
@@ -131,10 +192,14 @@ StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& 
                                            comm::Tag{a.stage + 1, a.microbatch, comm::Direction::kBackward});
     }
   }
-  for (size_t i = 0; i < actions.size(); ++i) run_action(step, i);
-  for (auto& send : step.sends) send.wait("a send of this step");
-  if (step.device_loss.defined()) step.result.loss += step.device_loss.item<double>();
+  for (size_t i = 0; i < actions.size(); ++i) {
+    run_action(step, i);
+    if (i == last_loss_forward_) send_loss(step);
+  }
+  gather_loss(step);
+  for (auto& send : step.sends) send.wait(baton::detail::concat("a send of step ", steps_run_ + 1));
   sync_replicated_gradients();
+  ++steps_run_;
   step.result.step_ms = std::chrono::duration<double, std::milli>(Clock::now() - step.start).count();
   return std::move(step.result);
 }
@@ -284,8 +349,8 @@ void Executor::sync_replicated_gradients() {
     }
     if (grads.empty()) continue;
     torch::Tensor flat = torch::cat(grads);
-    // A tag no pipeline message uses: the last micro-batch slot, backward.
-    const comm::Tag tag{s, comm::kMaxMicrobatches - 1, comm::Direction::kBackward};
+    // A tag no pipeline message uses (comm/tag.h).
+    const comm::Tag tag{s, comm::kReservedMicrobatch, comm::Direction::kBackward};
     auto recv = comm_->irecv(peer, tag);
     auto send = comm_->isend(flat, peer, tag);
     const std::string what = "the gradient sum of stage " +

@@ -4,6 +4,19 @@
 // sends are asynchronous, so communication overlaps compute; every wait has
 // the communicator's timeout and names the rank, stage and action.
 //
+// Steps overlap: run_step() returns once this rank's own part is done (its
+// actions, its sends, the loss parts it waits for), with no barrier, so a
+// rank may start step k+1 while its peers still run step k. Messages of the
+// two steps cannot be confused: see comm/tag.h.
+//
+// The step's loss without a collective: a rank holding the last stage sends
+// its part of the loss to every other rank right after its last forward of
+// that stage, and every rank waits for those parts at the end of its step.
+// The last stage's forwards precede a backward that every rank runs (the
+// backward of the last micro-batch to leave the last stage), so the parts are
+// on their way before any rank could end its step: waiting for them costs a
+// message, never a barrier.
+//
 // Gradients: each micro-batch's loss is the model's mean loss times
 // size_i / B, so the gradients accumulated over a step equal those of the
 // whole mini-batch on one device. Stages that appear on several ranks
@@ -14,6 +27,7 @@
 #include <torch/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,10 +62,18 @@ struct ExecutorOptions {
   // communicator delivers them elsewhere, and the step's loss is read back
   // once per step, not once per micro-batch.
   torch::Device device = torch::kCPU;
+  // Send the last stage's loss to every rank (StepResult::minibatch_loss).
+  // Off, minibatch_loss stays NaN on ranks without the last stage, and the
+  // caller sums StepResult::loss over ranks itself.
+  bool share_loss = true;
 };
 
 struct StepResult {
   double loss = 0;  // sum of this rank's scaled micro-batch losses (0 without a last stage)
+  // The mini-batch's mean loss (every last-stage rank's `loss`, summed in
+  // rank order), the same on every rank; NaN without share_loss on a rank
+  // that holds no last stage.
+  double minibatch_loss = 0;
   double step_ms = 0;
   double peak_activation_bytes = 0;  // most stashed activation bytes at once on this rank
   // This rank's compute actions, ms from the step's start.
@@ -78,6 +100,7 @@ class Executor {
   // One training step on a mini-batch. `inputs` is used only where this rank
   // holds stage 0 of a micro-batch, `targets` only where it holds the last
   // stage. Gradients accumulate into the stages' parameters (zero them before).
+  // Every rank runs the same sequence of run_step() and run_forward() calls.
   StepResult run_step(const torch::Tensor& inputs, const torch::Tensor& targets);
 
   // Forward only, no autograd (evaluation): every rank runs its stages for
@@ -90,11 +113,16 @@ class Executor {
   // The stages this rank holds, by stage index.
   const std::map<int, std::shared_ptr<Stage>>& stages() const { return stages_; }
   std::vector<torch::Tensor> parameters() const;
+  // Steps run so far; errors name step steps_run() + 1. A resumed run sets it.
+  int64_t steps_run() const { return steps_run_; }
+  void set_steps_run(int64_t steps) { steps_run_ = steps; }
 
  private:
   struct Step;
   void run_action(Step& step, size_t index);
   void sync_replicated_gradients();
+  void send_loss(Step& step);
+  void gather_loss(Step& step);
   std::string describe(const schedule::Action& action, int peer) const;
   // `tensor` on this rank's device (itself when it is there already).
   torch::Tensor on_device(const torch::Tensor& tensor) const;
@@ -106,6 +134,11 @@ class Executor {
   LossFn loss_;
   comm::Communicator* comm_;
   ExecutorOptions options_;
+  // The ranks holding the last stage, ascending; and the index in this
+  // rank's actions of its last forward of that stage (SIZE_MAX: none).
+  std::vector<int> loss_ranks_;
+  size_t last_loss_forward_ = SIZE_MAX;
+  int64_t steps_run_ = 0;
 };
 
 }  // namespace baton::runtime

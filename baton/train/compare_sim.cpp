@@ -50,6 +50,10 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
               link.latency_ms * 1000, link.bytes_per_ms / 1e6, measured_ms,
               predicted.stats.makespan, 100.0 * predicted.stats.makespan / std::max(1e-9, measured_ms),
               100.0 * trace::bubble_fraction(measured), 100.0 * predicted.stats.bubble_fraction);
+  std::printf(
+      "compare-sim: simulated steady step %.2f ms (steps back to back without a barrier), "
+      "makespan %.2f ms\n",
+      predicted.stats.steady_step, predicted.stats.makespan);
   // Action by action: the start that strays furthest from its prediction.
   std::map<std::tuple<int, int, int, int>, double> simulated_start;
   for (const auto& e : predicted.timeline.events) {

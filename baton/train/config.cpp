@@ -65,6 +65,8 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"pp", field(&TrainConfig::pp, "pp")},
       {"schedule", field(&TrainConfig::schedule, "schedule")},
       {"virtual", field(&TrainConfig::virtual_stages, "virtual", 1)},
+      {"schedule_file", field(&TrainConfig::schedule_file, "schedule_file")},
+      {"step_barrier", field(&TrainConfig::step_barrier, "step_barrier")},
       {"microbatches", field(&TrainConfig::microbatches, "microbatches")},
       {"balance", field(&TrainConfig::balance, "balance")},
       {"recompute", field(&TrainConfig::recompute, "recompute")},

@@ -36,6 +36,11 @@ struct TrainConfig {
   int pp = 2;
   std::string schedule = "1f1b";
   int virtual_stages = 0;  // 0: the schedule's default (given values must be >= 1)
+  // A schedule file (text or PyTorch CSV) instead of `schedule`: its ranks
+  // must equal pp, its micro-batches set `microbatches`.
+  std::string schedule_file;
+  // End every step with a blocking all-reduce of the loss (PipelineOptions::step_barrier).
+  bool step_barrier = false;
   int microbatches = 4;
   std::string balance = "uniform";  // uniform|params|time|memory|optimal|"3,5,..."
   std::string recompute = "never";  // never | except_last | always (runtime::Recompute)

@@ -46,8 +46,11 @@ void Progress::step_done(int64_t step, double loss, double step_s) {
                 static_cast<long long>(total_), loss, samples_per_s, format_eta(eta).c_str());
     std::fflush(stdout);
   }
-  write_line(nlohmann::json{{"step", step + 1}, {"loss", loss}, {"samples_per_s", samples_per_s},
-                            {"step_ms", step_s * 1000}}
+  write_line(nlohmann::json{{"step", step + 1},
+                            {"loss", loss},
+                            {"samples_per_s", samples_per_s},
+                            {"step_ms", step_s * 1000},
+                            {"elapsed_ms", elapsed * 1000}}
                  .dump());
 }
 

@@ -1,6 +1,9 @@
 // What rank 0 tells the user while training runs: a progress line every
 // --log-every steps, one JSON line per step in --metrics, and the final
-// summary (loss, accuracy, time, memory per rank).
+// summary (loss, accuracy, time, memory per rank). A step's metrics line holds
+// its loss, samples_per_s, step_ms (rank 0's step() and optimizer step) and
+// elapsed_ms (rank 0's time since training started, at the step's end: with
+// overlapping steps, differences of it give the steady step time).
 #pragma once
 
 #include <chrono>

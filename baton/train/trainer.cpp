@@ -12,12 +12,14 @@
 
 #include "baton/comm/p2p_probe.h"
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
 #include "baton/nn/models.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
+#include "baton/schedule/runnable_file.h"
 #include "baton/train/checkpoint_flags.h"
 #include "baton/train/data_source.h"
 #include "baton/train/evaluate.h"
@@ -54,16 +56,31 @@ void check_parameter_memory(const TrainConfig& c) {
 }
 
 schedule::Schedule make_schedule(const TrainConfig& c) {
+  if (!c.schedule_file.empty()) {
+    schedule::Schedule s = schedule::load_runnable_schedule(c.schedule_file);
+    BATON_CHECK(s.ranks == c.pp, "[train] schedule file ", printable(c.schedule_file, 256), " has ",
+                s.ranks, " ranks but pp=", c.pp, "; pass --pp ", s.ranks, " (and --nproc ", s.ranks,
+                ")");
+    BATON_CHECK(s.microbatches == c.microbatches, "[train] schedule file ",
+                printable(c.schedule_file, 256), " runs ", s.microbatches,
+                " micro-batches but --microbatches is ", c.microbatches);
+    return s;
+  }
   return schedule::lower(schedule::generate(c.schedule, schedule::GeneratorOptions{}
                                                             .set_ranks(c.pp)
                                                             .set_microbatches(c.microbatches)
                                                             .set_virtual_stages(c.virtual_stages)));
 }
 
+std::string schedule_label(const TrainConfig& c) {
+  return c.schedule_file.empty() ? c.schedule : "file " + printable(c.schedule_file, 256);
+}
+
 void check_stage_count(const TrainConfig& c, const nn::ModelSpec& model, int stages) {
-  BATON_CHECK(stages <= model.num_layers(), "[train] schedule ", c.schedule, " with pp=", c.pp,
-              " makes ", stages, " stages but model ", c.model, " has only ", model.num_layers(),
-              " layers; every stage needs at least one layer (raise --layers or lower --pp/--virtual)");
+  BATON_CHECK(
+      stages <= model.num_layers(), "[train] schedule ", schedule_label(c), " with pp=", c.pp,
+      " makes ", stages, " stages but model ", c.model, " has only ", model.num_layers(),
+      " layers; every stage needs at least one layer (raise --layers or lower --pp/--virtual)");
 }
 
 bool balance_profiles(const std::string& method) {
@@ -80,6 +97,8 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
   env.master_port = ctx.master_port;
   PipelineOptions options;
   options.schedule(c.schedule)
+      .schedule_file(c.schedule_file)
+      .step_barrier(c.step_barrier)
       .microbatches(c.microbatches)
       .virtual_stages(c.virtual_stages)
       .balance(c.balance)
@@ -140,11 +159,13 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   const int64_t per_epoch = data->steps_per_epoch();
   const int64_t total = c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
   if (leader) {
-    std::printf("baton train: model %s (%d layers), schedule %s, pp=%d, stages=%d, micro-batches=%d, "
-                "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
-                c.model.c_str(), model.num_layers(), c.schedule.c_str(), c.pp, pipeline.schedule().stages,
-                c.microbatches, c.batch, c.balance.c_str(), pipeline.partition().to_string().c_str(),
-                c.recompute.c_str(), threads, static_cast<long long>(total));
+    std::printf(
+        "baton train: model %s (%d layers), schedule %s, pp=%d, stages=%d, micro-batches=%d, "
+        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
+        c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), c.pp,
+        pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
+        pipeline.partition().to_string().c_str(), c.recompute.c_str(), threads,
+        static_cast<long long>(total));
     std::fflush(stdout);
   }
   const int64_t first = resume_if_asked(c, pipeline, *optimizer, total);
@@ -162,11 +183,13 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     optimizer->zero_grad();
     const auto t0 = Clock::now();
     loss = pipeline.step(inputs, targets);
-    optimizer->step();
-    const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    // Every rank sees the summed loss, so every rank stops here.
+    // Every rank sees the mini-batch loss (no barrier: step() returns it on
+    // every rank, runtime/executor.h), so every rank stops at this step,
+    // before an update from non-finite gradients.
     BATON_CHECK(std::isfinite(loss), "[train] rank ", ctx.rank, ": the loss of step ", step + 1,
                 " is ", loss, "; training diverged (lower --lr, now ", c.lr, ")");
+    optimizer->step();
+    const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
     peak_activation_bytes = std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
     progress.step_done(step, loss, step_s);
     save_if_due(c, pipeline, *optimizer, step + 1, total);

@@ -115,7 +115,8 @@ TEST_P(SequentialOnTwoRanks, TakesTheSameStepsAsOneProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, SequentialOnTwoRanks,
-                         testing::Values("1f1b", "gpipe", "interleaved", "zb-h1", "zb-auto"),
+                         testing::Values("1f1b", "gpipe", "interleaved", "zb-h1", "zb-h2", "zb-v",
+                                         "chimera", "zb-auto"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name)

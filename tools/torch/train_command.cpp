@@ -16,6 +16,7 @@
 #include "baton/comm/launcher.h"
 #include "baton/comm/rank_env.h"
 #include "baton/core/error.h"
+#include "baton/schedule/runnable_file.h"
 #include "baton/train/config.h"
 #include "baton/train/profile_output.h"
 #include "baton/train/trainer.h"
@@ -35,6 +36,10 @@ struct TrainFlags {
   std::string checkpoint;
   CLI::Option* checkpoint_option = nullptr;
   CLI::Option* recompute_option = nullptr;
+  CLI::Option* schedule_option = nullptr;
+  CLI::Option* virtual_option = nullptr;
+  CLI::Option* schedule_file_option = nullptr;
+  CLI::Option* microbatches_option = nullptr;
 };
 
 // Set in the launcher's environment so its ranks do not repeat its warnings.
@@ -111,6 +116,14 @@ int run(TrainFlags& f) {
     config.recompute = f.checkpoint;
     deprecations.push_back("--checkpoint is deprecated, use --recompute");
   }
+  if (!config.schedule_file.empty()) {
+    BATON_CHECK(f.schedule_option->count() == 0 && f.virtual_option->count() == 0,
+                "[train] --schedule-file gives the schedule; drop --schedule and --virtual");
+    // The file decides the micro-batch count unless --microbatches says it (then they must agree).
+    if (f.microbatches_option->count() == 0) {
+      config.microbatches = schedule::load_runnable_schedule(config.schedule_file).microbatches;
+    }
+  }
   const auto env = comm::rank_env_from_environment();
   // One warning per job: from the launcher, or from rank 0 under torchrun.
   if ((!env || env->rank == 0) && std::getenv(kWarnedVariable) == nullptr) {
@@ -168,10 +181,18 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
   flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir, "Where decompressed data is kept");
   flag(cmd, *f, "--pp", &train::TrainConfig::pp, "Pipeline ranks");
-  flag(cmd, *f, "--schedule", &train::TrainConfig::schedule, "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min, zb-auto");
-  flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages, "Stage chunks per rank (interleaved, looped-bfs)")
-      ->check(CLI::Range(1, 1024));
-  flag(cmd, *f, "--microbatches", &train::TrainConfig::microbatches, "Micro-batches per step");
+  f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
+                            "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
+                            "chimera, dualpipev, v-half, v-min, zb-auto");
+  f->virtual_option = flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages,
+                           "Stage chunks per rank (interleaved, looped-bfs)")
+                          ->check(CLI::Range(1, 1024));
+  f->schedule_file_option = flag(cmd, *f, "--schedule-file", &train::TrainConfig::schedule_file,
+                                 "Run this schedule file (baton's text format, or PyTorch's CSV if "
+                                 "it ends in .csv) instead of --schedule; "
+                                 "its ranks must equal --pp, its micro-batches set --microbatches");
+  f->microbatches_option =
+      flag(cmd, *f, "--microbatches", &train::TrainConfig::microbatches, "Micro-batches per step");
   flag(cmd, *f, "--batch", &train::TrainConfig::batch, "Mini-batch size");
   flag(cmd, *f, "--steps", &train::TrainConfig::steps, "Optimizer steps (overrides --epochs)")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
@@ -203,6 +224,12 @@ Action add_train(CLI::App& app) {
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   flag(cmd, *f, "--resume", &train::TrainConfig::resume,
        "Continue from the checkpoint in this folder (--steps stays the total)");
+  CLI::Option* barrier =
+      cmd->add_flag("--step-barrier", f->values.step_barrier,
+                    "End every step with a blocking all-reduce of the loss (no overlap of "
+                    "steps; to measure what overlapping buys)");
+  f->given.emplace_back(barrier,
+                        [f](train::TrainConfig& c) { c.step_barrier = f->values.step_barrier; });
   CLI::Option* compare = cmd->add_flag("--compare-sim", f->values.compare_sim,
                                        "Print measured vs simulated step time and peak activations");
   f->given.emplace_back(compare, [f](train::TrainConfig& c) { c.compare_sim = f->values.compare_sim; });
