@@ -120,6 +120,11 @@ class Pipeline {
   struct State;
   void build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options);
   void join_process_group();
+  // The dp group of this rank (dp > 1), a collective over its members.
+  void make_groups();
+  // Every stage's gradient bucket count (a collective over the world).
+  std::vector<int> buckets_per_stage(const std::vector<std::shared_ptr<runtime::Stage>>& built,
+                                     const schedule::Placement& placement, double bucket_bytes);
   partition::Partition choose_partition(int stages);
   // Every layer's profiled times on `sample`, averaged over the ranks (so all
   // cut the model alike); profiled once, on first use.
