@@ -43,7 +43,7 @@ TEST(GroupTest, DpGroupsOfATwoByTwoGridSumOverTheirMembersOnly) {
   EXPECT_EQ(group_sizes, (std::vector<int>{2, 2, 2, 2}));
 }
 
-TEST(GroupTest, MembersThatNeverReachTheGroupDoNotBlockTheOthers) {
+TEST(GroupTest, AGroupSumsWhileRanksOutsideItHaveNotMadeTheirs) {
   // Ranks 1 and 3 make and use their group while 0 and 2 make theirs late.
   std::vector<double> sums(4);
   run_local_group(4, kTimeout, [&](Communicator& world) {

@@ -76,6 +76,11 @@ struct Grid {
   int microbatches;
 };
 
+void PrintTo(const Grid& g, std::ostream* os) {
+  *os << "dp=" << g.dp << " pp=" << g.pp << " " << g.schedule << " m=" << g.microbatches
+      << " bucket_mb=" << g.bucket_mb;
+}
+
 std::vector<TrainingRun> train_grid(const Grid& g) {
   const int world = g.dp * g.pp;
   std::vector<torch::nn::Sequential> models;
