@@ -4,9 +4,10 @@
 # batch get one line and exit 2.
 source "$(dirname "$0")/lib/common.sh"
 
-run() {  # run <name> args...: trains, metrics into $tmp/<name>.jsonl
-  local name=$1; shift
-  timeout 300 "$baton" train --model mlp --layers 4 --hidden 16 --batch 16 --microbatches 2 --steps 2 \
+run() {  # run <name> [steps] args...: trains, metrics into $tmp/<name>.jsonl
+  local name=$1 steps=2; shift
+  case ${1:-} in [0-9]*) steps=$1; shift ;; esac
+  timeout 300 "$baton" train --model mlp --layers 4 --hidden 16 --batch 16 --microbatches 2 --steps "$steps" \
     --threads 1 --metrics "$tmp/$name.jsonl" "$@" > "$tmp/$name.out" 2>&1 \
     || fail "$name: $(tail -5 "$tmp/$name.out")"
 }
@@ -25,6 +26,19 @@ for path in sys.argv[2:]:
     assert len(got) == len(ref), (path, got)
     for a, b in zip(got, ref):
         assert abs(a - b) <= 1e-5 * abs(b), (path, got, ref)
+PY
+
+# A checkpoint saved by dp=2 (replica 0 writes) resumes under dp=1: step 3 as a straight run's.
+run saved --dp 2 --pp 2 --nproc 4 --save "$tmp/ckpt" --optimizer sgd
+run resumed 3 --dp 1 --pp 2 --nproc 2 --resume "$tmp/ckpt" --optimizer sgd
+run straight 3 --dp 1 --pp 2 --nproc 2 --optimizer sgd
+python3 - "$tmp/straight.jsonl" "$tmp/resumed.jsonl" <<'PY' || fail "resumed loss differs"
+import json, sys
+def losses(path):
+    return {json.loads(l)["step"]: json.loads(l)["loss"] for l in open(path) if '"step"' in l}
+ref, got = losses(sys.argv[1]), losses(sys.argv[2])
+assert list(got) == [3], got
+assert abs(got[3] - ref[3]) <= 1e-5 * abs(ref[3]), (got, ref)
 PY
 
 small="--model mlp --layers 4 --hidden 8 --in-features 8 --steps 1 --microbatches 2"
