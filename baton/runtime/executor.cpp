@@ -86,6 +86,16 @@ Executor::Executor(schedule::Schedule schedule, int rank, std::vector<std::share
       for (const auto& p : stage->parameters()) bytes.push_back(static_cast<double>(p.nbytes()));
       buckets_[index] = schedule::gradient_bucket_members(bytes, options_.bucket_bytes);
     }
+    // Every bucket must be reduced exactly once, or replicas would step apart.
+    std::map<int, int> reductions;
+    for (const Action& a : schedule_.actions[rank_]) reductions[a.stage] += a.kind == ActionKind::REDUCE_GRAD;
+    for (const auto& [index, buckets] : buckets_) {
+      const int expected = std::max(1, static_cast<int>(buckets.size()));
+      BATON_CHECK(reductions[index] == expected, "[runtime.executor] rank ", rank, ": stage ", index,
+                  " has ", buckets.size(), " gradient bucket(s) of ", options_.bucket_bytes / (1 << 20),
+                  " MiB but schedule \"", schedule_.name, "\" reduces it in ", reductions[index],
+                  " REDUCE_GRAD action(s)");
+    }
   }
 }
 
@@ -97,10 +107,11 @@ int Executor::peer(int pipeline_rank) const {
 void Executor::start_reduction(Step& step, int s, int bucket) {
   const auto& buckets = buckets_.at(s);
   // A stage without parameters still has one (empty) bucket in the schedule.
-  if (bucket >= static_cast<int>(buckets.size())) return;
+  if (buckets.empty()) return;
   const auto params = stages_.at(s)->parameters();
   const double dp = options_.dp_group->world_size();
   std::vector<torch::Tensor> grads;
+  BATON_ASSERT(bucket >= 0 && bucket < static_cast<int>(buckets.size()), "stage ", s, " has no bucket ", bucket);
   for (int i : buckets[static_cast<size_t>(bucket)]) {
     torch::Tensor p = params[static_cast<size_t>(i)];
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);

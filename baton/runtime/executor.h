@@ -56,7 +56,9 @@ struct ExecutorOptions {
   // null when dp = 1, where REDUCE_GRAD is the identity. It must outlive the
   // executor. `bucket_bytes`: the size that packed the schedule's buckets
   // (schedule::gradient_bucket_members over each stage's parameters in
-  // order); bucket k of a stage is the k-th of those.
+  // order); bucket k of a stage is the k-th of those. The schedule must
+  // reduce each stage of this rank in exactly that many buckets (one when
+  // it has no parameters); the constructor throws otherwise.
   comm::Communicator* dp_group = nullptr;
   double bucket_bytes = 25.0 * (1 << 20);
   // The communicator's rank of each pipeline rank (the schedule's ranks

@@ -12,6 +12,11 @@
 
 #include "baton/baton.h"
 #include "baton/comm/local_group.h"
+#include "baton/partition/balance.h"
+#include "baton/runtime/stage.h"
+#include "baton/schedule/generator.h"
+#include "baton/schedule/grad_reduction.h"
+#include "baton/schedule/lower.h"
 
 namespace baton {
 namespace {
@@ -163,6 +168,32 @@ TEST(DataParallelBuckets, SmallBucketsMakeOneReductionPerBucketOfEachStage) {
   EXPECT_EQ(mixed[0].reductions, 5);
   const std::vector<TrainingRun> one = train_grid(Grid{2, 1, "1f1b", 25, 2});
   EXPECT_EQ(one[0].reductions, 1);
+}
+
+TEST(DataParallelErrors, TheExecutorRefusesAScheduleWithOtherBucketsThanItsParameters) {
+  // One stage of 8 parameters in 25 MiB: one bucket; the schedule says two.
+  const nn::ModelSpec model = nn::from_sequential(make_sequential());
+  const schedule::Schedule two_buckets = schedule::add_grad_reductions(
+      schedule::lower(schedule::generate("1f1b", schedule::GeneratorOptions{}.set_ranks(1).set_microbatches(2))),
+      2, {2});
+  std::vector<std::string> messages(2);
+  comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
+    comm::Communicator dp = comm.new_group({0, 1}, "dp");
+    runtime::ExecutorOptions options;
+    options.dp_group = &dp;
+    options.world_ranks = {comm.rank()};
+    try {
+      runtime::Executor executor(two_buckets, 0,
+                                 runtime::build_stages(model, partition::uniform(model.num_layers(), 1), {0}, 1),
+                                 loss_fn, &comm, options);
+    } catch (const Error& e) {
+      messages[comm.rank()] = e.what();
+    }
+  });
+  for (const auto& m : messages) {
+    EXPECT_THAT(m, HasSubstr("stage 0 has 1 gradient bucket(s) of 25 MiB but schedule \"1f1b\" "
+                             "reduces it in 2 REDUCE_GRAD action(s)"));
+  }
 }
 
 TEST(DataParallelErrors, AGridThatIsNotTheWorldIsRefusedWithTheSizes) {
