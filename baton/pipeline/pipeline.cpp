@@ -15,8 +15,8 @@
 #include "baton/runtime/stage.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
-#include "baton/topology/topology.h"
 #include "baton/schedule/lower.h"
+#include "baton/topology/topology.h"
 
 namespace baton {
 

@@ -42,8 +42,8 @@ class Pipeline {
   // Both constructors throw baton::Error naming the parameter and value for:
   // an empty model, a schedule undefined for (pp, microbatches, virtual
   // stages) (the generator's message), more stages than layers, a bad
-  // balance, recompute, transport or device, pp not equal to the world size,
-  // a balance that profiles without a sample. Joining the process group (and
+  // balance, recompute, transport or device, dp x pp not equal to the world
+  // size, a bucket_mb not above 0, a balance that profiles without a sample. Joining the process group (and
   // profiling, which averages over ranks) is collective: every rank builds
   // its Pipeline at the same point.
 
@@ -65,14 +65,19 @@ class Pipeline {
   // parameters() (zero them before, step the optimizer after). Returns the
   // mini-batch's mean loss on every rank (a collective). `inputs` is read
   // only where this rank holds stage 0, `targets` only where it holds the
-  // last stage, but every rank passes the same batch size. Throws
-  // baton::Error when the batch holds fewer samples than micro-batches.
+  // last stage, but every rank passes the same batch size. With dp > 1 every
+  // rank passes the same global batch; replica d computes its d-th 1/dp of
+  // it and the gradients are averaged over the replicas before step()
+  // returns, so they are the whole batch's. Throws baton::Error when the
+  // batch does not split into dp equal shares, or a share holds fewer
+  // samples than micro-batches.
   double step(const torch::Tensor& inputs, const torch::Tensor& targets);
 
   // Forward only, without autograd. Returns the model's output for `inputs`
   // on the rank holding the last stage; an undefined tensor on the others
   // (with Chimera, each of its two ranks returns the micro-batches it
-  // finished, in order). Every rank must call it (a collective).
+  // finished, in order). Every rank must call it (a collective); with dp > 1
+  // each replica computes the whole output.
   torch::Tensor eval(const torch::Tensor& inputs);
 
   // This rank's parameters, for the caller's optimizer.
@@ -99,6 +104,7 @@ class Pipeline {
             const nlohmann::json& extra = nlohmann::json::object()) const;
   nlohmann::json load(const std::string& dir, torch::optim::Optimizer* optimizer = nullptr);
 
+  // This rank in the world (pp index * dp + dp index), and the world's size.
   int rank() const;
   int world_size() const;
   // The global layer indices of each stage this rank holds, by stage:
