@@ -39,7 +39,7 @@ CommState::CommState(compat::BackendPtr backend, c10::intrusive_ptr<c10d::Store>
 
 void CommState::throw_if_failed() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  BATON_CHECK(failure_.empty(), "[comm] rank ", rank,
+  BATON_CHECK(failure_.empty(), "[comm] rank ", world_rank(),
               " cannot communicate after an earlier failure: ", failure_);
 }
 
@@ -57,20 +57,23 @@ void CommState::wait_work(const compat::WorkPtr& work,
   }
 }
 
-void CommState::fail(std::exception_ptr error, const std::string& what, int peer) {
+void CommState::fail(std::exception_ptr error, const std::string& waited, int peer) {
   const std::string detail = first_line(error);
   const std::string text = lowercase(detail);
+  const int who = world_rank();
+  const std::string what =
+      group_name.empty() ? waited : ::baton::detail::concat(waited, " (over the ", group_name, ")");
   std::string message;
   if (contains(text, "timed out") || contains(text, "timeout")) {
     // Every wait is bounded by the configured timeout, so that is what ran out.
-    message = ::baton::detail::concat("[comm] rank ", rank, " timed out after ",
+    message = ::baton::detail::concat("[comm] rank ", who, " timed out after ",
                                       format_duration(timeout), " waiting for ", what);
   } else if (contains(text, "closed") || contains(text, "reset by peer") ||
              contains(text, "broken pipe") || contains(text, "connection refused")) {
-    message = ::baton::detail::concat("[comm] rank ", rank, ": ", peer_name(peer),
+    message = ::baton::detail::concat("[comm] rank ", who, ": ", peer_name(peer),
                                       " closed the connection while waiting for ", what);
   } else {
-    message = ::baton::detail::concat("[comm] rank ", rank, " failed while waiting for ", what,
+    message = ::baton::detail::concat("[comm] rank ", who, " failed while waiting for ", what,
                                       ": ", detail);
   }
   {

@@ -29,6 +29,17 @@ struct CommState {
   // this rank). Declared after `backend`, which they use, so they go first.
   std::vector<std::unique_ptr<Transport>> transports;
   std::vector<Transport*> p2p;
+  // Where Gloo groups of this communicator's ranks connect (new_group); null
+  // only if the factory made none.
+  std::shared_ptr<::gloo::transport::Device> gloo_device;
+  // A group made by new_group(): its members' world ranks and its name
+  // ("dp group of ranks 0, 2"), which errors name. Empty for the world.
+  std::vector<int> members;
+  std::string group_name;
+  int groups_made = 0;  // new_group() calls so far: each group's store prefix
+
+  // This rank as errors name it: its world rank.
+  int world_rank() const { return members.empty() ? rank : members[static_cast<size_t>(rank)]; }
 
   // Throws the first failure again, so a broken communicator fails fast.
   void throw_if_failed() const;

@@ -15,6 +15,17 @@ struct SendState {
   bool waited = false;
 };
 
+struct ReduceState {
+  std::shared_ptr<CommState> comm;
+  std::string what;
+  std::vector<at::Tensor> tensors;  // the caller's, written at wait()
+  // Per dtype: the indices of its tensors and their flat buffer being reduced.
+  std::vector<std::vector<size_t>> groups;
+  std::vector<std::vector<at::Tensor>> flats;
+  std::vector<compat::WorkPtr> works;  // null where the sum is already done
+  bool waited = false;
+};
+
 struct RecvState {
   std::shared_ptr<CommState> comm;
   int src = 0;
@@ -96,6 +107,8 @@ SendHandle Communicator::isend(const torch::Tensor& tensor, int dst, const Tag& 
   BATON_CHECK(dst >= 0 && dst < comm.world_size && dst != comm.rank, "[comm.isend] rank ",
               comm.rank, ": destination must be another rank in [0, ", comm.world_size, "), got ",
               dst);
+  BATON_CHECK(comm.p2p[dst] != nullptr, "[comm.isend] rank ", comm.world_rank(), ": the ",
+              comm.group_name, " carries collectives only, not point-to-point");
   comm.throw_if_failed();
   const int c10d = detail::c10d_tag(tag, detail::Part::kMessage);
   auto state = std::make_shared<detail::SendState>();
@@ -121,6 +134,8 @@ RecvHandle Communicator::irecv(int src, const Tag& tag) {
   auto& comm = *state_;
   BATON_CHECK(src >= 0 && src < comm.world_size && src != comm.rank, "[comm.irecv] rank ",
               comm.rank, ": source must be another rank in [0, ", comm.world_size, "), got ", src);
+  BATON_CHECK(comm.p2p[src] != nullptr, "[comm.irecv] rank ", comm.world_rank(), ": the ",
+              comm.group_name, " carries collectives only, not point-to-point");
   comm.throw_if_failed();
   auto state = std::make_shared<detail::RecvState>();
   state->comm = state_;
@@ -135,18 +150,26 @@ std::string Communicator::transport_name(int peer) const {
   BATON_CHECK(peer >= 0 && peer < state_->world_size && peer != state_->rank,
               "[comm.transport_name] peer must be another rank in [0, ", state_->world_size,
               "), got ", peer);
-  return state_->p2p[peer]->name();
+  return state_->p2p[peer] != nullptr ? state_->p2p[peer]->name() : "none";
 }
 
 void Communicator::all_reduce_sum(std::vector<torch::Tensor>& tensors, const std::string& what) {
+  all_reduce_sum_async(tensors, what).wait();
+}
+
+ReduceHandle Communicator::all_reduce_sum_async(std::vector<torch::Tensor> tensors,
+                                                const std::string& what) {
   auto& comm = *state_;
   comm.throw_if_failed();
   at::NoGradGuard no_grad;
+  auto state = std::make_shared<detail::ReduceState>();
+  state->comm = state_;
+  state->what = what;
   // One flat buffer per dtype, as Gloo reduces a list as copies of ONE tensor.
   std::vector<bool> done(tensors.size(), false);
   for (size_t first = 0; first < tensors.size(); ++first) {
-    BATON_CHECK(tensors[first].defined(), "[comm.all_reduce_sum] rank ", comm.rank, ": tensor ",
-                first, " is undefined");
+    BATON_CHECK(tensors[first].defined(), "[comm.all_reduce_sum] rank ", comm.world_rank(),
+                ": tensor ", first, " is undefined");
     if (done[first]) continue;
     const auto dtype = tensors[first].scalar_type();
     std::vector<size_t> group;
@@ -158,26 +181,55 @@ void Communicator::all_reduce_sum(std::vector<torch::Tensor>& tensors, const std
       flat_parts.push_back(tensors[i].detach().reshape({-1}).to(comm.device));
     }
     std::vector<at::Tensor> flat{at::cat(flat_parts)};
+    compat::WorkPtr work;
     if (comm.world_size > 1 && small_on_one_host(flat[0])) {
       flat[0] = reduce_through_rank0(flat[0], what);
     } else {
-      const auto deadline = Clock::now() + comm.timeout;
-      comm.wait_work(comm.backend->allreduce(flat), deadline, what, -1);
+      try {
+        work = comm.backend->allreduce(flat);
+      } catch (...) {
+        comm.fail(std::current_exception(), what, -1);
+      }
     }
+    state->groups.push_back(std::move(group));
+    state->flats.push_back(std::move(flat));
+    state->works.push_back(std::move(work));
+  }
+  state->tensors = std::move(tensors);
+  ReduceHandle handle;
+  handle.state_ = std::move(state);
+  return handle;
+}
+
+void ReduceHandle::wait() {
+  BATON_CHECK(state_ != nullptr, "[comm] wait on an empty ReduceHandle");
+  auto& state = *state_;
+  BATON_CHECK(!state.waited, "[comm] ReduceHandle waited twice for ", state.what);
+  state.waited = true;
+  auto& comm = *state.comm;
+  at::NoGradGuard no_grad;
+  const auto deadline = Clock::now() + comm.timeout;
+  for (size_t g = 0; g < state.groups.size(); ++g) {
+    if (state.works[g]) comm.wait_work(state.works[g], deadline, state.what, -1);
+    const at::Tensor& flat = state.flats[g][0];
     int64_t offset = 0;
-    for (size_t i : group) {
-      const int64_t n = tensors[i].numel();
-      tensors[i].copy_(flat[0].narrow(0, offset, n).view(tensors[i].sizes()));
+    for (size_t i : state.groups[g]) {
+      at::Tensor& t = state.tensors[i];
+      const int64_t n = t.numel();
+      t.copy_(flat.narrow(0, offset, n).view(t.sizes()));
       offset += n;
     }
   }
+  state.flats.clear();
+  state.tensors.clear();
 }
 
 bool Communicator::small_on_one_host(const torch::Tensor& flat) const {
   constexpr int64_t kSmallBytes = 64 << 10;
   if (flat.nbytes() > static_cast<size_t>(kSmallBytes) || !flat.device().is_cpu()) return false;
   for (int r = 0; r < state_->world_size; ++r) {
-    if (r != state_->rank && std::string_view(state_->p2p[r]->name()) != "shm") return false;
+    if (r == state_->rank) continue;
+    if (state_->p2p[r] == nullptr || std::string_view(state_->p2p[r]->name()) != "shm") return false;
   }
   return true;
 }

@@ -46,6 +46,7 @@ namespace detail {
 struct CommState;
 struct SendState;
 struct RecvState;
+struct ReduceState;
 }  // namespace detail
 
 // A send in flight. wait() returns once the transport no longer needs the
@@ -88,6 +89,23 @@ class RecvHandle {
   std::shared_ptr<detail::RecvState> state_;
 };
 
+// An all-reduce in flight (Communicator::all_reduce_sum_async). wait()
+// writes the sums into the tensors it was given. Destroying a handle without
+// waiting leaves the collective running; its tensors then keep their values.
+class ReduceHandle {
+ public:
+  ReduceHandle() = default;
+  // Blocks until the sums are in place; throws baton::Error on timeout or a
+  // dead peer, naming what was reduced and the group.
+  // REQUIRES: valid(), and wait() not called before.
+  void wait();
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  friend class Communicator;
+  std::shared_ptr<detail::ReduceState> state_;
+};
+
 class Communicator {
  public:
   // Made by connect(), from_store() or connect_nccl(); not for direct use.
@@ -124,6 +142,29 @@ class Communicator {
   // 0 (which adds in rank order); otherwise Gloo's (or NCCL's) all-reduce.
   void all_reduce_sum(std::vector<torch::Tensor>& tensors,
                       const std::string& what = "all_reduce_sum");
+
+  // Starts the same sum without blocking: Gloo (or NCCL) reduces on its own
+  // threads while this thread goes on; the handle's wait() copies the sums in.
+  // The tensors must not change until then. Sums that would go through shared
+  // memory (above) are small and run here, at once.
+  ReduceHandle all_reduce_sum_async(std::vector<torch::Tensor> tensors,
+                                    const std::string& what = "all_reduce_sum");
+
+  // A communicator for collectives among `members` (world ranks, ascending,
+  // this rank among them), e.g. a dp group from topology::Topology::dp_group.
+  // Only the members take part: creating it and every collective on it block
+  // on them alone. It reduces over Gloo on the CPU whatever this
+  // communicator's backend (tensors elsewhere are copied through the CPU),
+  // carries no point-to-point (isend and irecv throw), and has this
+  // communicator's timeout; rank() is the index in `members`, and its errors
+  // name this rank's world rank and `kind` with the members, e.g. "[comm] rank
+  // 2 timed out after 5 s waiting for ... (over the dp group of ranks 0, 2)".
+  // Collective over the members, and every rank must create its groups in the
+  // same order (the n-th group a rank makes shares a store prefix with the
+  // n-th its fellow members make). Throws baton::Error for bad members or when
+  // a member does not join within the timeout.
+  // REQUIRES: this is a world communicator (not itself a group).
+  Communicator new_group(const std::vector<int>& members, const std::string& kind);
 
   // Returns once every rank has called barrier().
   void barrier(const std::string& what = "barrier");

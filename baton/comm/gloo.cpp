@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
 #include "baton/comm/comm_state.h"
 #include "baton/comm/communicator.h"
 #include "baton/comm/gloo_transport.h"
@@ -81,6 +83,7 @@ Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int worl
   }
   auto state = std::make_shared<detail::CommState>(std::move(backend), std::move(store), rank,
                                                    world_size, timeout, at::Device(at::kCPU), "gloo");
+  state->gloo_device = options->devices.front();
   add_transports(*state, kind);
   return Communicator(std::move(state));
 }
@@ -99,6 +102,50 @@ Communicator from_store(c10::intrusive_ptr<c10d::Store> store, int rank, int wor
   BATON_CHECK(store, "[comm.from_store] store is null");
   return make_gloo(std::move(store), rank, world_size, timeout, make_device("127.0.0.1"),
                    transport);
+}
+
+Communicator Communicator::new_group(const std::vector<int>& members, const std::string& kind) {
+  auto& world = *state_;
+  world.throw_if_failed();
+  BATON_CHECK(world.members.empty(), "[comm.new_group] rank ", world.world_rank(),
+              ": cannot make a group inside the ", world.group_name);
+  BATON_CHECK(world.gloo_device != nullptr, "[comm.new_group] rank ", world.rank,
+              ": this communicator has no Gloo device to build groups on");
+  std::string list;
+  int index = -1;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const int r = members[i];
+    BATON_CHECK(r >= 0 && r < world.world_size && (i == 0 || r > members[i - 1]),
+                "[comm.new_group] rank ", world.rank, ": ", kind,
+                " group members must be ascending ranks in [0, ", world.world_size, "), got ", r,
+                " at position ", i);
+    if (r == world.rank) index = static_cast<int>(i);
+    list += (i ? ", " : "") + std::to_string(r);
+  }
+  BATON_CHECK(index >= 0, "[comm.new_group] rank ", world.rank, " is not a member of the ", kind,
+              " group of ranks ", list.empty() ? std::string("(none)") : list);
+  const std::string name = kind + " group of ranks " + list;
+  // The n-th group a rank makes; its members make theirs in the same order.
+  const std::string prefix =
+      ::baton::detail::concat("baton/group/", world.groups_made++, "/", kind, "/", list, "/");
+  auto store = c10::make_intrusive<c10d::PrefixStore>(prefix, world.store);
+  auto options = c10d::ProcessGroupGloo::Options::create(world.timeout);
+  options->devices.push_back(world.gloo_device);
+  const int size = static_cast<int>(members.size());
+  compat::BackendPtr backend;
+  try {
+    backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, index, size, options);
+  } catch (...) {
+    throw Error(::baton::detail::concat("[comm] rank ", world.rank, " could not join the ", name,
+                                        " within ", detail::format_duration(world.timeout), ": ",
+                                        detail::first_line(std::current_exception())));
+  }
+  auto state = std::make_shared<detail::CommState>(std::move(backend), store, index, size,
+                                                   world.timeout, at::Device(at::kCPU), "gloo");
+  state->gloo_device = world.gloo_device;
+  state->members = members;
+  state->group_name = name;
+  return Communicator(std::move(state));
 }
 
 c10::intrusive_ptr<c10d::Store> make_hash_store() { return c10::make_intrusive<c10d::HashStore>(); }

@@ -136,6 +136,7 @@ Communicator connect_nccl(const ConnectOptions& options, int local_rank) {
   auto state = std::make_shared<detail::CommState>(backend, store, options.rank,
                                                    options.world_size, options.timeout, device,
                                                    "nccl");
+  state->gloo_device = control.state()->gloo_device;  // groups reduce over Gloo
   state->transports.push_back(std::make_unique<NcclTransport>(backend, control.state(), device));
   for (int r = 0; r < options.world_size; ++r) {
     if (r != options.rank) state->p2p[r] = state->transports.back().get();

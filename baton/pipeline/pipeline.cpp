@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "baton/comm/nccl.h"
 #include "baton/core/error.h"
@@ -14,8 +15,10 @@
 #include "baton/runtime/profile.h"
 #include "baton/runtime/stage.h"
 #include "baton/schedule/generator.h"
+#include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/runnable_file.h"
+#include "baton/topology/topology.h"
 
 namespace baton {
 
@@ -24,8 +27,13 @@ struct Pipeline::State {
   nn::ModelSpec model;
   std::optional<comm::Communicator> owned;
   comm::Communicator* comm = nullptr;
-  int rank = 0;
+  int rank = 0;  // in the world
   int world_size = 1;
+  int dp = 1, pp = 1;
+  int pipeline_rank = 0;  // this rank's pp index: its rank in the schedule
+  int dp_rank = 0;        // which replica of the pipeline
+  std::vector<int> world_ranks;  // the world rank of each pipeline rank of this replica
+  std::optional<comm::Communicator> dp_group;
   int local_rank = 0;  // this process's index on its machine: its GPU
   torch::Device device = torch::kCPU;
   schedule::Schedule schedule;
@@ -141,27 +149,28 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   BATON_CHECK(o.virtual_stages() >= 0, "[pipeline] virtual_stages must be >= 0 (0: the schedule's "
               "default), got ", o.virtual_stages());
   join_process_group();
+  make_groups();
 
   auto generator = schedule::GeneratorOptions{}
-                       .set_ranks(s.world_size)
+                       .set_ranks(s.pp)
                        .set_microbatches(o.microbatches())
                        .set_virtual_stages(o.virtual_stages());
   if (o.schedule() == "zb-auto" && o.schedule_file().empty()) {
     // zb-auto searches with this model's costs: one stage per rank, cut first.
-    BATON_CHECK(s.world_size <= s.model.num_layers(), "[pipeline] schedule zb-auto with pp=",
-                s.world_size, " makes ", s.world_size, " stages but model \"", s.model.name,
+    BATON_CHECK(s.pp <= s.model.num_layers(), "[pipeline] schedule zb-auto with pp=",
+                s.pp, " makes ", s.pp, " stages but model \"", s.model.name,
                 "\" has only ", s.model.num_layers(), " layers; every stage needs at least one layer");
-    s.partition = choose_partition(s.world_size);
+    s.partition = choose_partition(s.pp);
     generator.set_zb_auto(zb_auto_costs(profiled_costs("schedule \"zb-auto\" searches with"), s.partition));
   }
-  s.schedule = make_schedule(o, s.world_size, generator);
+  s.schedule = make_schedule(o, s.pp, generator);
   const int stages = s.schedule.stages;
   BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", s.schedule.name, " with pp=",
-              s.world_size, " makes ", stages, " stages but model \"", s.model.name, "\" has only ",
+              s.pp, " makes ", stages, " stages but model \"", s.model.name, "\" has only ",
               s.model.num_layers(), " layers; every stage needs at least one layer");
   if (s.partition.stages() != stages) s.partition = choose_partition(stages);
   const schedule::Placement placement(s.schedule);
-  auto built = runtime::build_stages(s.model, s.partition, placement.stages_of_rank(s.rank), o.seed());
+  auto built = runtime::build_stages(s.model, s.partition, placement.stages_of_rank(s.pipeline_rank), o.seed());
   // Profiling ran the user's modules (a Sequential's): drop the gradients it left.
   for (auto& stage : built) {
     for (auto& p : stage->parameters()) p.mutable_grad() = torch::Tensor();
@@ -171,8 +180,40 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   executor_options.recompute = recompute;
   executor_options.device = s.device;
   executor_options.share_loss = !o.step_barrier();
-  s.executor = std::make_unique<runtime::Executor>(s.schedule, s.rank, std::move(built), std::move(loss),
-                                                   s.comm, executor_options);
+  executor_options.world_ranks = s.world_ranks;
+  if (s.dp > 1) {
+    executor_options.dp_group = &*s.dp_group;
+    executor_options.bucket_bytes = o.bucket_mb() * (1 << 20);
+    s.schedule = schedule::add_grad_reductions(
+        s.schedule, s.dp, buckets_per_stage(built, placement, executor_options.bucket_bytes));
+  }
+  s.executor = std::make_unique<runtime::Executor>(s.schedule, s.pipeline_rank, std::move(built),
+                                                   std::move(loss), s.comm, executor_options);
+}
+
+std::vector<int> Pipeline::buckets_per_stage(const std::vector<std::shared_ptr<runtime::Stage>>& built,
+                                             const schedule::Placement& placement,
+                                             double bucket_bytes) {
+  State& s = *state_;
+  // Each rank knows its own stages' parameters: the first replica's lowest
+  // holder of each stage contributes its count, and a sum over the world
+  // gives every rank all of them.
+  std::vector<torch::Tensor> counts{torch::zeros({s.schedule.stages}, torch::kFloat64)};
+  for (const auto& stage : built) {
+    const std::vector<int> holders = placement.ranks_of_stage(stage->index());
+    if (s.dp_rank != 0 || *std::min_element(holders.begin(), holders.end()) != s.pipeline_rank) continue;
+    std::vector<double> bytes;
+    for (const auto& p : stage->parameters()) bytes.push_back(static_cast<double>(p.nbytes()));
+    counts[0][stage->index()] =
+        static_cast<double>(schedule::gradient_buckets(bytes, bucket_bytes).size());
+  }
+  s.comm->all_reduce_sum(counts, "the gradient bucket counts");
+  std::vector<int> out;
+  for (int stage = 0; stage < s.schedule.stages; ++stage) {
+    // A stage without parameters still gets one (empty) bucket.
+    out.push_back(std::max(1, static_cast<int>(std::lround(counts[0][stage].item<double>()))));
+  }
+  return out;
 }
 
 void Pipeline::join_process_group() {
@@ -194,9 +235,24 @@ void Pipeline::join_process_group() {
     }
   }
   s.device = resolve_device(o.device(), s.local_rank);
-  const int pp = o.pp() > 0 ? o.pp() : s.world_size;
-  BATON_CHECK(pp == s.world_size, "[pipeline] pp=", pp, " does not equal the world size ", s.world_size,
-              "; each rank runs one pipeline rank");
+  BATON_CHECK(o.dp() >= 1, "[pipeline] dp must be at least 1, got ", o.dp());
+  BATON_CHECK(std::isfinite(o.bucket_mb()) && o.bucket_mb() > 0,
+              "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
+  s.dp = o.dp();
+  BATON_CHECK(o.pp() > 0 || s.world_size % s.dp == 0, "[pipeline] dp=", s.dp,
+              " does not divide the world of ", s.world_size, " ranks into equal pipelines");
+  s.pp = o.pp() > 0 ? o.pp() : s.world_size / s.dp;
+  BATON_CHECK(s.dp * s.pp == s.world_size, "[pipeline] dp=", s.dp, " x pp=", s.pp, " is ",
+              s.dp * s.pp, " ranks but the world has ", s.world_size,
+              "; each rank runs one pipeline rank of one replica");
+  const topology::Topology grid(s.dp, s.pp, 1);
+  const topology::Coords here = grid.coords(s.rank);
+  s.pipeline_rank = here.pp;
+  s.dp_rank = here.dp;
+  s.world_ranks.clear();
+  if (s.dp > 1) {
+    for (int r = 0; r < s.pp; ++r) s.world_ranks.push_back(grid.rank({here.dp, r, 0}));
+  }
   if (s.comm != nullptr || s.world_size == 1) return;
   const comm::TransportKind transport = comm::parse_transport(o.transport());
   const auto connect_options = comm::ConnectOptions{}
@@ -210,6 +266,13 @@ void Pipeline::join_process_group() {
   s.owned.emplace(s.device.is_cuda() ? comm::connect_nccl(connect_options, s.device.index())
                                      : comm::connect(connect_options));
   s.comm = &*s.owned;
+}
+
+void Pipeline::make_groups() {
+  State& s = *state_;
+  if (s.dp == 1) return;
+  const topology::Topology grid(s.dp, s.pp, 1);
+  s.dp_group.emplace(s.comm->new_group(grid.dp_group(s.rank), "dp"));
 }
 
 const std::vector<partition::LayerCost>& Pipeline::profiled_costs(const std::string& why) {
@@ -251,15 +314,38 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
   State& s = *state_;
   const int m = s.options.microbatches();
   const int64_t batch = batch_size(inputs, targets);
-  BATON_CHECK(batch >= m, "[pipeline] microbatches=", m, " is more than the batch of ", batch,
-              " samples; use a batch of at least ", m, " or fewer micro-batches");
-  s.last = s.executor->run_step(inputs, targets);
+  if (s.dp == 1) {
+    BATON_CHECK(batch >= m, "[pipeline] microbatches=", m, " is more than the batch of ", batch,
+                " samples; use a batch of at least ", m, " or fewer micro-batches");
+    s.last = s.executor->run_step(inputs, targets);
+  } else {
+    BATON_CHECK(batch % s.dp == 0, "[pipeline] the batch of ", batch, " samples does not split into dp=",
+                s.dp, " equal replica batches; use a multiple of ", s.dp);
+    const int64_t share = batch / s.dp;
+    BATON_CHECK(share >= m, "[pipeline] microbatches=", m, " is more than a replica's ", share,
+                " samples (batch ", batch, " / dp=", s.dp, "); use a batch of at least ", m * s.dp,
+                " or fewer micro-batches");
+    auto slice = [&](const torch::Tensor& t) {
+      return t.defined() && t.dim() > 0 ? t.narrow(0, s.dp_rank * share, share) : t;
+    };
+    s.last = s.executor->run_step(slice(inputs), slice(targets));
+  }
   ++s.steps;
-  if (!s.options.step_barrier()) return s.last.minibatch_loss;
-  // A collective cannot tell which rank is missing; it names the group.
+  if (!s.options.step_barrier()) {
+    if (s.dp == 1) return s.last.minibatch_loss;
+    // Each replica's loss is its share's mean: their mean is the batch's. A
+    // collective among this pipeline rank's replicas only, which the step's
+    // REDUCE_GRADs have already brought together.
+    std::vector<torch::Tensor> t{torch::tensor({s.last.minibatch_loss}, torch::kFloat64)};
+    s.dp_group->all_reduce_sum(t, detail::concat("the step ", s.steps, " loss sum"));
+    return t[0].item<double>() / s.dp;
+  }
+  // A collective cannot tell which rank is missing; it names the group. Each
+  // replica's losses add up to its share's mean: their mean is the batch's.
   return sum_over_ranks(s.comm, s.last.loss,
                         detail::concat("the step ", s.steps, " loss sum (an all-reduce over ranks 0-",
-                                       s.world_size - 1, ")"));
+                                       s.world_size - 1, ")")) /
+         s.dp;
 }
 
 torch::Tensor Pipeline::eval(const torch::Tensor& inputs) {
@@ -319,11 +405,15 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
   request.step = s.steps;
   request.rank = s.rank;
   request.comm = s.comm;
-  request.layers = checkpoint_layers(*s.executor, s.schedule, s.rank, /*writers_only=*/true);
+  // Replicas hold the same layers: the first one writes them.
+  if (s.dp_rank == 0) {
+    request.layers = checkpoint_layers(*s.executor, s.schedule, s.pipeline_rank, /*writers_only=*/true);
+  }
   request.optimizer = optimizer;
   request.model = {{"name", s.model.name}, {"layers", s.model.num_layers()}};
   request.pipeline = {
-      {"pp", s.world_size},
+      {"pp", s.pp},
+      {"dp", s.dp},
       {"schedule", s.options.schedule_file().empty() ? s.options.schedule()
                                                      : "file " + s.options.schedule_file()},
       {"microbatches", s.options.microbatches()},
@@ -338,7 +428,7 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
 nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* optimizer) {
   State& s = *state_;
   const checkpoint::LoadResult result = checkpoint::load(
-      dir, checkpoint_layers(*s.executor, s.schedule, s.rank, /*writers_only=*/false), optimizer,
+      dir, checkpoint_layers(*s.executor, s.schedule, s.pipeline_rank, /*writers_only=*/false), optimizer,
       {{"name", s.model.name}, {"layers", s.model.num_layers()}});
   s.steps = result.step;
   s.executor->set_steps_run(result.step);

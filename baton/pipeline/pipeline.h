@@ -42,8 +42,8 @@ class Pipeline {
   // Both constructors throw baton::Error naming the parameter and value for:
   // an empty model, a schedule undefined for (pp, microbatches, virtual
   // stages) (the generator's message), more stages than layers, a bad
-  // balance, recompute, transport or device, pp not equal to the world size,
-  // a balance that profiles without a sample. Joining the process group (and
+  // balance, recompute, transport or device, dp x pp not equal to the world
+  // size, a bucket_mb not above 0, a balance that profiles without a sample. Joining the process group (and
   // profiling, which averages over ranks) is collective: every rank builds
   // its Pipeline at the same point.
 
@@ -65,24 +65,32 @@ class Pipeline {
   // parameters() (zero them before, step the optimizer after). Returns the
   // mini-batch's mean loss on every rank. `inputs` is read only where this
   // rank holds stage 0, `targets` only where it holds the last stage, but
-  // every rank passes the same batch size. Throws baton::Error when the
-  // batch holds fewer samples than micro-batches.
+  // every rank passes the same batch size. With dp > 1 every rank passes the
+  // same global batch; replica d computes its d-th 1/dp of it and the
+  // gradients are averaged over the replicas (REDUCE_GRAD) before step()
+  // returns, so they are the whole batch's. Throws baton::Error when the batch
+  // does not split into dp equal shares, or a share holds fewer samples than
+  // micro-batches.
   //
   // Every rank calls step() (and eval()) the same number of times in the
   // same order, but step() is not a barrier: it returns once this rank's own
   // part of the step is done, so a rank runs its optimizer and starts the
   // next step while slower ranks still finish this one (what zb-h2 and zb-v
   // need to keep their bubble at zero from step to step). The loss needs no
-  // collective: the last stage's rank sends its loss to every other rank as
-  // soon as its last forward is done, and that message is bound to arrive
-  // before the backward that ends any rank's step (runtime/executor.h). With
+  // collective over the pipeline: the last stage's rank sends its loss to
+  // every other rank as soon as its last forward is done, and that message is
+  // bound to arrive before the backward that ends any rank's step
+  // (runtime/executor.h). With dp > 1 the replicas' losses are then averaged
+  // over the dp group (a collective among the replicas of this pipeline rank,
+  // which REDUCE_GRAD already synchronises). With
   // PipelineOptions::step_barrier the step ends with an all-reduce instead.
   double step(const torch::Tensor& inputs, const torch::Tensor& targets);
 
   // Forward only, without autograd. Returns the model's output for `inputs`
   // on the rank holding the last stage; an undefined tensor on the others
   // (with Chimera, each of its two ranks returns the micro-batches it
-  // finished, in order). Every rank must call it (a collective).
+  // finished, in order). Every rank must call it (a collective); with dp > 1
+  // each replica computes the whole output.
   torch::Tensor eval(const torch::Tensor& inputs);
 
   // This rank's parameters, for the caller's optimizer.
@@ -109,6 +117,7 @@ class Pipeline {
             const nlohmann::json& extra = nlohmann::json::object()) const;
   nlohmann::json load(const std::string& dir, torch::optim::Optimizer* optimizer = nullptr);
 
+  // This rank in the world (pp index * dp + dp index), and the world's size.
   int rank() const;
   int world_size() const;
   // The global layer indices of each stage this rank holds, by stage:
@@ -130,6 +139,11 @@ class Pipeline {
   struct State;
   void build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options);
   void join_process_group();
+  // The dp group of this rank (dp > 1), a collective over its members.
+  void make_groups();
+  // Every stage's gradient bucket count (a collective over the world).
+  std::vector<int> buckets_per_stage(const std::vector<std::shared_ptr<runtime::Stage>>& built,
+                                     const schedule::Placement& placement, double bucket_bytes);
   partition::Partition choose_partition(int stages);
   // Every layer's profiled times on `sample`, averaged over the ranks (so all
   // cut the model alike); profiled once, on first use.

@@ -63,8 +63,16 @@ struct PipelineOptions {
   // waits for the slowest (baton before issue 10; kept to measure what
   // overlapping steps buys). By default steps overlap: see Pipeline::step().
   TORCH_ARG(bool, step_barrier) = false;
-  // Pipeline ranks; 0: the world size. Anything else must equal it.
+  // Pipeline ranks; 0: the world size / dp. The world must be dp * pp ranks.
   TORCH_ARG(int, pp) = 0;
+  // Data-parallel replicas of the pipeline. Ranks are numbered as
+  // topology::Topology numbers them (dp index, then pp index): world rank =
+  // pp_index * dp + dp_index. Every rank passes step() the same global
+  // mini-batch; replica d computes its d-th 1/dp share, and the gradients are
+  // averaged over the replicas in buckets (REDUCE_GRAD actions).
+  TORCH_ARG(int, dp) = 1;
+  // Gradient bucket size in MiB for the dp all-reduces (DDP's bucket_cap_mb).
+  TORCH_ARG(double, bucket_mb) = 25;
   // The process group. Without one, the Pipeline joins the group that
   // `rank_env` describes, or else the one torchrun's variables (RANK,
   // WORLD_SIZE, MASTER_ADDR, MASTER_PORT) describe, or else runs alone. A

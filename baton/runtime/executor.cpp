@@ -9,6 +9,7 @@
 
 #include "baton/core/error.h"
 #include "baton/runtime/microbatch.h"
+#include "baton/schedule/grad_reduction.h"
 
 namespace baton::runtime {
 
@@ -47,6 +48,7 @@ struct Executor::Step {
   std::vector<std::optional<comm::RecvHandle>> recv_forward, recv_backward;
   std::map<int, comm::RecvHandle> recv_loss;  // by sending rank
   std::vector<comm::SendHandle> sends;
+  std::vector<comm::ReduceHandle> reductions;  // REDUCE_GRADs in flight
   // On a CUDA device the scaled losses add up on the device, read once at the
   // end of the step (on the CPU they go straight into result.loss).
   torch::Tensor device_loss;
@@ -84,6 +86,27 @@ Executor::Executor(schedule::Schedule schedule, int rank, std::vector<std::share
     if (actions[i].kind == ActionKind::F && actions[i].stage == schedule_.stages - 1)
       last_loss_forward_ = i;
   }
+  BATON_CHECK(options_.world_ranks.empty() ||
+                  static_cast<int>(options_.world_ranks.size()) == schedule_.ranks,
+              "[runtime.executor] ", options_.world_ranks.size(), " world ranks for a schedule over ",
+              schedule_.ranks, " ranks; give one per pipeline rank");
+  if (options_.dp_group != nullptr) {
+    for (const auto& [index, stage] : stages_) {
+      std::vector<double> bytes;
+      for (const auto& p : stage->parameters()) bytes.push_back(static_cast<double>(p.nbytes()));
+      buckets_[index] = schedule::gradient_bucket_members(bytes, options_.bucket_bytes);
+    }
+    // Every bucket must be reduced exactly once, or replicas would step apart.
+    std::map<int, int> reductions;
+    for (const Action& a : schedule_.actions[rank_]) reductions[a.stage] += a.kind == ActionKind::REDUCE_GRAD;
+    for (const auto& [index, buckets] : buckets_) {
+      const int expected = std::max(1, static_cast<int>(buckets.size()));
+      BATON_CHECK(reductions[index] == expected, "[runtime.executor] rank ", rank, ": stage ", index,
+                  " has ", buckets.size(), " gradient bucket(s) of ", options_.bucket_bytes / (1 << 20),
+                  " MiB but schedule \"", schedule_.name, "\" reduces it in ", reductions[index],
+                  " REDUCE_GRAD action(s)");
+    }
+  }
 }
 
 namespace {
@@ -105,7 +128,7 @@ void Executor::send_loss(Step& step) {
   if (!options_.share_loss || comm_ == nullptr) return;
   const torch::Tensor part = torch::tensor({step.result.loss}, torch::kFloat64);
   for (int r = 0; r < schedule_.ranks; ++r) {
-    if (r != rank_) step.sends.push_back(comm_->isend(part, r, loss_tag(schedule_.stages)));
+    if (r != rank_) step.sends.push_back(comm_->isend(part, peer(r), loss_tag(schedule_.stages)));
   }
 }
 
@@ -130,6 +153,31 @@ void Executor::gather_loss(Step& step) {
     sum += step.recv_loss.at(r).wait(what).item<double>();
   }
   step.result.minibatch_loss = sum;
+}
+
+int Executor::peer(int pipeline_rank) const {
+  return options_.world_ranks.empty() ? pipeline_rank
+                                      : options_.world_ranks[static_cast<size_t>(pipeline_rank)];
+}
+
+void Executor::start_reduction(Step& step, int s, int bucket) {
+  const auto& buckets = buckets_.at(s);
+  // A stage without parameters still has one (empty) bucket in the schedule.
+  if (buckets.empty()) return;
+  const auto params = stages_.at(s)->parameters();
+  const double dp = options_.dp_group->world_size();
+  std::vector<torch::Tensor> grads;
+  BATON_ASSERT(bucket >= 0 && bucket < static_cast<int>(buckets.size()), "stage ", s, " has no bucket ", bucket);
+  for (int i : buckets[static_cast<size_t>(bucket)]) {
+    torch::Tensor p = params[static_cast<size_t>(i)];
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    // DDP's order: divide, then sum, so the result is the replicas' mean.
+    p.mutable_grad().div_(dp);
+    grads.push_back(p.grad());
+  }
+  step.reductions.push_back(options_.dp_group->all_reduce_sum_async(
+      std::move(grads), "stage " + std::to_string(s) + " gradient bucket " + std::to_string(bucket) +
+                            " REDUCE_GRAD"));
 }
 
 std::vector<torch::Tensor> Executor::parameters() const {
@@ -179,16 +227,16 @@ StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& 
   // Post every receive now, so data can land while this rank computes.
   if (options_.share_loss && comm_ != nullptr) {
     for (int r : loss_ranks_) {
-      if (r != rank_) step.recv_loss.emplace(r, comm_->irecv(r, loss_tag(S)));
+      if (r != rank_) step.recv_loss.emplace(r, comm_->irecv(peer(r), loss_tag(S)));
     }
   }
   for (const Action& a : actions) {
     const size_t c = step.cell(a.stage, a.microbatch);
     if (a.kind == ActionKind::RECV_F) {
-      step.recv_forward[c] = comm_->irecv(placement_.rank_of(a.stage - 1, a.microbatch),
+      step.recv_forward[c] = comm_->irecv(peer(placement_.rank_of(a.stage - 1, a.microbatch)),
                                           comm::Tag{a.stage - 1, a.microbatch, comm::Direction::kForward});
     } else if (a.kind == ActionKind::RECV_B) {
-      step.recv_backward[c] = comm_->irecv(placement_.rank_of(a.stage + 1, a.microbatch),
+      step.recv_backward[c] = comm_->irecv(peer(placement_.rank_of(a.stage + 1, a.microbatch)),
                                            comm::Tag{a.stage + 1, a.microbatch, comm::Direction::kBackward});
     }
   }
@@ -198,6 +246,7 @@ StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& 
   }
   gather_loss(step);
   for (auto& send : step.sends) send.wait(baton::detail::concat("a send of step ", steps_run_ + 1));
+  for (auto& reduction : step.reductions) reduction.wait();
   sync_replicated_gradients();
   ++steps_run_;
   step.result.step_ms = std::chrono::duration<double, std::milli>(Clock::now() - step.start).count();
@@ -238,8 +287,9 @@ void Executor::run_action(Step& step, size_t index) {
 
   switch (a.kind) {
     case ActionKind::REDUCE_GRAD:
-      // The runtime runs dp = 1 only (world size = pp), where reducing over a
-      // group of one is the identity; PyTorch's CSVs carry REDUCE_GRAD even so.
+      // The bucket index rides in the micro-batch slot. Without a dp group
+      // (dp = 1) reducing is the identity; PyTorch's CSVs carry REDUCE_GRAD even so.
+      if (options_.dp_group != nullptr) start_reduction(step, s, mb);
       return;
     case ActionKind::F: {
       if (s == 0) {
@@ -299,31 +349,31 @@ void Executor::run_action(Step& step, size_t index) {
       stage->run_weight_backward(mb);
       break;
     case ActionKind::SEND_F: {
-      const int peer = placement_.rank_of(s + 1, mb);
+      const int to = peer(placement_.rank_of(s + 1, mb));
       step.result.stage_boundary_bytes[s] =
           static_cast<double>(step.output[c].numel() * step.output[c].element_size());
-      step.sends.push_back(comm_->isend(step.output[c].detach(), peer,
+      step.sends.push_back(comm_->isend(step.output[c].detach(), to,
                                         comm::Tag{s, mb, comm::Direction::kForward}));
       return;
     }
     case ActionKind::SEND_B: {
-      const int peer = placement_.rank_of(s - 1, mb);
-      BATON_ASSERT(step.grad_input[c].defined(), "no input gradient for ", describe(a, peer));
-      step.sends.push_back(comm_->isend(step.grad_input[c], peer,
+      const int to = peer(placement_.rank_of(s - 1, mb));
+      BATON_ASSERT(step.grad_input[c].defined(), "no input gradient for ", describe(a, to));
+      step.sends.push_back(comm_->isend(step.grad_input[c], to,
                                         comm::Tag{s, mb, comm::Direction::kBackward}));
       step.grad_input[c] = torch::Tensor();
       return;
     }
     case ActionKind::RECV_F: {
-      const int peer = placement_.rank_of(s - 1, mb);
-      torch::Tensor x = on_device(step.recv_forward[c]->wait(describe(a, peer)));
+      const int from = peer(placement_.rank_of(s - 1, mb));
+      torch::Tensor x = on_device(step.recv_forward[c]->wait(describe(a, from)));
       step.recv_forward[c].reset();
       step.input[c] = x.is_floating_point() ? x.requires_grad_(true) : x;
       return;
     }
     case ActionKind::RECV_B: {
-      const int peer = placement_.rank_of(s + 1, mb);
-      step.grad_output[c] = on_device(step.recv_backward[c]->wait(describe(a, peer)));
+      const int from = peer(placement_.rank_of(s + 1, mb));
+      step.grad_output[c] = on_device(step.recv_backward[c]->wait(describe(a, from)));
       step.recv_backward[c].reset();
       return;
     }
@@ -341,7 +391,7 @@ void Executor::sync_replicated_gradients() {
     if (holders.size() < 2) continue;
     BATON_CHECK(holders.size() == 2, "[runtime.executor] stage ", s, " is held by ", holders.size(),
                 " ranks; replicated stages are supported on two ranks (Chimera)");
-    const int peer = holders[0] == rank_ ? holders[1] : holders[0];
+    const int other_rank = peer(holders[0] == rank_ ? holders[1] : holders[0]);
     std::vector<torch::Tensor> grads;
     for (auto& p : stage->parameters()) {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
@@ -351,10 +401,10 @@ void Executor::sync_replicated_gradients() {
     torch::Tensor flat = torch::cat(grads);
     // A tag no pipeline message uses (comm/tag.h).
     const comm::Tag tag{s, comm::kReservedMicrobatch, comm::Direction::kBackward};
-    auto recv = comm_->irecv(peer, tag);
-    auto send = comm_->isend(flat, peer, tag);
+    auto recv = comm_->irecv(other_rank, tag);
+    auto send = comm_->isend(flat, other_rank, tag);
     const std::string what = "the gradient sum of stage " +
-                             std::to_string(s) + " with rank " + std::to_string(peer);
+                             std::to_string(s) + " with rank " + std::to_string(other_rank);
     torch::Tensor other = on_device(recv.wait(what));
     send.wait(what);
     flat += other;
@@ -384,14 +434,15 @@ std::map<int, torch::Tensor> Executor::run_forward(const torch::Tensor& inputs, 
         x = chunks[mb];
       } else if (placement_.rank_of(s - 1, pm) != rank_) {
         const Action a{ActionKind::RECV_F, s, mb};
-        x = on_device(comm_->irecv(placement_.rank_of(s - 1, pm), comm::Tag{s - 1, mb, comm::Direction::kForward})
-                          .wait(describe(a, placement_.rank_of(s - 1, pm))));
+        const int from = peer(placement_.rank_of(s - 1, pm));
+        x = on_device(comm_->irecv(from, comm::Tag{s - 1, mb, comm::Direction::kForward})
+                          .wait(describe(a, from)));
       }
       x = stages_.at(s)->forward(x);
       if (s == S - 1) {
         outputs[mb] = x;
       } else if (placement_.rank_of(s + 1, pm) != rank_) {
-        sends.push_back(comm_->isend(x, placement_.rank_of(s + 1, pm),
+        sends.push_back(comm_->isend(x, peer(placement_.rank_of(s + 1, pm)),
                                      comm::Tag{s, mb, comm::Direction::kForward}));
       }
     }

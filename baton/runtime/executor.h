@@ -21,7 +21,10 @@
 // size_i / B, so the gradients accumulated over a step equal those of the
 // whole mini-batch on one device. Stages that appear on several ranks
 // (Chimera) have their gradients summed across those ranks at the end of the
-// step, so every replica steps identically.
+// step, so every replica steps identically. REDUCE_GRAD starts the
+// all-reduce of one gradient bucket over the dp group without blocking
+// (Gloo reduces on its own threads) and the step waits for all of them at its
+// end, so the gradients after run_step() are the dp group's average.
 #pragma once
 
 #include <torch/types.h>
@@ -66,6 +69,20 @@ struct ExecutorOptions {
   // Off, minibatch_loss stays NaN on ranks without the last stage, and the
   // caller sums StepResult::loss over ranks itself.
   bool share_loss = true;
+  // Data parallelism. `dp_group`: the replicas of this rank's stages (the
+  // rank's dp group), over which REDUCE_GRAD averages a bucket's gradients;
+  // null when dp = 1, where REDUCE_GRAD is the identity. It must outlive the
+  // executor. `bucket_bytes`: the size that packed the schedule's buckets
+  // (schedule::gradient_bucket_members over each stage's parameters in
+  // order); bucket k of a stage is the k-th of those. The schedule must
+  // reduce each stage of this rank in exactly that many buckets (one when
+  // it has no parameters); the constructor throws otherwise.
+  comm::Communicator* dp_group = nullptr;
+  double bucket_bytes = 25.0 * (1 << 20);
+  // The communicator's rank of each pipeline rank (the schedule's ranks
+  // 0..pp-1): with dp or tp > 1 the pipeline's peers are the world ranks of
+  // the same dp and tp index. Empty: the same numbers.
+  std::vector<int> world_ranks;
 };
 
 struct StepResult {
@@ -124,6 +141,10 @@ class Executor {
   void send_loss(Step& step);
   void gather_loss(Step& step);
   std::string describe(const schedule::Action& action, int peer) const;
+  // The communicator's rank of pipeline rank `pipeline_rank`.
+  int peer(int pipeline_rank) const;
+  // Starts the all-reduce of bucket `bucket` of stage `stage`'s gradients.
+  void start_reduction(Step& step, int stage, int bucket);
   // `tensor` on this rank's device (itself when it is there already).
   torch::Tensor on_device(const torch::Tensor& tensor) const;
 
@@ -139,6 +160,9 @@ class Executor {
   std::vector<int> loss_ranks_;
   size_t last_loss_forward_ = SIZE_MAX;
   int64_t steps_run_ = 0;
+  // Per stage of this rank: its buckets' parameter indices (into
+  // Stage::parameters()), in reduction order.
+  std::map<int, std::vector<std::vector<int>>> buckets_;
 };
 
 }  // namespace baton::runtime

@@ -9,27 +9,35 @@
 
 namespace baton::schedule {
 
-std::vector<double> gradient_buckets(const std::vector<double>& parameter_bytes,
-                                     double bucket_bytes) {
+std::vector<std::vector<int>> gradient_bucket_members(const std::vector<double>& parameter_bytes,
+                                                      double bucket_bytes) {
   BATON_CHECK(std::isfinite(bucket_bytes) && bucket_bytes > 0,
               "[schedule.buckets] bucket size must be finite and > 0, got ", bucket_bytes);
-  std::vector<double> buckets;
+  std::vector<std::vector<int>> buckets;
   double open = 0;
-  bool has_open = false;
-  for (auto it = parameter_bytes.rbegin(); it != parameter_bytes.rend(); ++it) {
-    const double bytes = *it;
-    BATON_CHECK(std::isfinite(bytes) && bytes >= 0, "[schedule.buckets] parameter ",
-                parameter_bytes.rend() - it - 1, " has ", bytes,
-                " bytes; sizes must be finite and >= 0");
-    if (has_open && open + bytes > bucket_bytes) {
-      buckets.push_back(open);
-      open = 0, has_open = false;
+  for (int i = static_cast<int>(parameter_bytes.size()) - 1; i >= 0; --i) {
+    const double bytes = parameter_bytes[static_cast<size_t>(i)];
+    BATON_CHECK(std::isfinite(bytes) && bytes >= 0, "[schedule.buckets] parameter ", i, " has ",
+                bytes, " bytes; sizes must be finite and >= 0");
+    if (buckets.empty() || open + bytes > bucket_bytes) {
+      buckets.emplace_back();
+      open = 0;
     }
+    buckets.back().push_back(i);
     open += bytes;
-    has_open = true;
   }
-  if (has_open) buckets.push_back(open);
   return buckets;
+}
+
+std::vector<double> gradient_buckets(const std::vector<double>& parameter_bytes,
+                                     double bucket_bytes) {
+  std::vector<double> sizes;
+  for (const auto& members : gradient_bucket_members(parameter_bytes, bucket_bytes)) {
+    double bytes = 0;
+    for (int i : members) bytes += parameter_bytes[static_cast<size_t>(i)];
+    sizes.push_back(bytes);
+  }
+  return sizes;
 }
 
 std::vector<double> even_gradient_buckets(double total_bytes, double bucket_bytes) {

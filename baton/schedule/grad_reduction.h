@@ -29,6 +29,12 @@ inline constexpr double kDefaultBucketMiB = 25;
 std::vector<double> gradient_buckets(const std::vector<double>& parameter_bytes,
                                      double bucket_bytes);
 
+// The members of those buckets: for each bucket in reduction order, the
+// indices into `parameter_bytes` it holds, in the order they were packed
+// (descending). gradient_buckets() is their byte sums.
+std::vector<std::vector<int>> gradient_bucket_members(const std::vector<double>& parameter_bytes,
+                                                      double bucket_bytes);
+
 // The same for parameters too small to list (the simulator's uniform costs):
 // `total_bytes` cut into buckets of `bucket_bytes`, the last one smaller;
 // always at least one bucket (of 0 bytes when there are none).

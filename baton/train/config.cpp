@@ -63,6 +63,8 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"data_dir", field(&TrainConfig::data_dir, "data_dir")},
       {"cache_dir", field(&TrainConfig::cache_dir, "cache_dir")},
       {"pp", field(&TrainConfig::pp, "pp")},
+      {"dp", field(&TrainConfig::dp, "dp")},
+      {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
       {"schedule", field(&TrainConfig::schedule, "schedule")},
       {"virtual", field(&TrainConfig::virtual_stages, "virtual", 1)},
       {"schedule_file", field(&TrainConfig::schedule_file, "schedule_file")},
@@ -155,6 +157,9 @@ void check_config(const TrainConfig& c) {
     BATON_CHECK(value >= 1, "[train.config] ", name, " must be at least 1, got ", value);
   };
   positive("pp", c.pp);
+  positive("dp", c.dp);
+  BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
+              "[train.config] bucket-mb must be a finite size above 0 MiB, got ", c.bucket_mb);
   positive("microbatches", c.microbatches);
   positive("batch", c.batch);
   positive("layers", c.layers);
@@ -181,6 +186,14 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,
               " samples cannot make ", c.microbatches, " micro-batches; use a batch of at least ",
               c.microbatches, " or fewer micro-batches");
+  BATON_CHECK(c.batch % c.dp == 0, "[train.config] batch of ", c.batch,
+              " samples does not split evenly over dp=", c.dp, " replicas; use a multiple of ", c.dp);
+  BATON_CHECK(c.batch / c.dp >= c.microbatches, "[train.config] dp=", c.dp, " leaves each replica ",
+              c.batch / c.dp, " of the batch's ", c.batch, " samples, fewer than its ", c.microbatches,
+              " micro-batches; use a batch of at least ", c.dp * c.microbatches,
+              ", a smaller --dp or fewer micro-batches");
+  BATON_CHECK(c.dp == 1 || !c.compare_sim, "[train.config] --compare-sim with dp=", c.dp,
+              " is not supported yet (it compares one pipeline); use --dp 1");
 }
 
 }  // namespace baton::train

@@ -108,10 +108,13 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
       .device(c.device == "cuda" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU))
       .seed(c.seed)
       .pp(c.pp)
+      .dp(c.dp)
+      .bucket_mb(c.bucket_mb)
       .rank_env(env);
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
   if (balance_profiles(c.balance) || c.schedule == "zb-auto") {
-    options.sample(runtime::split_microbatches(data.batch(0).first, c.microbatches).front());
+    // One micro-batch of a replica's share of the batch.
+    options.sample(runtime::split_microbatches(data.batch(0).first, c.microbatches * c.dp).front());
   }
   return options;
 }
@@ -138,9 +141,9 @@ void check_setup(const TrainConfig& c) {
 
 void train(const TrainConfig& c, const RankContext& ctx) {
   check_config(c);
-  BATON_CHECK(ctx.world_size == c.pp, "[train] world size ", ctx.world_size,
-              " does not equal pp=", c.pp, ": each process runs one pipeline rank (start ", c.pp,
-              " ranks, e.g. --nproc ", c.pp, ")");
+  BATON_CHECK(ctx.world_size == c.dp * c.pp, "[train] world size ", ctx.world_size,
+              " does not equal dp=", c.dp, " x pp=", c.pp, ": each process runs one pipeline rank of one replica (start ",
+              c.dp * c.pp, " ranks, e.g. --nproc ", c.dp * c.pp, ")");
   const int cores = available_cores();
   const int threads = c.threads > 0 ? c.threads : std::max(1, cores / std::max(1, ctx.local_world_size));
   at::set_num_threads(threads);
@@ -159,13 +162,12 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   const int64_t per_epoch = data->steps_per_epoch();
   const int64_t total = c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
   if (leader) {
-    std::printf(
-        "baton train: model %s (%d layers), schedule %s, pp=%d, stages=%d, micro-batches=%d, "
-        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
-        c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), c.pp,
-        pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
-        pipeline.partition().to_string().c_str(), c.recompute.c_str(), threads,
-        static_cast<long long>(total));
+    const std::string dp = c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string();
+    std::printf("baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
+                "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
+                c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp, pipeline.schedule().stages,
+                c.microbatches, c.batch, c.balance.c_str(), pipeline.partition().to_string().c_str(),
+                c.recompute.c_str(), threads, static_cast<long long>(total));
     std::fflush(stdout);
   }
   const int64_t first = resume_if_asked(c, pipeline, *optimizer, total);

@@ -37,8 +37,8 @@ printf 'model = "mlp"\npp = "two"\n' > "$tmp/type.toml"
 check "key \"pp\" must be an integer" --config "$tmp/type.toml"
 check "The following argument was not expected: --bogus" --bogus
 
-# Under torchrun's variables, a world size that is not pp fails on the rank.
+# Under torchrun's variables, a world size that is not dp * pp fails on the rank.
 err=$(RANK=0 WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 timeout 60 "$baton" train $small --pp 2 2>&1); rc=$?
 [ $rc -ne 0 ] || fail "world size 3 with pp=2 exited 0"
-printf '%s' "$err" | grep -qF "world size 3 does not equal pp=2" || fail "world size message: $err"
+printf '%s' "$err" | grep -qF "world size 3 does not equal dp=1 x pp=2" || fail "world size message: $err"
 echo "1 passed, 0 failed"

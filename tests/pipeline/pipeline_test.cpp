@@ -296,9 +296,11 @@ TEST(Pipeline, RefusesAScheduleUndefinedForTheSizes) {
               HasSubstr("\"fancy\""));
 }
 
-TEST(Pipeline, RefusesPpOtherThanTheWorldSize) {
+TEST(Pipeline, RefusesAGridOtherThanTheWorldSize) {
   EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().pp(2)); }),
-              HasSubstr("[pipeline] pp=2 does not equal the world size 1"));
+              HasSubstr("[pipeline] dp=1 x pp=2 is 2 ranks but the world has 1"));
+  EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().dp(2)); }),
+              HasSubstr("[pipeline] dp=2 does not divide the world of 1 ranks into equal pipelines"));
 }
 
 TEST(Pipeline, RefusesMoreStagesThanLayers) {

@@ -42,6 +42,14 @@ TEST(GradientBuckets, PacksInReverseLayerOrderAndGivesALargeParameterItsOwnBucke
   EXPECT_TRUE(gradient_buckets({}, 25).empty());
 }
 
+TEST(GradientBuckets, MembersListEachBucketsParametersInPackingOrder) {
+  // {10, 30, 5, 5, 20} in 25-byte buckets: [20, 5], [5], [30], [10].
+  EXPECT_EQ(gradient_bucket_members({10, 30, 5, 5, 20}, 25),
+            (std::vector<std::vector<int>>{{4, 3}, {2}, {1}, {0}}));
+  EXPECT_EQ(gradient_bucket_members({1, 2, 3}, 100), (std::vector<std::vector<int>>{{2, 1, 0}}));
+  EXPECT_TRUE(gradient_bucket_members({}, 25).empty());
+}
+
 TEST(GradientBuckets, RefusesANonPositiveBucketAndNegativeSizes) {
   EXPECT_THAT(error_of([] { gradient_buckets({1}, 0); }),
               HasSubstr("bucket size must be finite and > 0, got 0"));

@@ -145,8 +145,9 @@ int run(TrainFlags& f) {
     return run_rank(config, context);
   }
   const int nproc = f.nproc > 0 ? f.nproc : 1;
-  BATON_CHECK(nproc == config.pp, "[train] pp=", config.pp, " needs ", config.pp,
-              " ranks but --nproc is ", nproc, ": pass --nproc ", config.pp,
+  const int world = config.dp * config.pp;
+  BATON_CHECK(nproc == world, "[train] dp=", config.dp, " x pp=", config.pp, " needs ", world,
+              " ranks but --nproc is ", nproc, ": pass --nproc ", world,
               ", or start the ranks with torchrun");
   train::check_setup(config);
   if (nproc == 1) return run_rank(config, train::RankContext{});
@@ -168,7 +169,7 @@ Action add_train(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train a model with pipeline parallelism");
   cmd->add_option("--config", f->config_file, "TOML config; flags override its keys")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--nproc", f->nproc, "Start this many local ranks (one per pipeline rank)")
+  cmd->add_option("--nproc", f->nproc, "Start this many local ranks (dp * pp)")
       ->check(CLI::Range(1, 1024));
   flag(cmd, *f, "--model", &train::TrainConfig::model, "mlp | cnn | gpt");
   flag(cmd, *f, "--layers", &train::TrainConfig::layers, "mlp: Linear layers; gpt: transformer blocks");
@@ -181,6 +182,10 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
   flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir, "Where decompressed data is kept");
   flag(cmd, *f, "--pp", &train::TrainConfig::pp, "Pipeline ranks");
+  flag(cmd, *f, "--dp", &train::TrainConfig::dp,
+       "Data-parallel replicas of the pipeline (--nproc dp*pp; --batch is the global batch)");
+  flag(cmd, *f, "--bucket-mb", &train::TrainConfig::bucket_mb,
+       "Gradient bucket size in MiB for the dp all-reduces (default 25, as DDP)");
   f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
                             "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
                             "chimera, dualpipev, v-half, v-min, zb-auto");
