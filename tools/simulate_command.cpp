@@ -123,16 +123,11 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   // The stats-only path knows neither REDUCE_GRAD nor tp charges: dp = tp = 1 only.
   if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty() && f.dp == 1 &&
       f.tp == 1 && cmd.count("--param-mb") == 0) {
-    nlohmann::json out = simulate_stats_json(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});
+    const StatsOnly fast = simulate_stats_only(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});
     // The grid's fields as the full path writes them for dp = tp = 1 and no parameter bytes.
-    const int ranks = out["pp"].get<int>();
-    out["dp"] = 1;
-    out["tp"] = 1;
-    out["world_size"] = static_cast<long>(ranks);
-    out["buckets_per_stage"] = schedule::even_gradient_buckets(0, f.bucket_mb * kMiB).size();
-    out["reduce_grad"] = std::vector<double>(ranks, 0.0);
-    out["exposed_reduction"] = std::vector<double>(ranks, 0.0);
-    out["tp_comm_per_action"] = 0.0;
+    SimulatedGrid grid;
+    grid.buckets_per_stage = static_cast<int>(schedule::even_gradient_buckets(0, f.bucket_mb * kMiB).size());
+    const nlohmann::json out = simulate_json(fast.shape, fast.stats, grid);
     std::cout << out.dump() << "\n";
     flush_stdout();
     return 0;
@@ -155,30 +150,11 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
     }
   }
   if (f.json) {
-    nlohmann::json out = {
-        {"schedule", s.name},
-        {"pp", s.ranks},
-        {"microbatches", s.microbatches},
-        {"stages", s.stages},
-        {"virtual", s.stages_per_rank()},
-        {"map", std::string(schedule::to_string(s.map))},
-        {"makespan", st.makespan},
-        {"steady_step", st.steady_step},
-        {"bubble_fraction", st.bubble_fraction},
-        {"busy", st.busy},
-        {"idle_within_span", st.idle_within_span},
-        {"peak_inflight", st.peak_inflight},
-        {"peak_activation_bytes", st.peak_activation_bytes},
-        {"parameter_bytes", st.parameter_bytes},
-        {"dp", f.dp},
-        {"tp", f.tp},
-        {"world_size", static_cast<long>(f.dp) * s.ranks * f.tp},
-        {"buckets_per_stage", costs.stages.empty() ? 0 : costs.stages[0].bucket_count()},
-        {"reduce_grad", st.reduce_grad},
-        {"exposed_reduction", st.exposed_reduction},
-        {"tp_comm_per_action", costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm},
-        {"actions", s.action_count()},
-    };
+    const SimulatedShape shape{s.name,   s.ranks, s.microbatches, s.stages, s.stages_per_rank(),
+                               s.map,    s.action_count()};
+    SimulatedGrid grid{f.dp, f.tp, costs.stages.empty() ? 0 : costs.stages[0].bucket_count(),
+                       costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm};
+    const nlohmann::json out = simulate_json(shape, st, grid);
     std::cout << out.dump() << "\n";
     flush_stdout();
     return 0;

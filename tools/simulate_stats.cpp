@@ -4,9 +4,8 @@
 
 namespace baton::cli {
 
-nlohmann::json simulate_stats_json(const std::string& name,
-                                   const schedule::GeneratorOptions& options,
-                                   const UniformCosts& c) {
+StatsOnly simulate_stats_only(const std::string& name, const schedule::GeneratorOptions& options,
+                              const UniformCosts& c) {
   schedule::Schedule generated;  // only for schedules without a closed form
   std::unique_ptr<sim::ActionSource> source;
   if (sim::has_closed_form(name)) {
@@ -15,15 +14,24 @@ nlohmann::json simulate_stats_json(const std::string& name,
     generated = schedule::generate(name, options);
     source = sim::schedule_source(generated);
   }
-  const sim::Stats st =
-      sim::simulate_stats(*source, sim::uniform_cost_model(*source, c.tf, c.tb, c.tw, c.comm));
+  StatsOnly out;
+  out.stats = sim::simulate_stats(*source, sim::uniform_cost_model(*source, c.tf, c.tb, c.tw, c.comm));
+  out.shape = {source->name(),   source->ranks(),           source->microbatches(), source->stages(),
+               source->stages_per_rank(), source->map(), source->lowered_action_count()};
+  return out;
+}
+
+nlohmann::json simulate_json(const SimulatedShape& shape, const sim::Stats& st, const SimulatedGrid& grid) {
+  auto per_rank = [&](const std::vector<double>& v) {
+    return v.empty() ? std::vector<double>(static_cast<size_t>(shape.ranks), 0.0) : v;
+  };
   return {
-      {"schedule", source->name()},
-      {"pp", source->ranks()},
-      {"microbatches", source->microbatches()},
-      {"stages", source->stages()},
-      {"virtual", source->stages_per_rank()},
-      {"map", std::string(schedule::to_string(source->map()))},
+      {"schedule", shape.name},
+      {"pp", shape.ranks},
+      {"microbatches", shape.microbatches},
+      {"stages", shape.stages},
+      {"virtual", shape.stages_per_rank},
+      {"map", std::string(schedule::to_string(shape.map))},
       {"makespan", st.makespan},
       {"steady_step", st.steady_step},
       {"bubble_fraction", st.bubble_fraction},
@@ -32,7 +40,14 @@ nlohmann::json simulate_stats_json(const std::string& name,
       {"peak_inflight", st.peak_inflight},
       {"peak_activation_bytes", st.peak_activation_bytes},
       {"parameter_bytes", st.parameter_bytes},
-      {"actions", source->lowered_action_count()},
+      {"dp", grid.dp},
+      {"tp", grid.tp},
+      {"world_size", static_cast<long>(grid.dp) * shape.ranks * grid.tp},
+      {"buckets_per_stage", grid.buckets_per_stage},
+      {"reduce_grad", per_rank(st.reduce_grad)},
+      {"exposed_reduction", per_rank(st.exposed_reduction)},
+      {"tp_comm_per_action", grid.tp_comm_per_action},
+      {"actions", shape.actions},
   };
 }
 
