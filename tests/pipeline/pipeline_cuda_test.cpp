@@ -13,6 +13,7 @@
 #include "baton/comm/launcher.h"
 #include "baton/comm/local_group.h"
 #include "baton/comm/nccl.h"
+#include "tests/pipeline/reference_training.h"
 
 namespace baton {
 namespace {
@@ -30,30 +31,12 @@ torch::nn::Sequential make_sequential() {
                                torch::nn::Tanh(), torch::nn::Linear(16, 4));
 }
 
-torch::Tensor loss_fn(const torch::Tensor& output, const torch::Tensor& target) {
-  return torch::nn::functional::cross_entropy(output, target);
-}
+const auto loss_fn = &test::cross_entropy;
 
-std::pair<torch::Tensor, torch::Tensor> batch(int step) {
-  torch::Generator gen = at::detail::createCPUGenerator(100 + step);
-  return {torch::randn({kBatch, 8}, gen), torch::randint(0, 4, {kBatch}, gen, torch::kLong)};
-}
+std::pair<torch::Tensor, torch::Tensor> batch(int step) { return test::seeded_batch(100 + step, kBatch); }
 
 // The reference: the same Sequential on the CPU in one process, no pipeline.
-std::vector<double> cpu_losses() {
-  torch::nn::Sequential model = make_sequential();
-  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(kLr));
-  std::vector<double> losses;
-  for (int step = 0; step < kSteps; ++step) {
-    auto [x, y] = batch(step);
-    sgd.zero_grad();
-    torch::Tensor loss = loss_fn(model->forward(x), y);
-    loss.backward();
-    sgd.step();
-    losses.push_back(loss.item<double>());
-  }
-  return losses;
-}
+std::vector<double> cpu_losses() { return test::train_one_process(make_sequential(), kSteps, kLr, batch).losses; }
 
 // Trains through `pipe` on CPU batches (the Pipeline moves them to its device).
 std::vector<double> train(Pipeline& pipe) {

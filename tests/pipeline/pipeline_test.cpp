@@ -19,6 +19,7 @@
 #include "baton/comm/launcher.h"
 #include "baton/comm/local_group.h"
 #include "baton/train/data_source.h"
+#include "tests/pipeline/reference_training.h"
 
 namespace baton {
 namespace {
@@ -36,41 +37,16 @@ torch::nn::Sequential make_sequential() {
                                torch::nn::Tanh(), torch::nn::Linear(16, 4));
 }
 
-torch::Tensor loss_fn(const torch::Tensor& output, const torch::Tensor& target) {
-  return torch::nn::functional::cross_entropy(output, target);
-}
+const auto loss_fn = &test::cross_entropy;
+using test::relative;
 
-std::pair<torch::Tensor, torch::Tensor> batch(int step) {
-  torch::Generator gen = at::detail::createCPUGenerator(100 + step);
-  return {torch::randn({kBatch, 8}, gen), torch::randint(0, 4, {kBatch}, gen, torch::kLong)};
-}
+std::pair<torch::Tensor, torch::Tensor> batch(int step) { return test::seeded_batch(100 + step, kBatch); }
 
-struct TrainingRun {
-  std::vector<double> losses;
-  std::map<std::string, torch::Tensor> parameters;
-};
+using TrainingRun = test::TrainingRun;
 
 // The reference: the same Sequential on one process, no pipeline.
-TrainingRun train_one_process() {
-  torch::nn::Sequential model = make_sequential();
-  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(kLr));
-  TrainingRun run;
-  for (int step = 0; step < kSteps; ++step) {
-    auto [x, y] = batch(step);
-    sgd.zero_grad();
-    torch::Tensor loss = loss_fn(model->forward(x), y);
-    loss.backward();
-    sgd.step();
-    run.losses.push_back(loss.item<double>());
-  }
-  for (const auto& item : model->named_parameters()) {
-    run.parameters["layer." + item.key()] = item.value().detach().clone();
-  }
-  return run;
-}
-
-double relative(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(1e-12, b.norm().item<double>());
+test::TrainingRun train_one_process() {
+  return test::train_one_process(make_sequential(), kSteps, kLr, batch);
 }
 
 class SequentialOnTwoRanks : public testing::TestWithParam<std::string> {};

@@ -1,0 +1,57 @@
+// What the façade tests share: a classification loss, seeded batches of 8
+// features and 4 classes, and the single-process reference they are held to
+// (the whole mini-batch, plain LibTorch, SGD).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace baton::test {
+
+inline torch::Tensor cross_entropy(const torch::Tensor& output, const torch::Tensor& target) {
+  return torch::nn::functional::cross_entropy(output, target);
+}
+
+// `rows` samples of 8 features and labels in [0, 4), drawn from `seed`.
+inline std::pair<torch::Tensor, torch::Tensor> seeded_batch(uint64_t seed, int64_t rows) {
+  torch::Generator gen = at::detail::createCPUGenerator(seed);
+  return {torch::randn({rows, 8}, gen), torch::randint(0, 4, {rows}, gen, torch::kLong)};
+}
+
+struct TrainingRun {
+  std::vector<double> losses;
+  std::map<std::string, torch::Tensor> parameters;  // "layer.<name>", as Pipeline names them
+};
+
+// `model` trained alone for `steps` SGD steps of rate `lr` on batch_of(step).
+inline TrainingRun train_one_process(
+    torch::nn::Sequential model, int steps, double lr,
+    const std::function<std::pair<torch::Tensor, torch::Tensor>(int)>& batch_of) {
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(lr));
+  TrainingRun run;
+  for (int step = 0; step < steps; ++step) {
+    auto [x, y] = batch_of(step);
+    sgd.zero_grad();
+    torch::Tensor loss = cross_entropy(model->forward(x), y);
+    loss.backward();
+    sgd.step();
+    run.losses.push_back(loss.item<double>());
+  }
+  for (const auto& item : model->named_parameters()) {
+    run.parameters["layer." + item.key()] = item.value().detach().clone();
+  }
+  return run;
+}
+
+inline double relative(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).norm().item<double>() / std::max(1e-12, b.norm().item<double>());
+}
+
+}  // namespace baton::test
