@@ -3,12 +3,7 @@
 # within the (short) timeout with a [comm] error naming its rank, the stage
 # and the action it waited on. Then the same through the local launcher: it
 # stops the other rank and exits non-zero naming the failed one.
-set -u
-baton=$1
-tmp=$(mktemp -d)
-pids=()
-trap 'kill -9 "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/lib/common.sh"
 
 args="--model mlp --layers 4 --hidden 64 --in-features 64 --pp 2 --microbatches 4 --batch 64 --steps 1000000 --timeout 5 --threads 1"
 port=$(( 20000 + RANDOM % 20000 ))

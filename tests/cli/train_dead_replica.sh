@@ -3,12 +3,7 @@
 # ranks meet only in the dp group's gradient all-reduces and the loss sum):
 # the survivor exits non-zero within the (short) timeout with a [comm] error
 # naming its rank and the dp group or the loss sum it waited on.
-set -u
-baton=$1
-tmp=$(mktemp -d)
-pids=()
-trap 'kill -9 "${pids[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/lib/common.sh"
 
 args="--model mlp --layers 4 --hidden 64 --in-features 64 --dp 2 --pp 1 --microbatches 2 --batch 64 --steps 1000000 --timeout 5 --threads 1"
 port=$(( 20000 + RANDOM % 20000 ))
