@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   dataset-fashion-mnist
+  python3-torch
   iproute2
 )
 # CI's extra checks: clang's libFuzzer for scripts/fuzz.sh.
