@@ -68,8 +68,12 @@ std::vector<json> all_gather(comm::Communicator* comm, int rank, const json& loc
   return out;
 }
 
-json file_entry(const std::string& path, const char* kind, int layer, int64_t bytes, json tensors) {
-  json entry{{"path", path}, {"kind", kind}, {"bytes", bytes}, {"tensors", std::move(tensors)}};
+json file_entry(const std::string& path, const char* kind, int layer, const FileRecord& record, json tensors) {
+  json entry{{"path", path},
+             {"kind", kind},
+             {"bytes", record.bytes},
+             {"crc32", crc32_text(record.crc32)},
+             {"tensors", std::move(tensors)}};
   if (layer >= 0) entry["layer"] = layer;
   return entry;
 }
@@ -118,8 +122,22 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 
 std::string shape_text(const torch::Tensor& t) { return describe(t).dump(); }
 
-void restore_layer(const std::string& path, int layer, const NamedTensors& live) {
-  const NamedTensors saved = read_tensors(path);
+// A file the manifest lists: its path under `dir` and its recorded CRC-32
+// (check() has validated the field).
+struct Listed {
+  std::string path;
+  uint32_t crc32 = 0;
+};
+
+Listed listed(const std::string& dir, const json& entry) {
+  Listed out{(fs::path(dir) / entry["path"].get<std::string>()).string()};
+  parse_crc32(entry["crc32"].get<std::string>(), &out.crc32);
+  return out;
+}
+
+void restore_layer(const Listed& file, int layer, const NamedTensors& live) {
+  const std::string& path = file.path;
+  const NamedTensors saved = read_tensors(path, file.crc32);
   std::map<std::string, torch::Tensor> by_name(saved.begin(), saved.end());
   for (const auto& [name, tensor] : live) {
     auto it = by_name.find(name);
@@ -141,9 +159,10 @@ void restore_layer(const std::string& path, int layer, const NamedTensors& live)
   }
 }
 
-void restore_optimizer(const std::string& path, int layer, const NamedTensors& live,
+void restore_optimizer(const Listed& file, int layer, const NamedTensors& live,
                        torch::optim::Optimizer& optimizer) {
-  const NamedTensors saved = read_tensors(path);
+  const std::string& path = file.path;
+  const NamedTensors saved = read_tensors(path, file.crc32);
   std::map<std::string, NamedTensors> by_parameter;
   for (const auto& [key, value] : saved) {
     const size_t dot = key.rfind('.');
@@ -255,6 +274,9 @@ json check(const std::string& dir) {
       const auto size = static_cast<int64_t>(fs::file_size(file, error));
       BATON_CHECK(size == bytes, "[checkpoint] file ", file, " has ", size, " bytes but ", path,
                   " says ", bytes, " (truncated or replaced)");
+      uint32_t crc = 0;
+      BATON_CHECK(f.contains("crc32") && parse_crc32(f["crc32"].get<std::string>(), &crc), "[checkpoint] ",
+                  path, " gives file ", file, " no \"crc32\" of 8 lower-case hex digits");
     }
   } catch (const json::exception& e) {
     BATON_CHECK(false, "[checkpoint] ", path, " is malformed: ", e.what());
@@ -284,23 +306,23 @@ LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Opti
     const json* f = find_file(manifest, "layer", layer);
     BATON_CHECK(f != nullptr, "[checkpoint] ", path, " lists no file for layer ", layer, " (it holds ",
                 describe_layers(manifest), ")");
-    restore_layer((fs::path(dir) / (*f)["path"].get<std::string>()).string(), layer, tensors);
+    restore_layer(listed(dir, *f), layer, tensors);
     if (optimizer == nullptr) continue;
     const json* o = find_file(manifest, "optimizer", layer);
     BATON_CHECK(o != nullptr, "[checkpoint] ", path, " lists no optimizer file for layer ", layer);
-    restore_optimizer((fs::path(dir) / (*o)["path"].get<std::string>()).string(), layer, tensors, *optimizer);
+    restore_optimizer(listed(dir, *o), layer, tensors, *optimizer);
   }
   const json* rng = find_file(manifest, "rng", -1);
   BATON_CHECK(rng != nullptr, "[checkpoint] ", path, " lists no rng file");
-  const torch::Tensor state = read_tensor((fs::path(dir) / (*rng)["path"].get<std::string>()).string());
+  const Listed rng_listed = listed(dir, *rng);
+  const torch::Tensor state = read_tensor(rng_listed.path, rng_listed.crc32);
   at::Generator generator = at::detail::getDefaultCPUGenerator();
   {
     std::lock_guard<std::mutex> lock(generator.mutex());
     try {
       generator.set_state(state);
     } catch (const c10::Error& e) {
-      BATON_CHECK(false, "[checkpoint] file ", (fs::path(dir) / (*rng)["path"].get<std::string>()).string(),
-                  " is not a CPU generator state: ", first_line(e.what_without_backtrace()));
+      BATON_CHECK(false, "[checkpoint] file ", rng_listed.path, " is not a CPU generator state: ", first_line(e.what_without_backtrace()));
     }
   }
   return LoadResult{manifest["step"].get<int64_t>(),

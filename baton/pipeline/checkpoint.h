@@ -13,7 +13,8 @@
 // so torch.load reads it. The manifest holds the format version, the step,
 // the model (name, layer count), the pipeline that saved it, the optimizer
 // (kind, lr), the caller's `extra` JSON, and for each file its path relative
-// to DIR, kind (layer | optimizer | rng), layer, size in bytes and tensors'
+// to DIR, kind (layer | optimizer | rng), layer, size in bytes, CRC-32
+// (zlib's, 8 hex digits; checked before a file is parsed) and tensors'
 // shapes and dtypes.
 //
 // Atomicity: each file is written to a temporary name and renamed; all ranks
@@ -38,7 +39,8 @@
 
 namespace baton::checkpoint {
 
-inline constexpr int kFormatVersion = 1;
+// 2: each file's entry has "crc32".
+inline constexpr int kFormatVersion = 2;
 inline constexpr const char* kManifest = "manifest.json";
 
 // Global layer index -> that layer's parameters and buffers (the live
@@ -69,9 +71,10 @@ struct SaveRequest {
 void save(const SaveRequest& request);
 
 // Reads DIR/manifest.json and checks that it is a checkpoint of this format
-// and that every file it names exists with its recorded size. Returns the
-// manifest. Throws baton::Error naming the file and what is wrong: missing
-// manifest, malformed JSON, a missing or truncated file.
+// and that every file it names exists with its recorded size and has a
+// CRC-32 (load() checks it when it reads the file). Returns the manifest.
+// Throws baton::Error naming the file and what is wrong: missing manifest,
+// malformed JSON, a missing or truncated file.
 nlohmann::json check(const std::string& dir);
 
 struct LoadResult {

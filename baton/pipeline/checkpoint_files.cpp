@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "baton/core/crc32.h"
 #include "baton/core/error.h"
 
 namespace baton::checkpoint {
@@ -37,8 +38,12 @@ std::vector<char> read_bytes(const std::string& path) {
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-torch::IValue unpickle(const std::string& path) {
+torch::IValue unpickle(const std::string& path, uint32_t expected_crc32) {
   const std::vector<char> bytes = read_bytes(path);
+  const uint32_t crc = crc32(bytes.data(), bytes.size());
+  BATON_CHECK(crc == expected_crc32, "[checkpoint] file ", path, " (", bytes.size(),
+              " bytes) is corrupt: its CRC-32 is ", crc32_text(crc), " but the manifest says ",
+              crc32_text(expected_crc32));
   try {
     return torch::pickle_load(bytes);
   } catch (const c10::Error& e) {
@@ -76,7 +81,25 @@ std::string numbered(const std::string& step_dir, const char* prefix, int layer,
 
 }  // namespace
 
-int64_t write_atomically(const std::string& path, const std::vector<char>& bytes) {
+std::string crc32_text(uint32_t crc) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", crc);
+  return text;
+}
+
+bool parse_crc32(const std::string& text, uint32_t* crc) {
+  if (text.size() != 8) return false;
+  uint32_t value = 0;
+  for (char c : text) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return false;
+    value = value << 4 | static_cast<uint32_t>(digit);
+  }
+  *crc = value;
+  return true;
+}
+
+FileRecord write_atomically(const std::string& path, const std::vector<char>& bytes) {
   const std::string temp = detail::concat(path, ".tmp.", ::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   BATON_CHECK(fd >= 0, "[checkpoint] cannot create ", temp, ": ", std::strerror(errno));
@@ -95,10 +118,10 @@ int64_t write_atomically(const std::string& path, const std::vector<char>& bytes
     ::unlink(temp.c_str());
     BATON_CHECK(false, "[checkpoint] cannot write ", path, ": ", std::strerror(error));
   }
-  return static_cast<int64_t>(bytes.size());
+  return FileRecord{static_cast<int64_t>(bytes.size()), crc32(bytes.data(), bytes.size())};
 }
 
-int64_t write_tensors(const std::string& path, const NamedTensors& tensors) {
+FileRecord write_tensors(const std::string& path, const NamedTensors& tensors) {
   c10::Dict<std::string, torch::Tensor> dict;
   // A clone owns exactly its elements: pickling a view would write its whole
   // storage. Files hold CPU tensors, whatever device the stages run on.
@@ -106,12 +129,12 @@ int64_t write_tensors(const std::string& path, const NamedTensors& tensors) {
   return write_atomically(path, torch::pickle_save(torch::IValue(dict)));
 }
 
-int64_t write_tensor(const std::string& path, const torch::Tensor& tensor) {
+FileRecord write_tensor(const std::string& path, const torch::Tensor& tensor) {
   return write_atomically(path, torch::pickle_save(torch::IValue(tensor.detach().cpu().clone())));
 }
 
-NamedTensors read_tensors(const std::string& path) {
-  const torch::IValue value = unpickle(path);
+NamedTensors read_tensors(const std::string& path, uint32_t expected_crc32) {
+  const torch::IValue value = unpickle(path, expected_crc32);
   BATON_CHECK(value.isGenericDict(), "[checkpoint] file ", path, " holds a ", value.tagKind(),
               ", not a dict of tensors");
   NamedTensors out;
@@ -123,8 +146,8 @@ NamedTensors read_tensors(const std::string& path) {
   return out;
 }
 
-torch::Tensor read_tensor(const std::string& path) {
-  const torch::IValue value = unpickle(path);
+torch::Tensor read_tensor(const std::string& path, uint32_t expected_crc32) {
+  const torch::IValue value = unpickle(path, expected_crc32);
   BATON_CHECK(value.isTensor(), "[checkpoint] file ", path, " holds a ", value.tagKind(), ", not a tensor");
   return value.toTensor();
 }

@@ -17,22 +17,36 @@ namespace baton::checkpoint {
 // Named tensors, in a stable order (a file's dict order).
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
+// What the manifest records of a file: its size and its CRC-32 (zlib's).
+struct FileRecord {
+  int64_t bytes = 0;
+  uint32_t crc32 = 0;
+};
+
+// "cbf43926": the form the manifest stores (Python: f"{zlib.crc32(data):08x}").
+std::string crc32_text(uint32_t crc);
+// Parses crc32_text's form; false unless `text` is 8 hex digits.
+bool parse_crc32(const std::string& text, uint32_t* crc);
+
 // Writes `bytes` to `path` so that a reader sees the old file or the whole
-// new one: a temporary file beside it, fsync, rename. Returns the size in
-// bytes. Throws baton::Error naming the path when it cannot.
-int64_t write_atomically(const std::string& path, const std::vector<char>& bytes);
+// new one: a temporary file beside it, fsync, rename. Throws baton::Error
+// naming the path when it cannot.
+FileRecord write_atomically(const std::string& path, const std::vector<char>& bytes);
 
 // Writes `tensors` as a dict {name: tensor} in the format of Python's
 // torch.save (torch::pickle_save, a zip archive), so torch.load(path) reads
-// it; atomically. Returns the file's size in bytes.
-int64_t write_tensors(const std::string& path, const NamedTensors& tensors);
+// it; atomically.
+FileRecord write_tensors(const std::string& path, const NamedTensors& tensors);
 // A single tensor (not a dict), for the RNG state.
-int64_t write_tensor(const std::string& path, const torch::Tensor& tensor);
+FileRecord write_tensor(const std::string& path, const torch::Tensor& tensor);
 
-// Reads a file write_tensors wrote. Throws baton::Error naming the path when
-// it is missing, unreadable, or not such a dict (truncated, another format).
-NamedTensors read_tensors(const std::string& path);
-torch::Tensor read_tensor(const std::string& path);
+// Reads a file write_tensors wrote, whose CRC-32 must be `expected_crc32`.
+// The checksum is checked before LibTorch's parser sees a byte: that parser
+// is not safe on arbitrary input (LibTorch 1.13 reads freed memory on a
+// zeroed file, found by AddressSanitizer). Throws baton::Error naming the
+// path when the file is missing, unreadable, corrupt, or not such a dict.
+NamedTensors read_tensors(const std::string& path, uint32_t expected_crc32);
+torch::Tensor read_tensor(const std::string& path, uint32_t expected_crc32);
 
 // {"shape": [..], "dtype": "float32"}, with Python's dtype names.
 nlohmann::json describe(const torch::Tensor& tensor);

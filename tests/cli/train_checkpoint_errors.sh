@@ -40,13 +40,34 @@ touch "$tmp/file"
 expect_bad_input "--save $tmp/file is a file" "${T[@]}" --save "$tmp/file"
 expect_bad_input "folder $tmp/no/such does not exist" "${T[@]}" --save "$tmp/no/such/ck"
 
-# A corrupt file of the right size passes the launcher's checks; the rank names it.
+copy no_crc
+python3 - "$tmp/no_crc/manifest.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["files"][0]["crc32"] = "xyz"; json.dump(m, open(sys.argv[1], "w"))
+PY
+expect_bad_input "no_crc/manifest.json gives file" "${R[@]}" --steps 4 --resume "$tmp/no_crc"
+
+# A corrupt file of the right size passes the launcher's checks; the rank
+# names it from its CRC-32 before LibTorch's parser reads it (that parser
+# reads freed memory on a zeroed file under LibTorch 1.13).
+resume_fails() {  # resume_fails <folder> <expected text>
+  local err
+  err=$(timeout 120 "$baton" train "${R[@]}" --threads 1 --steps 4 --resume "$1" 2>&1 >/dev/null) \
+    && fail "a corrupt file in $1 was loaded"
+  printf '%s' "$err" | grep -qF -- "$2" || fail "$1: $err"
+}
 copy corrupt
 f=$(ls "$tmp/corrupt"/step_*/layer_00000.pt)
 size=$(stat -c %s "$f")
 head -c "$size" /dev/zero > "$f"
-err=$(timeout 120 "$baton" train "${R[@]}" --threads 1 --steps 4 --resume "$tmp/corrupt" 2>&1 >/dev/null) \
-  && fail "a corrupt file was loaded"
-printf '%s' "$err" | grep -qF "file $f ($size bytes) is not a tensor file torch.save wrote" \
-  || fail "corrupt file: $err"
+resume_fails "$tmp/corrupt" "file $f ($size bytes) is corrupt: its CRC-32 is"
+
+# A valid tensor file of the same size and shapes, put in another's place
+# (layers 1 and 2 of this MLP are both 16x16), loaded the wrong weights
+# silently before files carried checksums.
+copy swapped
+a=$(ls "$tmp/swapped"/step_*/layer_00001.pt); b=$(ls "$tmp/swapped"/step_*/layer_00002.pt)
+[ "$(stat -c %s "$a")" = "$(stat -c %s "$b")" ] || fail "layers 1 and 2 differ in size; the test needs equal ones"
+cp "$b" "$a"
+resume_fails "$tmp/swapped" "file $a ($(stat -c %s "$a") bytes) is corrupt: its CRC-32 is $(python3 -c "import zlib,sys; print(f'{zlib.crc32(open(sys.argv[1],\"rb\").read()):08x}')" "$a")"
 echo "ok"

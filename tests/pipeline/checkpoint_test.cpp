@@ -169,6 +169,18 @@ TEST(Checkpoint, RefusesAnotherModelAMissingOrTruncatedFileAndAnotherOptimizer) 
               HasSubstr("holds the state of a adam optimizer, not of sgd"));
 
   const std::string layer = folder + "/layer_00002.pt";
+  {  // One flipped byte, size unchanged: the CRC-32 names it before LibTorch parses it.
+    std::fstream file(layer, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(40);
+    char byte = 0;
+    file.read(&byte, 1);
+    file.seekp(40);
+    byte = static_cast<char>(byte ^ 0x01);
+    file.write(&byte, 1);
+  }
+  EXPECT_THAT(load_error(dir.path, model()), HasSubstr("file " + layer + " (" +
+                                                       std::to_string(fs::file_size(layer)) +
+                                                       " bytes) is corrupt: its CRC-32 is"));
   fs::resize_file(layer, 100);
   EXPECT_THAT(load_error(dir.path, model()), HasSubstr("file " + layer + " has 100 bytes but"));
   fs::remove(layer);

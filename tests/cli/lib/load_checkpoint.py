@@ -1,9 +1,11 @@
 # Loads every file a baton checkpoint's manifest names with torch.load and
-# checks each tensor's shape and dtype against the manifest. Exits 77 when
+# checks each tensor's shape and dtype, and each file's size and CRC-32
+# (Python's zlib), against the manifest. Exits 77 when
 # this Python has no torch. Usage: load_checkpoint.py DIR
 import json
 import os
 import sys
+import zlib
 
 try:
     import torch
@@ -16,6 +18,9 @@ manifest = json.load(open(os.path.join(root, "manifest.json")))
 kinds = set()
 for entry in manifest["files"]:
     path = os.path.join(root, entry["path"])
+    data = open(path, "rb").read()
+    assert len(data) == entry["bytes"], (path, len(data), entry["bytes"])
+    assert entry["crc32"] == f"{zlib.crc32(data):08x}", (path, entry["crc32"], f"{zlib.crc32(data):08x}")
     value = torch.load(path)
     tensors = value if isinstance(value, dict) else {"": value}
     assert set(tensors) == set(entry["tensors"]), (path, sorted(tensors), sorted(entry["tensors"]))
