@@ -4,7 +4,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 #include <tuple>
 
@@ -67,16 +66,14 @@ INSTANTIATE_TEST_SUITE_P(P1To16, ZeroBubbleRanks, ::testing::Range(1, 17));
 
 // The greedy list scheduler behind zb-h1, zb-h2 and chimera scanned every
 // cell of a rank at each time unit: quadratic in m (zb-h1 at p = 64, m = 8192
-// took 33 s, p = 4, m = 10^6 hours). Now each time unit costs O(log n).
+// took 33 s, p = 4, m = 10^6 hours). Now each time unit costs O(log n); a
+// quadratic scan would take hours here and meet CTest's timeout (no timing
+// threshold in the test itself: the machine's load would make it flaky).
 TEST(ZeroBubbleGreedy, GeneratesManyMicrobatchesInNearLinearTime) {
-  const auto start = std::chrono::steady_clock::now();
   for (const char* name : {"zb-h1", "zb-h2", "chimera"}) {
     const Schedule s = generate(name, GeneratorOptions().set_ranks(8).set_microbatches(20000));
     EXPECT_EQ(s.action_count(), (std::string(name) == "chimera" ? 2u : 3u) * 8 * 20000) << name;
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 20) << "quadratic in m again?";
 }
 
 TEST(ZeroBubbleOptions, ErrorsNameTheRuleAndTheValues) {
