@@ -42,6 +42,12 @@ struct Pipeline::State {
   std::optional<std::vector<partition::LayerCost>> profiled;
   runtime::StepResult last;
   int64_t steps = 0;
+  // ZeRO-1 (options.zero() == 1, dp > 1): the parameters this replica
+  // steps, and the others, which it receives from their owners.
+  bool zero = false;
+  std::vector<torch::Tensor> zero_owned, zero_others;
+  std::vector<bool> zero_owns;  // per executor parameter, in its order
+  int64_t zero_gathered_at = 0;  // the step count at the last gather
 };
 
 namespace {
@@ -189,6 +195,46 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   }
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.pipeline_rank, std::move(built),
                                                    std::move(loss), s.comm, executor_options);
+  if (o.zero() == 1 && s.dp > 1) shard_optimizer_state();
+}
+
+void Pipeline::shard_optimizer_state() {
+  State& s = *state_;
+  s.zero = true;
+  const std::vector<torch::Tensor> all = s.executor->parameters();
+  std::vector<size_t> order(all.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return all[a].numel() > all[b].numel(); });
+  std::vector<int64_t> load(s.dp, 0);
+  s.zero_owns.assign(all.size(), false);
+  for (const size_t i : order) {
+    const int owner = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[owner] += all[i].numel();
+    s.zero_owns[i] = owner == s.dp_rank;
+  }
+  for (size_t i = 0; i < all.size(); ++i) (s.zero_owns[i] ? s.zero_owned : s.zero_others).push_back(all[i]);
+}
+
+void Pipeline::gather_parameters() const {
+  State& s = *state_;
+  if (!s.zero || s.zero_gathered_at == s.steps) return;
+  s.zero_gathered_at = s.steps;
+  torch::NoGradGuard no_grad;
+  const std::vector<torch::Tensor> all = s.executor->parameters();
+  std::vector<torch::Tensor> flat;
+  for (size_t i = 0; i < all.size(); ++i) {
+    flat.push_back(s.zero_owns[i] ? all[i].detach().reshape({-1}) : torch::zeros({all[i].numel()}, all[i].options()));
+  }
+  if (flat.empty()) return;
+  std::vector<torch::Tensor> buffer{torch::cat(flat)};
+  s.dp_group->all_reduce_sum(buffer, detail::concat("the step ", s.steps, " ZeRO-1 parameter gather"));
+  int64_t offset = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const int64_t n = all[i].numel();
+    if (!s.zero_owns[i]) all[i].detach().copy_(buffer[0].narrow(0, offset, n).view_as(all[i]));
+    offset += n;
+  }
 }
 
 std::vector<int> Pipeline::buckets_per_stage(const std::vector<std::shared_ptr<runtime::Stage>>& built,
@@ -236,6 +282,8 @@ void Pipeline::join_process_group() {
   }
   s.device = resolve_device(o.device(), s.local_rank);
   BATON_CHECK(o.dp() >= 1, "[pipeline] dp must be at least 1, got ", o.dp());
+  BATON_CHECK(o.zero() == 0 || o.zero() == 1, "[pipeline] zero must be 0 or 1 (ZeRO stage 1: the optimizer "
+              "state sharded over the dp replicas), got ", o.zero());
   BATON_CHECK(std::isfinite(o.bucket_mb()) && o.bucket_mb() > 0,
               "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
   s.dp = o.dp();
@@ -312,6 +360,11 @@ partition::Partition Pipeline::choose_partition(int stages) {
 
 double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets) {
   State& s = *state_;
+  if (s.zero) {
+    gather_parameters();
+    // The caller's zero_grad() reaches only the owned parameters.
+    for (auto& p : s.zero_others) p.mutable_grad() = torch::Tensor();
+  }
   const int m = s.options.microbatches();
   const int64_t batch = batch_size(inputs, targets);
   if (s.dp == 1) {
@@ -353,14 +406,21 @@ torch::Tensor Pipeline::eval(const torch::Tensor& inputs) {
   const int64_t batch = batch_size(inputs, torch::Tensor());
   BATON_CHECK(batch >= 1, "[pipeline] eval needs a batch of at least 1 sample, got ", batch);
   const int m = static_cast<int>(std::min<int64_t>(s.options.microbatches(), batch));
-  std::map<int, torch::Tensor> outputs = s.executor->run_forward(inputs, m);
+  std::map<int, torch::Tensor> outputs = eval_microbatches(inputs, m);
   if (outputs.empty()) return {};
   std::vector<torch::Tensor> parts;
   for (auto& [mb, out] : outputs) parts.push_back(out);
   return torch::cat(parts);
 }
 
-std::vector<torch::Tensor> Pipeline::parameters() const { return state_->executor->parameters(); }
+std::map<int, torch::Tensor> Pipeline::eval_microbatches(const torch::Tensor& inputs, int microbatches) {
+  gather_parameters();
+  return state_->executor->run_forward(inputs, microbatches);
+}
+
+std::vector<torch::Tensor> Pipeline::parameters() const {
+  return state_->zero ? state_->zero_owned : state_->executor->parameters();
+}
 
 std::vector<std::pair<std::string, torch::Tensor>> Pipeline::named_parameters() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
@@ -400,6 +460,10 @@ checkpoint::Layers checkpoint_layers(const runtime::Executor& executor, const sc
 void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
                     const nlohmann::json& extra) const {
   const State& s = *state_;
+  BATON_CHECK(!s.zero || optimizer == nullptr, "[pipeline] save with zero=1 and dp=", s.dp,
+              " cannot write the optimizer state: it is sharded over the replicas (save without the "
+              "optimizer, or train with zero=0)");
+  gather_parameters();
   checkpoint::SaveRequest request;
   request.dir = dir;
   request.step = s.steps;
@@ -427,6 +491,9 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
 
 nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* optimizer) {
   State& s = *state_;
+  BATON_CHECK(!s.zero || optimizer == nullptr, "[pipeline] load with zero=1 and dp=", s.dp,
+              " cannot restore optimizer state into a sharded optimizer (load without the optimizer, "
+              "or train with zero=0)");
   const checkpoint::LoadResult result = checkpoint::load(
       dir, checkpoint_layers(*s.executor, s.schedule, s.pipeline_rank, /*writers_only=*/false), optimizer,
       {{"name", s.model.name}, {"layers", s.model.num_layers()}});

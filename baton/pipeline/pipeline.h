@@ -20,6 +20,7 @@
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,8 +93,12 @@ class Pipeline {
   // finished, in order). Every rank must call it (a collective); with dp > 1
   // each replica computes the whole output.
   torch::Tensor eval(const torch::Tensor& inputs);
+  // eval() in `microbatches` micro-batches, keeping their indices: the
+  // outputs of the micro-batches this rank finished, by index.
+  std::map<int, torch::Tensor> eval_microbatches(const torch::Tensor& inputs, int microbatches);
 
-  // This rank's parameters, for the caller's optimizer.
+  // This rank's parameters, for the caller's optimizer (with
+  // PipelineOptions::zero(1) and dp > 1, the share this replica steps).
   std::vector<torch::Tensor> parameters() const;
   // This rank's parameters keyed "layer.<global index>.<name>", e.g.
   // "layer.3.weight": the same key whatever the layout.
@@ -141,6 +146,11 @@ class Pipeline {
   void join_process_group();
   // The dp group of this rank (dp > 1), a collective over its members.
   void make_groups();
+  // ZeRO-1: which replica steps each parameter; then, once per step, every
+  // replica receives the parameters the others stepped (a dp collective).
+  // (Logically const: the owners' values are the model's.)
+  void shard_optimizer_state();
+  void gather_parameters() const;
   // Every stage's gradient bucket count (a collective over the world).
   std::vector<int> buckets_per_stage(const std::vector<std::shared_ptr<runtime::Stage>>& built,
                                      const schedule::Placement& placement, double bucket_bytes);

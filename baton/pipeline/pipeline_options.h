@@ -73,6 +73,16 @@ struct PipelineOptions {
   TORCH_ARG(int, dp) = 1;
   // Gradient bucket size in MiB for the dp all-reduces (DDP's bucket_cap_mb).
   TORCH_ARG(double, bucket_mb) = 25;
+  // ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas.
+  // With 1 and dp > 1, each of this rank's parameter tensors is owned by one
+  // replica (largest first, to the least-loaded replica, the same split on
+  // every replica), parameters() returns only the owned ones, so the
+  // caller's optimizer keeps state for about 1/dp of them, and each step()
+  // (and eval(), save()) first brings every replica the parameters their
+  // owners stepped (one all-reduce of the stage's parameters over the dp
+  // group, the others contributing zeros: an all-gather). With dp = 1 it
+  // changes nothing. Saving or loading optimizer state with it is refused.
+  TORCH_ARG(int, zero) = 0;
   // The process group. Without one, the Pipeline joins the group that
   // `rank_env` describes, or else the one torchrun's variables (RANK,
   // WORLD_SIZE, MASTER_ADDR, MASTER_PORT) describe, or else runs alone. A

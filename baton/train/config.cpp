@@ -65,6 +65,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"pp", field(&TrainConfig::pp, "pp")},
       {"dp", field(&TrainConfig::dp, "dp")},
       {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
+      {"zero", field(&TrainConfig::zero, "zero")},
       {"schedule", field(&TrainConfig::schedule, "schedule")},
       {"virtual", field(&TrainConfig::virtual_stages, "virtual", 1)},
       {"schedule_file", field(&TrainConfig::schedule_file, "schedule_file")},
@@ -181,6 +182,11 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.device == "cpu" || c.device == "cuda", "[train.config] unknown device \"", c.device,
               "\" (expected cpu or cuda)");
   BATON_CHECK(c.save_every >= 0, "[train.config] save_every must be >= 1, got ", c.save_every);
+  BATON_CHECK(c.zero == 0 || c.zero == 1, "[train.config] zero must be 0 or 1 (ZeRO stage 1 shards the "
+              "optimizer state over the dp replicas), got ", c.zero);
+  BATON_CHECK(c.zero == 0 || c.dp == 1 || (c.save.empty() && c.resume.empty()), "[train.config] --zero 1 with --dp ",
+              c.dp, " cannot --save or --resume: the optimizer state is sharded over the replicas and "
+              "checkpoints hold it whole (use --zero 0)");
   BATON_CHECK(c.save_every == 0 || !c.save.empty(), "[train.config] --save-every ", c.save_every,
               " needs --save DIR to say where");
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,

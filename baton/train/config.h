@@ -36,6 +36,7 @@ struct TrainConfig {
   int pp = 2;
   int dp = 1;              // replicas of the pipeline; batch is the global batch over them
   double bucket_mb = 25;   // dp gradient buckets, MiB (DDP's bucket_cap_mb)
+  int zero = 0;            // ZeRO stage: 1 shards the optimizer state over dp (PipelineOptions::zero)
   std::string schedule = "1f1b";
   int virtual_stages = 0;  // 0: the schedule's default (given values must be >= 1)
   // A schedule file (text or PyTorch CSV) instead of `schedule`: its ranks

@@ -15,7 +15,7 @@ double test_accuracy(Pipeline& pipeline, DataSource& data, const TrainConfig& c)
     const int64_t size = std::min<int64_t>(c.batch, n - begin);
     const int m = static_cast<int>(std::min<int64_t>(c.microbatches, size));
     // Micro-batch by micro-batch: with Chimera two ranks each finish some.
-    const auto outputs = pipeline.executor().run_forward(inputs.narrow(0, begin, size), m);
+    const auto outputs = pipeline.eval_microbatches(inputs.narrow(0, begin, size), m);
     const auto labels = runtime::split_microbatches(targets.narrow(0, begin, size), m);
     for (const auto& [mb, logits] : outputs) {
       correct += logits.argmax(-1).cpu().eq(labels[mb]).sum().item<double>();

@@ -110,6 +110,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
       .pp(c.pp)
       .dp(c.dp)
       .bucket_mb(c.bucket_mb)
+      .zero(c.zero)
       .rank_env(env);
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
   if (balance_profiles(c.balance) || c.schedule == "zb-auto") {
@@ -198,8 +199,12 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   }
 
   const double accuracy = test_accuracy(pipeline, *data, c);
-  const std::vector<RankMemory> memory = gather_memory(
-      comm, measure_memory(ctx.rank, pipeline.parameters(), *optimizer, peak_activation_bytes));
+  // Every parameter this rank holds (with --zero 1, parameters() is only
+  // the share its optimizer steps).
+  std::vector<torch::Tensor> held;
+  for (auto& [name, p] : pipeline.named_parameters()) held.push_back(p);
+  const std::vector<RankMemory> memory =
+      gather_memory(comm, measure_memory(ctx.rank, held, *optimizer, peak_activation_bytes));
   progress.finish(loss, accuracy, memory);
   write_timelines(c, pipeline, link);
   if (comm) comm->barrier("the end of training");

@@ -186,6 +186,8 @@ Action add_train(CLI::App& app) {
        "Data-parallel replicas of the pipeline (--nproc dp*pp; --batch is the global batch)");
   flag(cmd, *f, "--bucket-mb", &train::TrainConfig::bucket_mb,
        "Gradient bucket size in MiB for the dp all-reduces (default 25, as DDP)");
+  flag(cmd, *f, "--zero", &train::TrainConfig::zero,
+       "ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas (with --dp 1 it changes nothing)");
   f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
                             "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
                             "chimera, dualpipev, v-half, v-min, zb-auto");
