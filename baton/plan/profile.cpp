@@ -1,5 +1,6 @@
 #include "baton/plan/profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -43,6 +44,10 @@ Profile parse_profile(const std::string& text, const std::string& path) {
   BATON_CHECK(b >= 1 && b == std::floor(b) && b < (1 << 30), "[plan] --profile ", path,
               ": \"microbatch\" is ", b, "; it must be a whole number of at least 1");
   profile.microbatch = static_cast<int>(b);
+  if (json.contains("optimizer_s_per_parameter_byte")) {
+    profile.optimizer_s_per_parameter_byte =
+        number(json, "optimizer_s_per_parameter_byte", "the file", path);
+  }
   BATON_CHECK(json.contains("layers") && json["layers"].is_array() && !json["layers"].empty(),
               "[plan] --profile ", path, " has no \"layers\" array of at least one layer");
   for (size_t i = 0; i < json["layers"].size(); ++i) {
@@ -56,6 +61,14 @@ Profile parse_profile(const std::string& text, const std::string& path) {
     layer.activation_bytes = number(l, "activation_bytes", where, path);
     layer.parameter_bytes = number(l, "parameter_bytes", where, path);
     layer.output_bytes = number(l, "output_bytes", where, path);
+    if (l.contains("forward_fixed_s")) layer.forward_fixed_s = number(l, "forward_fixed_s", where, path);
+    if (l.contains("backward_fixed_s")) layer.backward_fixed_s = number(l, "backward_fixed_s", where, path);
+    BATON_CHECK(layer.forward_fixed_s <= layer.forward_s &&
+                    layer.backward_fixed_s <= layer.input_backward_s + layer.weight_backward_s,
+                "[plan] --profile ", path, ": ", where,
+                "'s fixed times exceed its times at the profiled micro-batch (forward_fixed_s ",
+                layer.forward_fixed_s, " > forward_s ", layer.forward_s, ", or backward_fixed_s ",
+                layer.backward_fixed_s, " > input_backward_s + weight_backward_s)");
     profile.layers.push_back(layer);
   }
   return profile;
@@ -92,9 +105,11 @@ sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& clust
     cost.activation_bytes = 0;
     for (int i = cut.first_layer(s); i < cut.end_layer(s); ++i) {
       const ProfiledLayer& l = profile.layers[i];
-      cost.forward += scale * l.forward_s;
-      cost.input_backward += scale * l.input_backward_s;
-      cost.weight_backward += scale * l.weight_backward_s;
+      // Affine in b: the fixed part, then the rest in proportion.
+      const double half_fixed = l.backward_fixed_s / 2;
+      cost.forward += l.forward_fixed_s + scale * (l.forward_s - l.forward_fixed_s);
+      cost.input_backward += half_fixed + scale * std::max(0.0, l.input_backward_s - half_fixed);
+      cost.weight_backward += half_fixed + scale * std::max(0.0, l.weight_backward_s - half_fixed);
       cost.activation_bytes += scale * l.activation_bytes;
       cost.parameter_bytes += kAdamStatePerParameterByte * l.parameter_bytes;
     }
@@ -103,6 +118,20 @@ sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& clust
     model.stages.push_back(cost);
   }
   return model;
+}
+
+double profiled_optimizer_seconds(const Profile& profile, const Config& c) {
+  const partition::Partition cut =
+      partition::uniform(static_cast<int>(profile.layers.size()), c.p * c.virtual_stages);
+  double longest = 0;
+  for (int r = 0; r < c.p; ++r) {
+    double bytes = 0;
+    for (int s : stages_of_rank(c, r)) {
+      for (int i = cut.first_layer(s); i < cut.end_layer(s); ++i) bytes += profile.layers[i].parameter_bytes;
+    }
+    longest = std::max(longest, bytes * profile.optimizer_s_per_parameter_byte);
+  }
+  return longest;
 }
 
 double profiled_gradient_bytes(const Profile& profile, const Config& c) {

@@ -6,8 +6,18 @@
 // The file (version 1):
 //   {"baton_profile": 1, "model": {"model": "mlp", "layers": 8, ...},
 //    "microbatch": 32, "backward_split": "halved", ...,
+//    "optimizer_s_per_parameter_byte": ..,               (optional, default 0)
 //    "layers": [{"forward_s": .., "input_backward_s": .., "weight_backward_s": ..,
+//                "forward_fixed_s": .., "backward_fixed_s": .., (optional, default 0)
 //                "activation_bytes": .., "parameter_bytes": .., "output_bytes": ..}, ...]}
+//
+// Times scale with the micro-batch b affinely: a layer's forward at b takes
+// forward_fixed_s + (forward_s - forward_fixed_s) * b / microbatch (the fixed
+// part: dispatch, kernel launches, small per-call work that does not shrink
+// with b), and likewise each half of the backward with half of
+// backward_fixed_s. `baton train --profile-out` fits the fixed part from
+// timings at b and b / 2. The optimizer's step costs
+// optimizer_s_per_parameter_byte per fp32 parameter byte a rank holds.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -25,11 +35,14 @@ struct ProfiledLayer {
   double activation_bytes = 0;  // kept from F until B, per micro-batch
   double parameter_bytes = 0;   // fp32 weights
   double output_bytes = 0;      // the boundary sent when the layer ends a stage
+  double forward_fixed_s = 0;   // the part of forward_s that does not scale with b
+  double backward_fixed_s = 0;  // the part of the whole backward that does not
 };
 
 struct Profile {
   nlohmann::json model;       // the flags of the model profiled: {"model": "mlp", "layers": 8, ...}
   int microbatch = 1;         // sequences (samples) per micro-batch profiled
+  double optimizer_s_per_parameter_byte = 0;
   std::vector<ProfiledLayer> layers;
 };
 
@@ -55,5 +68,9 @@ sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& clust
 
 // fp32 gradient bytes that rank 0 all-reduces over the data-parallel group.
 double profiled_gradient_bytes(const Profile& profile, const Config& config);
+
+// The longest optimizer step of a rank (its stages' parameter bytes times
+// optimizer_s_per_parameter_byte): what it adds to the step time.
+double profiled_optimizer_seconds(const Profile& profile, const Config& config);
 
 }  // namespace baton::plan

@@ -81,7 +81,9 @@ bool simulate(const PlanRequest& req, const Config& c, Plan& plan) {
   plan.config = c;
   plan.memory_bytes = memory + (req.profile ? 0 : working_bytes(req.shape, c));
   plan.bubble_fraction = stats.bubble_fraction;
-  plan.step_s = stats.steady_step + exposed_dp_of(req, c, costs);
+  // With a profile, each step also pays the slowest rank's optimizer step.
+  plan.step_s = stats.steady_step + exposed_dp_of(req, c, costs) +
+                (req.profile ? profiled_optimizer_seconds(*req.profile, c) : 0);
   plan.simulated = true;
   return true;
 }

@@ -2,6 +2,8 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -9,11 +11,43 @@
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/profile.h"
 #include "baton/train/data_source.h"
+#include "baton/train/optimizer.h"
 #include "baton/train/trainer.h"
 
 namespace baton::train {
 
 constexpr int kRepeats = 5;
+
+namespace {
+
+// Median seconds of the optimizer's step over `bytes` of fp32 parameters
+// (one flat tensor with a gradient), per parameter byte.
+double optimizer_seconds_per_byte(const TrainConfig& c, double bytes) {
+  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(bytes / 4));
+  torch::Tensor weight = torch::zeros({n}, torch::kFloat).requires_grad_(true);
+  weight.mutable_grad() = torch::full({n}, 1e-3, torch::kFloat);
+  auto optimizer = make_optimizer(c, {weight});
+  std::vector<double> seconds;
+  for (int k = 0; k <= kRepeats; ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    optimizer->step();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (k > 0) seconds.push_back(s);  // the first allocates the state
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return seconds[seconds.size() / 2] / (4.0 * n);
+}
+
+// The part of `at_b` (timed at micro-batch b) that does not scale with the
+// micro-batch, from a second timing `at_half` at h = b / 2 samples: the
+// intercept of the line through both, kept within [0, at_b].
+double fixed_part(double at_b, double at_half, int64_t b, int64_t h) {
+  if (h < 1 || h >= b) return 0;
+  const double intercept = (at_half * b - at_b * h) / static_cast<double>(b - h);
+  return std::clamp(intercept, 0.0, at_b);
+}
+
+}  // namespace
 
 void write_profile(const TrainConfig& c) {
   BATON_CHECK(c.device == "cpu", "[train] --profile-out profiles on the cpu; --device ", c.device,
@@ -24,15 +58,27 @@ void write_profile(const TrainConfig& c) {
   const torch::Tensor sample =
       runtime::split_microbatches(data->batch(0).first, c.microbatches).front();
   const std::vector<partition::LayerCost> costs = runtime::profile_layers(model, sample, c.seed, kRepeats);
+  // Again at half the micro-batch, for the part of each time that does not scale with it.
+  const int64_t b = sample.size(0), h = b / 2;
+  std::vector<partition::LayerCost> half;
+  if (h >= 1) half = runtime::profile_layers(model, sample.narrow(0, 0, h), c.seed, kRepeats);
 
   nlohmann::json layers = nlohmann::json::array();
+  double parameter_bytes = 0;
   for (size_t i = 0; i < costs.size(); ++i) {
     const partition::LayerCost& l = costs[i];
     const double backward_s = l.backward_time / 1e3;
+    const double forward_fixed =
+        half.empty() ? 0 : fixed_part(l.forward_time, half[i].forward_time, b, h) / 1e3;
+    const double backward_fixed =
+        half.empty() ? 0 : fixed_part(l.backward_time, half[i].backward_time, b, h) / 1e3;
+    parameter_bytes += l.parameter_bytes;
     layers.push_back({{"name", model.layers[i].name},
                       {"forward_s", l.forward_time / 1e3},
                       {"input_backward_s", backward_s / 2},
                       {"weight_backward_s", backward_s / 2},
+                      {"forward_fixed_s", forward_fixed},
+                      {"backward_fixed_s", backward_fixed},
                       {"activation_bytes", l.activation_bytes},
                       {"parameter_bytes", l.parameter_bytes},
                       {"output_bytes", l.output_bytes}});
@@ -49,8 +95,11 @@ void write_profile(const TrainConfig& c) {
       {"device", c.device},
       {"repeats", kRepeats},
       {"backward_split", "halved"},
+      {"optimizer", c.optimizer},
+      {"optimizer_s_per_parameter_byte", optimizer_seconds_per_byte(c, parameter_bytes)},
       {"note", "times in seconds per micro-batch, medians; the whole backward was timed and "
-               "split evenly into input_backward_s and weight_backward_s"},
+               "split evenly into input_backward_s and weight_backward_s; the *_fixed_s parts "
+               "do not scale with the micro-batch (fitted from a second profile at half of it)"},
       {"layers", layers}};
   std::ofstream file(c.profile_out);
   file << out.dump(1) << "\n";

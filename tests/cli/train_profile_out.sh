@@ -22,6 +22,12 @@ assert len(p["layers"]) == 4, p
 for l in p["layers"]:
     assert l["forward_s"] > 0 and l["input_backward_s"] == l["weight_backward_s"] > 0, l
     assert l["parameter_bytes"] > 0 and l["activation_bytes"] > 0 and l["output_bytes"] > 0, l
+    # The fixed parts (fitted from a second profile at b = 2) lie within the times.
+    assert 0 <= l["forward_fixed_s"] <= l["forward_s"], l
+    assert 0 <= l["backward_fixed_s"] <= l["input_backward_s"] + l["weight_backward_s"], l
+# Adam (the default) on the model's 4 layers' parameters: a positive time per byte, under
+# a microsecond (it is a few floating-point operations per 4 bytes).
+assert p["optimizer"] == "adam" and 0 < p["optimizer_s_per_parameter_byte"] < 1e-6, p
 assert p["layers"][1]["parameter_bytes"] == (16 * 16 + 16) * 4, p["layers"][1]
 assert p["layers"][1]["output_bytes"] == 4 * 16 * 4, p["layers"][1]
 PY

@@ -69,6 +69,45 @@ TEST(PlanProfile, TimesAndActivationsScaleLinearlyWithTheMicrobatchParametersDoN
   EXPECT_DOUBLE_EQ(at12.stages[0].parameter_bytes, at4.stages[0].parameter_bytes);
 }
 
+// With fixed parts, a time is fixed + (time - fixed) b / profiled b: at the
+// profiled b unchanged, at 3b the fixed part counted once, at b = 1 the
+// fixed part plus a quarter of the rest.
+TEST(PlanProfile, FixedPartsDoNotScaleWithTheMicrobatch) {
+  Profile p = five_layers();
+  for (auto& l : p.layers) {
+    l.forward_fixed_s = l.forward_s / 2;
+    l.backward_fixed_s = (l.input_backward_s + l.weight_backward_s) / 5;  // 1 of 5 units
+  }
+  Config c;
+  c.p = 1;
+  c.microbatch = 4;
+  const sim::CostModel at4 = profiled_stage_costs(p, two_gpus(), c);
+  EXPECT_NEAR(at4.stages[0].forward, 15e-3, 1e-12);
+  EXPECT_NEAR(at4.stages[0].input_backward, 30e-3, 1e-12);
+  c.microbatch = 12;
+  const sim::CostModel at12 = profiled_stage_costs(p, two_gpus(), c);
+  EXPECT_NEAR(at12.stages[0].forward, 7.5e-3 + 3 * 7.5e-3, 1e-12);
+  // Whole backward of layer k: 5k ms, fixed k ms, so each half's fixed part is k/2 ms.
+  EXPECT_NEAR(at12.stages[0].input_backward, 7.5e-3 + 3 * (30e-3 - 7.5e-3), 1e-12);
+  EXPECT_NEAR(at12.stages[0].weight_backward, 7.5e-3 + 3 * (45e-3 - 7.5e-3), 1e-12);
+  c.microbatch = 1;
+  const sim::CostModel at1 = profiled_stage_costs(p, two_gpus(), c);
+  EXPECT_NEAR(at1.stages[0].forward, 7.5e-3 + 7.5e-3 / 4, 1e-12);
+}
+
+TEST(PlanProfile, TheSlowestRanksOptimizerStepIsItsParameterBytesTimesTheRate) {
+  Profile p = five_layers();
+  p.optimizer_s_per_parameter_byte = 1e-9;
+  Config c;
+  c.p = 2;
+  c.microbatch = 4;
+  // Ranks hold layers {0,1,2} (6000 bytes) and {3,4} (9000 bytes).
+  EXPECT_DOUBLE_EQ(profiled_optimizer_seconds(p, c), 9000e-9);
+  c.p = 1;
+  EXPECT_DOUBLE_EQ(profiled_optimizer_seconds(p, c), 15000e-9);
+  EXPECT_DOUBLE_EQ(profiled_optimizer_seconds(five_layers(), c), 0);
+}
+
 TEST(PlanProfile, TwoChunkSchedulesCutPTimesVStages) {
   Config c;
   c.p = 2;
