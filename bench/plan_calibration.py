@@ -3,16 +3,17 @@
 
 Profiles an MLP (8 layers, hidden 512, batch 256 in 8 micro-batches of 32, 1 thread) with
 `baton train --profile-out`, plans it for 2 GPUs in one node with `baton plan --profile --json`,
-then runs the plan's 3 best configurations that `baton train` can run (t = 1, d = 1: this tree
-has no `baton train --dp`) as 2 local ranks of 1 thread each, and prints the predicted step time
+then runs the plan's 3 best configurations that `baton train` can run (t = 1; p x d = 2 ranks,
+with `--dp` for d > 1) as local ranks of 1 thread each, and prints the predicted step time
 against the measured median (steps after the first 3) and their ratio, and whether the plan's
 first choice measured fastest or within 5% of the fastest.
 
 It does this twice: with b free (the planner's own choice; linear scaling takes it to b = 1) and
-with b fixed at the profiled micro-batch (`--microbatch 32`: no extrapolation in b). The measured step includes the optimizer's step
-(Adam), which the plan does not model. A first row runs the profiled configuration on one rank
-(p = 1, no pipeline), predicted as m (F + I + W): what the ranks lose to the machine's load and to
-the step's work outside the layers.
+with b fixed at the profiled micro-batch (`--microbatch 32`: no extrapolation in b). The profile
+carries a fixed per-micro-batch part of each layer's time and the optimizer's (Adam's) time per
+parameter byte, which the plan adds. A first row runs the profiled configuration on one rank
+(p = 1, no pipeline), predicted as m (F + I + W) + the optimizer step: what the ranks lose to the
+machine's load and to the step's work outside the layers and the optimizer.
 
 
 Usage: python3 bench/plan_calibration.py [--baton build/baton] [--steps 30]
@@ -40,8 +41,9 @@ def train_step_ms(baton, tmp, plan, steps):
     metrics = os.path.join(tmp, "m.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
-    cmd = [baton, "train", *MODEL, "--batch", str(BATCH), "--nproc", str(c["p"]), "--pp",
-           str(c["p"]), "--schedule", c["schedule"], "--microbatches", str(c["microbatches"]),
+    d = c.get("d", 1)
+    cmd = [baton, "train", *MODEL, "--batch", str(BATCH), "--nproc", str(c["p"] * d), "--pp",
+           str(c["p"]), "--dp", str(d), "--schedule", c["schedule"], "--microbatches", str(c["microbatches"]),
            "--threads", "1", "--steps", str(steps), "--log-every", "1000", "--metrics", metrics]
     if c["schedule"] == "interleaved":
         cmd += ["--virtual", str(c["virtual"])]
@@ -53,17 +55,17 @@ def train_step_ms(baton, tmp, plan, steps):
 def calibrate(baton, tmp, profile, steps, extra, title):
     out = json.loads(sh([baton, "plan", "--profile", profile, *CLUSTER, "--batch", str(BATCH),
                          "--json", *extra]))
-    runnable = [p for p in out["plans"] if p["t"] == 1 and p["d"] == 1][:3]
+    runnable = [p for p in out["plans"] if p["t"] == 1][:3]
     print(f"\n{title}: plan's first choice overall: " +
           "p={p} d={d} b={microbatch} m={microbatches} {schedule}".format(**out["plans"][0]))
     rows = []
     for p in runnable:
         measured = train_step_ms(baton, tmp, p, steps)
         rows.append((p, p["step_s"] * 1e3, measured))
-    print(f"{'p':>2} {'b':>4} {'m':>4} {'schedule':<12} {'predicted_ms':>12} {'measured_ms':>12} "
+    print(f"{'p':>2} {'d':>2} {'b':>4} {'m':>4} {'schedule':<12} {'predicted_ms':>12} {'measured_ms':>12} "
           f"{'measured/pred':>13}")
     for p, pred, meas in rows:
-        print(f"{p['p']:>2} {p['microbatch']:>4} {p['microbatches']:>4} {p['schedule']:<12} "
+        print(f"{p['p']:>2} {p['d']:>2} {p['microbatch']:>4} {p['microbatches']:>4} {p['schedule']:<12} "
               f"{pred:>12.2f} {meas:>12.2f} {meas / pred:>13.2f}")
     fastest = min(meas for _, _, meas in rows)
     first = rows[0][2]
@@ -89,13 +91,16 @@ def main():
         b = prof["microbatch"]
         per_mb = sum(l["forward_s"] + l["input_backward_s"] + l["weight_backward_s"]
                      for l in prof["layers"]) * 1e3
-        print(f"profiled micro-batch {b}: F+I+W of all layers {per_mb:.2f} ms")
+        optimizer_ms = prof.get("optimizer_s_per_parameter_byte", 0) * sum(
+            l["parameter_bytes"] for l in prof["layers"]) * 1e3
+        print(f"profiled micro-batch {b}: F+I+W of all layers {per_mb:.2f} ms, optimizer step "
+              f"{optimizer_ms:.2f} ms")
         # Reference with no pipeline: the profiled configuration on one rank, predicted m (F+I+W).
         one = {"p": 1, "schedule": "1f1b", "microbatches": PROFILED_MICROBATCHES, "virtual": 1}
         single = train_step_ms(baton, tmp, one, args.steps)
+        predicted = PROFILED_MICROBATCHES * per_mb + optimizer_ms
         print(f"reference, one rank, b={b} m={PROFILED_MICROBATCHES}: predicted "
-              f"{PROFILED_MICROBATCHES * per_mb:.2f} ms, measured {single:.2f} ms, ratio "
-              f"{single / (PROFILED_MICROBATCHES * per_mb):.2f}")
+              f"{predicted:.2f} ms, measured {single:.2f} ms, ratio {single / predicted:.2f}")
         calibrate(baton, tmp, profile, args.steps, [], "b free")
         calibrate(baton, tmp, profile, args.steps, ["--microbatch", str(b)], f"b = {b}")
     print("load average after:", open("/proc/loadavg").read().split()[:3])
