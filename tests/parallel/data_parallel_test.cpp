@@ -30,12 +30,7 @@ constexpr double kLr = 0.1;
 const auto kTimeout = std::chrono::seconds(60);
 
 // Parameters in bytes (fp32): 512 + 64, 1024 + 64, 1024 + 64, 256 + 16.
-torch::nn::Sequential make_sequential() {
-  torch::manual_seed(0);
-  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16),
-                               torch::nn::Tanh(), torch::nn::Linear(16, 16), torch::nn::ReLU(),
-                               torch::nn::Linear(16, 4));
-}
+torch::nn::Sequential make_sequential() { return test::four_linear_mlp(); }
 
 const auto loss_fn = &test::cross_entropy;
 using test::relative;

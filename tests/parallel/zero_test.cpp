@@ -25,12 +25,7 @@ using testing::HasSubstr;
 constexpr int kSteps = 3;
 const auto kTimeout = std::chrono::seconds(60);
 
-torch::nn::Sequential make_sequential() {
-  torch::manual_seed(0);
-  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16),
-                               torch::nn::Tanh(), torch::nn::Linear(16, 16), torch::nn::ReLU(),
-                               torch::nn::Linear(16, 4));
-}
+torch::nn::Sequential make_sequential() { return test::four_linear_mlp(); }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& kind,
                                                         const std::vector<torch::Tensor>& params) {

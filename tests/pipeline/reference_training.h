@@ -25,6 +25,15 @@ inline std::pair<torch::Tensor, torch::Tensor> seeded_batch(uint64_t seed, int64
   return {torch::randn({rows, 8}, gen), torch::randint(0, 4, {rows}, gen, torch::kLong)};
 }
 
+// Seeded 8 -> 16 -> 16 -> 16 -> 4 MLP of four Linear layers, seven children
+// (parameters in bytes, fp32: 512 + 64, 1024 + 64, 1024 + 64, 256 + 16).
+inline torch::nn::Sequential four_linear_mlp() {
+  torch::manual_seed(0);
+  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16),
+                               torch::nn::Tanh(), torch::nn::Linear(16, 16), torch::nn::ReLU(),
+                               torch::nn::Linear(16, 4));
+}
+
 struct TrainingRun {
   std::vector<double> losses;
   std::map<std::string, torch::Tensor> parameters;  // "layer.<name>", as Pipeline names them
