@@ -70,7 +70,8 @@ sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& clust
 double profiled_gradient_bytes(const Profile& profile, const Config& config);
 
 // The longest optimizer step of a rank (its stages' parameter bytes times
-// optimizer_s_per_parameter_byte): what it adds to the step time.
+// optimizer_s_per_parameter_byte, divided by d with ZeRO-1): what it adds to
+// the step time.
 double profiled_optimizer_seconds(const Profile& profile, const Config& config);
 
 }  // namespace baton::plan

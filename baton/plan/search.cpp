@@ -81,9 +81,17 @@ bool simulate(const PlanRequest& req, const Config& c, Plan& plan) {
   plan.config = c;
   plan.memory_bytes = memory + (req.profile ? 0 : working_bytes(req.shape, c));
   plan.bubble_fraction = stats.bubble_fraction;
-  // With a profile, each step also pays the slowest rank's optimizer step.
-  plan.step_s = stats.steady_step + exposed_dp_of(req, c, costs) +
-                (req.profile ? profiled_optimizer_seconds(*req.profile, c) : 0);
+  // With a profile, each step also pays the slowest rank's optimizer step
+  // and, with ZeRO-1, the parameter gather (baton's: an all-reduce of the
+  // parameters with zeros where a replica is not the owner).
+  double optimizer_s = 0;
+  if (req.profile) {
+    optimizer_s = profiled_optimizer_seconds(*req.profile, c);
+    if (c.zero1 && c.d > 1) {
+      optimizer_s += gradient_allreduce_seconds(profiled_gradient_bytes(*req.profile, c), req.cluster, c);
+    }
+  }
+  plan.step_s = stats.steady_step + exposed_dp_of(req, c, costs) + optimizer_s;
   plan.simulated = true;
   return true;
 }

@@ -106,6 +106,10 @@ TEST(PlanProfile, TheSlowestRanksOptimizerStepIsItsParameterBytesTimesTheRate) {
   c.p = 1;
   EXPECT_DOUBLE_EQ(profiled_optimizer_seconds(p, c), 15000e-9);
   EXPECT_DOUBLE_EQ(profiled_optimizer_seconds(five_layers(), c), 0);
+  // ZeRO-1 over d = 2 replicas halves it.
+  c.d = 2;
+  c.zero1 = true;
+  EXPECT_DOUBLE_EQ(profiled_optimizer_seconds(p, c), 15000e-9 / 2);
 }
 
 TEST(PlanProfile, TwoChunkSchedulesCutPTimesVStages) {
