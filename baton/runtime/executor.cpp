@@ -9,7 +9,9 @@
 
 #include "baton/core/error.h"
 #include "baton/runtime/microbatch.h"
+#include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
+#include "baton/schedule/lower.h"
 
 namespace baton::runtime {
 
@@ -419,32 +421,70 @@ void Executor::sync_replicated_gradients() {
 
 std::map<int, torch::Tensor> Executor::run_forward(const torch::Tensor& inputs, int microbatches) {
   torch::NoGradGuard no_grad;
-  const int S = schedule_.stages;
-  std::vector<torch::Tensor> chunks = split_microbatches(on_device(inputs), microbatches);
+  auto found = eval_schedules_.find(microbatches);
+  if (found == eval_schedules_.end()) {
+    found = eval_schedules_
+                .emplace(microbatches, schedule::lower(schedule::forward_only(schedule_, microbatches)))
+                .first;
+  }
+  const schedule::Schedule& eval = found->second;
+  const schedule::Placement placement(eval);
+  const int S = eval.stages;
+  const std::vector<Action>& actions = eval.actions[rank_];
+  std::vector<torch::Tensor> chunks;
+  for (const Action& a : actions) {
+    if (a.kind == ActionKind::F && a.stage == 0) {
+      chunks = split_microbatches(on_device(inputs), microbatches);
+      break;
+    }
+  }
+  // (stage, micro-batch) -> the receive posted at the start, or the output made here.
+  std::map<std::pair<int, int>, comm::RecvHandle> received;
+  std::map<std::pair<int, int>, torch::Tensor> made;
+  for (const Action& a : actions) {
+    if (a.kind == ActionKind::RECV_F) {
+      received.emplace(std::make_pair(a.stage, a.microbatch),
+                       comm_->irecv(peer(placement.rank_of(a.stage - 1, a.microbatch)),
+                                    comm::Tag{a.stage - 1, a.microbatch, comm::Direction::kForward}));
+    }
+  }
   std::map<int, torch::Tensor> outputs;
   std::vector<comm::SendHandle> sends;
-  for (int mb = 0; mb < microbatches; ++mb) {
-    // The placement of micro-batch mb % m of the training schedule decides
-    // where each stage runs (Chimera's two pipes alternate).
-    const int pm = mb % schedule_.microbatches;
-    torch::Tensor x;
-    for (int s = 0; s < S; ++s) {
-      if (placement_.rank_of(s, pm) != rank_) continue;
-      if (s == 0) {
-        x = chunks[mb];
-      } else if (placement_.rank_of(s - 1, pm) != rank_) {
-        const Action a{ActionKind::RECV_F, s, mb};
-        const int from = peer(placement_.rank_of(s - 1, pm));
-        x = on_device(comm_->irecv(from, comm::Tag{s - 1, mb, comm::Direction::kForward})
-                          .wait(describe(a, from)));
+  for (const Action& a : actions) {
+    const int s = a.stage, mb = a.microbatch;
+    switch (a.kind) {
+      case ActionKind::RECV_F: {
+        auto it = received.find({s, mb});
+        made[{s - 1, mb}] = on_device(it->second.wait(describe(a, peer(placement.rank_of(s - 1, mb)))));
+        received.erase(it);
+        break;
       }
-      x = stages_.at(s)->forward(x);
-      if (s == S - 1) {
-        outputs[mb] = x;
-      } else if (placement_.rank_of(s + 1, pm) != rank_) {
-        sends.push_back(comm_->isend(x, peer(placement_.rank_of(s + 1, pm)),
+      case ActionKind::F: {
+        torch::Tensor x;
+        if (s == 0) {
+          x = chunks[mb];
+        } else {
+          auto it = made.find({s - 1, mb});
+          x = it->second;
+          made.erase(it);
+        }
+        torch::Tensor out = stages_.at(s)->forward(x);
+        if (s == S - 1) {
+          outputs[mb] = out;
+        } else {
+          made[{s, mb}] = out;
+        }
+        break;
+      }
+      case ActionKind::SEND_F: {
+        auto it = made.find({s, mb});
+        sends.push_back(comm_->isend(it->second, peer(placement.rank_of(s + 1, mb)),
                                      comm::Tag{s, mb, comm::Direction::kForward}));
+        made.erase(it);
+        break;
       }
+      default:
+        BATON_ASSERT(false, "an evaluation schedule holds ", schedule::to_string(a));
     }
   }
   for (auto& send : sends) send.wait("an evaluation send");

@@ -120,9 +120,10 @@ class Executor {
   // Every rank runs the same sequence of run_step() and run_forward() calls.
   StepResult run_step(const torch::Tensor& inputs, const torch::Tensor& targets);
 
-  // Forward only, no autograd (evaluation): every rank runs its stages for
-  // micro-batches in order. Returns the last stage's outputs for the
-  // micro-batches this rank finishes, keyed by micro-batch.
+  // Forward only, no autograd (evaluation): runs this rank's actions of the
+  // lowered schedule::forward_only() of the training schedule for
+  // `microbatches` (built once per count). Returns the last stage's outputs
+  // for the micro-batches this rank finishes, keyed by micro-batch.
   std::map<int, torch::Tensor> run_forward(const torch::Tensor& inputs, int microbatches);
 
   const schedule::Schedule& schedule() const { return schedule_; }
@@ -150,6 +151,7 @@ class Executor {
 
   schedule::Schedule schedule_;
   schedule::Placement placement_;
+  std::map<int, schedule::Schedule> eval_schedules_;  // lowered forward_only(), by micro-batches
   int rank_;
   std::map<int, std::shared_ptr<Stage>> stages_;
   LossFn loss_;

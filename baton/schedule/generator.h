@@ -55,6 +55,16 @@ double zb_auto_predicted_step(const GeneratorOptions& options);
 int v_half_peak_chunks(int ranks);
 int v_min_peak_chunks(int ranks);
 
+// The evaluation schedule of `training` for `microbatches` micro-batches:
+// forward-only (Schedule::forward_only), on the ranks and maps of the
+// training schedule (micro-batch k runs where training micro-batch
+// k mod training.microbatches runs: Chimera's two pipes alternate), each rank
+// running its F's stage by stage, every micro-batch of a stage before the
+// next stage (GPipe's forward: no rank waits for a micro-batch to cross the
+// whole pipeline before starting the next). Compute-only and validated;
+// lower() adds its SEND_F / RECV_F. The executor's eval runs it.
+Schedule forward_only(const Schedule& training, int microbatches);
+
 // Names accepted by generate(), in a stable order.
 const std::vector<std::string>& schedule_names();
 

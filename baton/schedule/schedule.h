@@ -32,6 +32,9 @@ struct Schedule {
   int microbatches = 0;      // m
   StageMap map = StageMap::Loop;
   std::vector<std::vector<Action>> actions;  // actions[rank], in execution order
+  // Evaluation: every (stage, micro-batch) has one F and no backward
+  // (validate() holds it to that); see forward_only() in generator.h.
+  bool forward_only = false;
 
   // v: stage chunks a rank holds (2 for V and bidirectional).
   int stages_per_rank() const;

@@ -105,7 +105,8 @@ void check_completeness(const Schedule& schedule, const Occurrences& seen) {
       const int i = seen.n(ActionKind::I, s, mb), w = seen.n(ActionKind::W, s, mb);
       const bool whole = b == 1 && i == 0 && w == 0;
       const bool split = b == 0 && i == 1 && w == 1;
-      if (f == 1 && (whole || split)) continue;
+      const bool none = b == 0 && i == 0 && w == 0;
+      if (f == 1 && (schedule.forward_only ? none : whole || split)) continue;
       Marks marks;
       for (ActionKind k : {ActionKind::F, ActionKind::B, ActionKind::I, ActionKind::W})
         if (seen.n(k, s, mb) > 0) marks.push_back(seen.at(k, s, mb));
@@ -113,7 +114,13 @@ void check_completeness(const Schedule& schedule, const Occurrences& seen) {
         fail(schedule, detail::concat(where(s, mb), " has ", f, " F actions; it needs exactly one"),
              marks);
       }
-      if (!whole && !split) {
+      if (schedule.forward_only && !none) {
+        fail(schedule,
+             detail::concat(where(s, mb), " has ", b, " B, ", i, " I and ", w,
+                            " W actions; a forward-only schedule has none"),
+             marks);
+      }
+      if (!schedule.forward_only && !whole && !split) {
         fail(schedule,
              detail::concat(where(s, mb), " has ", b, " B, ", i, " I and ", w,
                             " W actions; it needs one B, or one I and one W"),
@@ -165,6 +172,14 @@ void check_communication(const Schedule& schedule, const Placement& placement,
       for (const Edge& e : edges) {
         const int n = seen.n(e.kind, e.stage, mb);
         const Action action{e.kind, e.stage, mb};
+        const bool backward = e.kind == ActionKind::SEND_B || e.kind == ActionKind::RECV_B;
+        if (schedule.forward_only && backward) {
+          if (n > 0) {
+            fail(schedule, detail::concat(to_string(action), ": a forward-only schedule has no backward communication"),
+                 {seen.at(e.kind, e.stage, mb)});
+          }
+          continue;
+        }
         if (!lowered || (!crosses && n == 0)) continue;
         if (!crosses) {
           fail(schedule,
