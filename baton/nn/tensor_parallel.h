@@ -1,0 +1,77 @@
+// Tensor-parallel layers (Megatron-LM, Shoeybi et al. 2019; seed 000's "split
+// W along its columns"): a Linear split over the t ranks of a tensor-parallel
+// group, and the conjugate operators that keep forward and backward exact:
+//   f = copy_to_tensor_parallel:     forward identity,   backward all-reduce;
+//   g = reduce_from_tensor_parallel: forward all-reduce, backward identity.
+// A column-parallel Linear holds rows [k out/t, (k+1) out/t) of the weight
+// (and that slice of the bias) on tp rank k and takes f(x): each rank makes
+// its slice of the output. A row-parallel Linear holds columns
+// [k in/t, (k+1) in/t), takes that slice of its input (a column-parallel
+// layer's output) and returns g(x_k W_k^T) + bias: the whole output on every
+// rank. Column then row (an MLP, or attention's QKV and output projection)
+// costs one all-reduce forward and one backward.
+//
+// Both are built from the full layer's weight and bias, so that t ranks start
+// exactly where one device does (the caller seeds and builds the full layer;
+// each rank keeps its slice). The all-reduces run on `group`, a communicator
+// of the t ranks (Communicator::new_group), which must outlive the module;
+// null means t = 1.
+//
+// Not yet wired into baton::Pipeline or `baton train --tp` (issue 9): the
+// layers and their exactness are what this file provides.
+#pragma once
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include "baton/comm/communicator.h"
+
+namespace baton::nn {
+
+// f: identity forward; the gradient is summed over `group` in backward.
+torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, comm::Communicator* group);
+// g: `x` summed over `group` in forward; identity backward.
+torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, comm::Communicator* group);
+
+class ColumnParallelLinearImpl : public torch::nn::Cloneable<ColumnParallelLinearImpl> {
+ public:
+  // `weight` [out, in] and `bias` [out] (may be undefined) of the full layer;
+  // this rank keeps rows of slice `rank` of `size`. Throws baton::Error when
+  // `size` does not divide out.
+  ColumnParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, int rank, int size,
+                           comm::Communicator* group);
+  void reset() override;
+  // x [..., in] -> this rank's slice of the output [..., out / size].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight, bias;
+
+ private:
+  torch::Tensor full_weight_, full_bias_;
+  int rank_, size_;
+  comm::Communicator* group_;
+};
+TORCH_MODULE(ColumnParallelLinear);
+
+class RowParallelLinearImpl : public torch::nn::Cloneable<RowParallelLinearImpl> {
+ public:
+  // `weight` [out, in] and `bias` [out] of the full layer; this rank keeps
+  // columns of slice `rank` of `size` and the whole bias. Throws baton::Error
+  // when `size` does not divide in.
+  RowParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, int rank, int size,
+                        comm::Communicator* group);
+  void reset() override;
+  // x [..., in / size] (this rank's slice) -> the whole output [..., out].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::Tensor weight, bias;
+
+ private:
+  torch::Tensor full_weight_, full_bias_;
+  int rank_, size_;
+  comm::Communicator* group_;
+};
+TORCH_MODULE(RowParallelLinear);
+
+}  // namespace baton::nn
