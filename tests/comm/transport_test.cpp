@@ -142,7 +142,9 @@ TEST_P(TransportTest, AReceivedTensorStillHeldIsNeverOverwrittenAndAFreedOneIsRe
     const torch::Tensor fourth = comm.irecv(0, tag).wait("recv 3");
     comm.barrier();
     EXPECT_TRUE(torch::equal(fourth, payload(3)));
-    if (GetParam().kind == TransportKind::kShm) EXPECT_EQ(fourth.data_ptr(), reusable);
+    if (GetParam().kind == TransportKind::kShm) {
+      EXPECT_EQ(fourth.data_ptr(), reusable);
+    }
   });
 }
 
