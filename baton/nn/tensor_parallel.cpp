@@ -3,7 +3,9 @@
 #include <torch/autograd.h>
 #include <torch/nn/functional/linear.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "baton/core/error.h"
@@ -97,6 +99,56 @@ void RowParallelLinearImpl::reset() {
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   torch::Tensor y = reduce_from_tensor_parallel(torch::nn::functional::linear(x, weight), group_);
   return bias.defined() ? y + bias : y;
+}
+
+TensorParallelBlockImpl::TensorParallelBlockImpl(const TransformerBlock& full, int rank, int size,
+                                                 comm::Communicator* group)
+    : full_(full), rank_(rank), size_(size), group_(group) {
+  BATON_CHECK(size >= 1 && full->heads % size == 0, "[nn.tensor_parallel_block] tp=", size,
+              " must divide the heads (", full->heads, ")");
+  reset();
+}
+
+void TensorParallelBlockImpl::reset() {
+  torch::NoGradGuard no_grad;
+  const TransformerBlockImpl& f = *full_;
+  const int64_t hidden = f.ln1->options.normalized_shape()[0];
+  const int64_t slice = hidden / size_;
+  local_heads = f.heads / size_;
+  ln1 = register_module("ln1", torch::nn::LayerNorm(f.ln1->options));
+  ln1->weight.copy_(f.ln1->weight);
+  ln1->bias.copy_(f.ln1->bias);
+  ln2 = register_module("ln2", torch::nn::LayerNorm(f.ln2->options));
+  ln2->weight.copy_(f.ln2->weight);
+  ln2->bias.copy_(f.ln2->bias);
+  // The fused QKV rows are [q; k; v], each by head. Reordered rank by rank
+  // as [q_r; k_r; v_r], rank r's contiguous slice holds its heads of all three.
+  std::vector<torch::Tensor> weight_rows, bias_rows;
+  for (int r = 0; r < size_; ++r) {
+    for (int part = 0; part < 3; ++part) {
+      weight_rows.push_back(f.qkv->weight.narrow(0, part * hidden + r * slice, slice));
+      bias_rows.push_back(f.qkv->bias.narrow(0, part * hidden + r * slice, slice));
+    }
+  }
+  qkv = register_module("qkv", ColumnParallelLinear(torch::cat(weight_rows), torch::cat(bias_rows), rank_,
+                                                    size_, group_));
+  proj = register_module("proj", RowParallelLinear(f.proj->weight, f.proj->bias, rank_, size_, group_));
+  fc1 = register_module("fc1", ColumnParallelLinear(f.fc1->weight, f.fc1->bias, rank_, size_, group_));
+  fc2 = register_module("fc2", RowParallelLinear(f.fc2->weight, f.fc2->bias, rank_, size_, group_));
+}
+
+torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
+  BATON_CHECK(x.dim() == 3, "[nn.tensor_parallel_block] input must be [batch, time, hidden]: got ", x.sizes());
+  const int64_t batch = x.size(0), time = x.size(1), hidden = x.size(2);
+  const int64_t head_dim = hidden / (local_heads * size_);
+  // [B, T, 3 H/t] -> 3 x [B, heads/t, T, head_dim]: this rank's heads.
+  const auto heads = qkv(ln1(x)).view({batch, time, 3, local_heads, head_dim}).permute({2, 0, 3, 1, 4});
+  auto scores = heads[0].matmul(heads[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+  const auto future = torch::ones({time, time}, x.options().dtype(torch::kBool)).triu(/*diagonal=*/1);
+  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+  const auto mixed = scores.softmax(-1).matmul(heads[2]);  // [B, heads/t, T, head_dim]
+  const auto h = x + proj(mixed.transpose(1, 2).reshape({batch, time, local_heads * head_dim}));
+  return h + fc2(torch::gelu(fc1(ln2(h))));
 }
 
 }  // namespace baton::nn

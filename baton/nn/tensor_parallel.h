@@ -26,6 +26,7 @@
 #include <torch/types.h>
 
 #include "baton/comm/communicator.h"
+#include "baton/nn/transformer.h"
 
 namespace baton::nn {
 
@@ -73,5 +74,32 @@ class RowParallelLinearImpl : public torch::nn::Cloneable<RowParallelLinearImpl>
   comm::Communicator* group_;
 };
 TORCH_MODULE(RowParallelLinear);
+
+// A gpt TransformerBlock split over t ranks as Megatron splits it: each rank
+// computes heads/t of the attention heads (its q, k and v rows of the fused
+// QKV projection, column-parallel) and feeds them to its columns of the
+// output projection (row-parallel); the MLP's first Linear is column- and its
+// second row-parallel (4h/t hidden units each). The LayerNorms are whole on
+// every rank. Two all-reduces forward (after attention and after the MLP) and
+// two backward. Built from a one-device block: t ranks start where it does.
+// Throws baton::Error unless t divides the heads (and so the 4h units).
+class TensorParallelBlockImpl : public torch::nn::Cloneable<TensorParallelBlockImpl> {
+ public:
+  TensorParallelBlockImpl(const TransformerBlock& full, int rank, int size, comm::Communicator* group);
+  void reset() override;
+  // x [batch, time, hidden] (the same on every rank) -> the block's output, whole on every rank.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  int64_t local_heads = 0;
+  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  ColumnParallelLinear qkv{nullptr}, fc1{nullptr};
+  RowParallelLinear proj{nullptr}, fc2{nullptr};
+
+ private:
+  TransformerBlock full_;
+  int rank_, size_;
+  comm::Communicator* group_;
+};
+TORCH_MODULE(TensorParallelBlock);
 
 }  // namespace baton::nn

@@ -1,5 +1,5 @@
 // Megatron's tensor-parallel MLP (column-parallel Linear, GELU, row-parallel
-// Linear) on t = 1, 2 and 4 ranks as threads against the same layers on one
+// Linear) and gpt block on t = 1, 2 and 4 ranks as threads against the same layers on one
 // device: the output, the input gradient, and every rank's weight and bias
 // gradients (its slice of the full ones) within 1e-5; an all-reduce each way
 // through f and g, none for t = 1; a t that does not divide the features is
@@ -68,6 +68,48 @@ TEST_P(TensorParallelMlp, EqualsOneDeviceInOutputAndEveryGradient) {
 
 INSTANTIATE_TEST_SUITE_P(T, TensorParallelMlp, testing::Values(1, 2, 4));
 
+// A gpt block (hidden 16, 4 heads) split over t = 1, 2, 4 ranks against the
+// block on one device: output, input gradient, the LayerNorms' gradients
+// (whole on every rank) and each rank's slices of the split weights.
+class TensorParallelTransformerBlock : public testing::TestWithParam<int> {};
+
+TEST_P(TensorParallelTransformerBlock, EqualsOneDeviceInOutputAndEveryGradient) {
+  const int t = GetParam();
+  torch::manual_seed(5);
+  TransformerBlock full(16, 4);
+  const torch::Tensor x0 = torch::randn({2, 5, 16});
+  torch::Tensor x = x0.clone().requires_grad_(true);
+  const torch::Tensor y = full(x);
+  y.pow(2).sum().backward();
+  const int64_t slice = 16 / t;
+  comm::run_local_group(t, kTimeout, [&](comm::Communicator& group) {
+    const int k = group.rank();
+    TensorParallelBlock block(full, k, t, &group);
+    torch::Tensor xk = x0.clone().requires_grad_(true);
+    torch::Tensor yk = block(xk);
+    EXPECT_LT(relative(yk, y), 1e-5) << "tp rank " << k;
+    yk.pow(2).sum().backward();
+    EXPECT_LT(relative(xk.grad(), x.grad()), 1e-5) << "input gradient, tp rank " << k;
+    EXPECT_LT(relative(block->ln1->weight.grad(), full->ln1->weight.grad()), 1e-5);
+    EXPECT_LT(relative(block->ln2->bias.grad(), full->ln2->bias.grad()), 1e-5);
+    // This rank's q, k and v rows of the fused projection.
+    for (int part = 0; part < 3; ++part) {
+      EXPECT_LT(relative(block->qkv->weight.grad().narrow(0, part * slice, slice),
+                         full->qkv->weight.grad().narrow(0, part * 16 + k * slice, slice)),
+                1e-5)
+          << "qkv part " << part << " tp rank " << k;
+    }
+    EXPECT_LT(relative(block->proj->weight.grad(), full->proj->weight.grad().narrow(1, k * slice, slice)), 1e-5);
+    EXPECT_LT(relative(block->fc1->weight.grad(), full->fc1->weight.grad().narrow(0, 4 * k * slice, 4 * slice)),
+              1e-5);
+    EXPECT_LT(relative(block->fc2->weight.grad(), full->fc2->weight.grad().narrow(1, 4 * k * slice, 4 * slice)),
+              1e-5);
+    EXPECT_LT(relative(block->fc2->bias.grad(), full->fc2->bias.grad()), 1e-5);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(T, TensorParallelTransformerBlock, testing::Values(1, 2, 4));
+
 TEST(TensorParallelOperators, FSumsOnlyTheGradientAndGOnlyTheValue) {
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& group) {
     const double k = group.rank() + 1;  // 1 and 2
@@ -85,6 +127,12 @@ TEST(TensorParallelOperators, FSumsOnlyTheGradientAndGOnlyTheValue) {
 }
 
 TEST(TensorParallelErrors, ATpThatDoesNotDivideTheFeaturesIsRefused) {
+  try {
+    TensorParallelBlock(TransformerBlock(16, 4), 0, 3, nullptr);
+    FAIL() << "tp=3 over 4 heads was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("tp=3 must divide the heads (4)"));
+  }
   torch::nn::Linear full(8, 30);
   try {
     ColumnParallelLinear(full->weight, full->bias, 0, 4, nullptr);
