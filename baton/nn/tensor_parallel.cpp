@@ -151,4 +151,17 @@ torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
   return h + fc2(torch::gelu(fc1(ln2(h))));
 }
 
+ModelSpec tensor_parallel(const ModelSpec& spec, int rank, int size, comm::Communicator* group) {
+  ModelSpec out = spec;
+  for (auto& layer : out.layers) {
+    layer.build = [build = layer.build, rank, size, group] {
+      torch::nn::AnyModule whole = build();
+      auto block = std::dynamic_pointer_cast<TransformerBlockImpl>(whole.ptr());
+      if (block == nullptr) return whole;
+      return torch::nn::AnyModule(TensorParallelBlock(TransformerBlock(block), rank, size, group));
+    };
+  }
+  return out;
+}
+
 }  // namespace baton::nn

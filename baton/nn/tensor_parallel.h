@@ -17,8 +17,9 @@
 // of the t ranks (Communicator::new_group), which must outlive the module;
 // null means t = 1.
 //
-// Not yet wired into baton::Pipeline or `baton train --tp` (issue 9): the
-// layers and their exactness are what this file provides.
+// baton::Pipeline applies them with PipelineOptions::tp (tensor_parallel()
+// below): every TransformerBlock layer is split, the other layers are whole on
+// every tp rank.
 #pragma once
 
 #include <torch/nn/cloneable.h>
@@ -26,6 +27,7 @@
 #include <torch/types.h>
 
 #include "baton/comm/communicator.h"
+#include "baton/nn/layer_spec.h"
 #include "baton/nn/transformer.h"
 
 namespace baton::nn {
@@ -101,5 +103,12 @@ class TensorParallelBlockImpl : public torch::nn::Cloneable<TensorParallelBlockI
   comm::Communicator* group_;
 };
 TORCH_MODULE(TensorParallelBlock);
+
+// `spec` with every layer that builds a TransformerBlock built whole (the same
+// seeded draw as on one device) and then split as tp rank `rank` of `size`
+// over `group`; other layers unchanged (whole on every tp rank: their inputs
+// and gradients are the same on all of them, so they stay equal without
+// communication). A model without blocks is then replicated t times.
+ModelSpec tensor_parallel(const ModelSpec& spec, int rank, int size, comm::Communicator* group);
 
 }  // namespace baton::nn

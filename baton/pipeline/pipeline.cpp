@@ -9,6 +9,7 @@
 #include "baton/comm/nccl.h"
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
+#include "baton/nn/tensor_parallel.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/checkpoint.h"
 #include "baton/runtime/microbatch.h"
@@ -29,7 +30,9 @@ struct Pipeline::State {
   comm::Communicator* comm = nullptr;
   int rank = 0;  // in the world
   int world_size = 1;
-  int dp = 1, pp = 1;
+  int dp = 1, pp = 1, tp = 1;
+  int tp_rank = 0;        // this rank's index in its tensor-parallel group
+  std::optional<comm::Communicator> tp_group;
   int pipeline_rank = 0;  // this rank's pp index: its rank in the schedule
   int dp_rank = 0;        // which replica of the pipeline
   std::vector<int> world_ranks;  // the world rank of each pipeline rank of this replica
@@ -176,7 +179,10 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
               s.model.num_layers(), " layers; every stage needs at least one layer");
   if (s.partition.stages() != stages) s.partition = choose_partition(stages);
   const schedule::Placement placement(s.schedule);
-  auto built = runtime::build_stages(s.model, s.partition, placement.stages_of_rank(s.pipeline_rank), o.seed());
+  // With tp > 1 the blocks are built whole and split (profiling above ran them whole).
+  const nn::ModelSpec built_model =
+      s.tp > 1 ? nn::tensor_parallel(s.model, s.tp_rank, s.tp, &*s.tp_group) : s.model;
+  auto built = runtime::build_stages(built_model, s.partition, placement.stages_of_rank(s.pipeline_rank), o.seed());
   // Profiling ran the user's modules (a Sequential's): drop the gradients it left.
   for (auto& stage : built) {
     for (auto& p : stage->parameters()) p.mutable_grad() = torch::Tensor();
@@ -247,7 +253,10 @@ std::vector<int> Pipeline::buckets_per_stage(const std::vector<std::shared_ptr<r
   std::vector<torch::Tensor> counts{torch::zeros({s.schedule.stages}, torch::kFloat64)};
   for (const auto& stage : built) {
     const std::vector<int> holders = placement.ranks_of_stage(stage->index());
-    if (s.dp_rank != 0 || *std::min_element(holders.begin(), holders.end()) != s.pipeline_rank) continue;
+    if (s.dp_rank != 0 || s.tp_rank != 0 ||
+        *std::min_element(holders.begin(), holders.end()) != s.pipeline_rank) {
+      continue;
+    }
     std::vector<double> bytes;
     for (const auto& p : stage->parameters()) bytes.push_back(static_cast<double>(p.nbytes()));
     counts[0][stage->index()] =
@@ -282,24 +291,27 @@ void Pipeline::join_process_group() {
   }
   s.device = resolve_device(o.device(), s.local_rank);
   BATON_CHECK(o.dp() >= 1, "[pipeline] dp must be at least 1, got ", o.dp());
+  BATON_CHECK(o.tp() >= 1, "[pipeline] tp must be at least 1, got ", o.tp());
   BATON_CHECK(o.zero() == 0 || o.zero() == 1, "[pipeline] zero must be 0 or 1 (ZeRO stage 1: the optimizer "
               "state sharded over the dp replicas), got ", o.zero());
   BATON_CHECK(std::isfinite(o.bucket_mb()) && o.bucket_mb() > 0,
               "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
   s.dp = o.dp();
-  BATON_CHECK(o.pp() > 0 || s.world_size % s.dp == 0, "[pipeline] dp=", s.dp,
+  s.tp = o.tp();
+  BATON_CHECK(o.pp() > 0 || s.world_size % (s.dp * s.tp) == 0, "[pipeline] dp=", s.dp, " x tp=", s.tp,
               " does not divide the world of ", s.world_size, " ranks into equal pipelines");
-  s.pp = o.pp() > 0 ? o.pp() : s.world_size / s.dp;
-  BATON_CHECK(s.dp * s.pp == s.world_size, "[pipeline] dp=", s.dp, " x pp=", s.pp, " is ",
-              s.dp * s.pp, " ranks but the world has ", s.world_size,
-              "; each rank runs one pipeline rank of one replica");
-  const topology::Topology grid(s.dp, s.pp, 1);
+  s.pp = o.pp() > 0 ? o.pp() : s.world_size / (s.dp * s.tp);
+  BATON_CHECK(s.dp * s.pp * s.tp == s.world_size, "[pipeline] dp=", s.dp, " x pp=", s.pp, " x tp=", s.tp,
+              " is ", s.dp * s.pp * s.tp, " ranks but the world has ", s.world_size,
+              "; each rank runs one tensor-parallel share of one pipeline rank of one replica");
+  const topology::Topology grid(s.dp, s.pp, s.tp);
   const topology::Coords here = grid.coords(s.rank);
   s.pipeline_rank = here.pp;
   s.dp_rank = here.dp;
+  s.tp_rank = here.tp;
   s.world_ranks.clear();
-  if (s.dp > 1) {
-    for (int r = 0; r < s.pp; ++r) s.world_ranks.push_back(grid.rank({here.dp, r, 0}));
+  if (s.dp > 1 || s.tp > 1) {
+    for (int r = 0; r < s.pp; ++r) s.world_ranks.push_back(grid.rank({here.dp, r, here.tp}));
   }
   if (s.comm != nullptr || s.world_size == 1) return;
   const comm::TransportKind transport = comm::parse_transport(o.transport());
@@ -318,9 +330,10 @@ void Pipeline::join_process_group() {
 
 void Pipeline::make_groups() {
   State& s = *state_;
-  if (s.dp == 1) return;
-  const topology::Topology grid(s.dp, s.pp, 1);
-  s.dp_group.emplace(s.comm->new_group(grid.dp_group(s.rank), "dp"));
+  const topology::Topology grid(s.dp, s.pp, s.tp);
+  // Every rank makes its groups in the same order: tp, then dp.
+  if (s.tp > 1) s.tp_group.emplace(s.comm->new_group(grid.tp_group(s.rank), "tp"));
+  if (s.dp > 1) s.dp_group.emplace(s.comm->new_group(grid.dp_group(s.rank), "dp"));
 }
 
 const std::vector<partition::LayerCost>& Pipeline::profiled_costs(const std::string& why) {
@@ -394,11 +407,12 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
     return t[0].item<double>() / s.dp;
   }
   // A collective cannot tell which rank is missing; it names the group. Each
-  // replica's losses add up to its share's mean: their mean is the batch's.
+  // replica's losses add up to its share's mean: their mean is the batch's
+  // (each of a stage's tp ranks computes the same loss).
   return sum_over_ranks(s.comm, s.last.loss,
                         detail::concat("the step ", s.steps, " loss sum (an all-reduce over ranks 0-",
                                        s.world_size - 1, ")")) /
-         s.dp;
+         (s.dp * s.tp);
 }
 
 torch::Tensor Pipeline::eval(const torch::Tensor& inputs) {
@@ -460,6 +474,9 @@ checkpoint::Layers checkpoint_layers(const runtime::Executor& executor, const sc
 void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
                     const nlohmann::json& extra) const {
   const State& s = *state_;
+  BATON_CHECK(s.tp == 1, "[pipeline] save with tp=", s.tp,
+              ": checkpoints hold whole layers, and the blocks are split over the tp ranks (not yet "
+              "gathered); save with tp=1");
   BATON_CHECK(!s.zero || optimizer == nullptr, "[pipeline] save with zero=1 and dp=", s.dp,
               " cannot write the optimizer state: it is sharded over the replicas (save without the "
               "optimizer, or train with zero=0)");
@@ -491,6 +508,9 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
 
 nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* optimizer) {
   State& s = *state_;
+  BATON_CHECK(s.tp == 1, "[pipeline] load with tp=", s.tp,
+              ": checkpoints hold whole layers, and the blocks are split over the tp ranks (not yet "
+              "scattered); load with tp=1");
   BATON_CHECK(!s.zero || optimizer == nullptr, "[pipeline] load with zero=1 and dp=", s.dp,
               " cannot restore optimizer state into a sharded optimizer (load without the optimizer, "
               "or train with zero=0)");

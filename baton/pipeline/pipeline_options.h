@@ -63,14 +63,21 @@ struct PipelineOptions {
   // waits for the slowest (baton before issue 10; kept to measure what
   // overlapping steps buys). By default steps overlap: see Pipeline::step().
   TORCH_ARG(bool, step_barrier) = false;
-  // Pipeline ranks; 0: the world size / dp. The world must be dp * pp ranks.
+  // Pipeline ranks; 0: the world size / (dp * tp). The world must be dp * pp * tp ranks.
   TORCH_ARG(int, pp) = 0;
   // Data-parallel replicas of the pipeline. Ranks are numbered as
-  // topology::Topology numbers them (dp index, then pp index): world rank =
-  // pp_index * dp + dp_index. Every rank passes step() the same global
+  // topology::Topology numbers them (see tp below; with tp = 1: world rank =
+  // pp_index * dp + dp_index). Every rank passes step() the same global
   // mini-batch; replica d computes its d-th 1/dp share, and the gradients are
   // averaged over the replicas in buckets (REDUCE_GRAD actions).
   TORCH_ARG(int, dp) = 1;
+  // Tensor-parallel ranks per pipeline stage (Megatron-LM): every
+  // TransformerBlock layer is split over them (nn::tensor_parallel: heads,
+  // output projection and MLP), other layers are whole on each. The world is
+  // dp * pp * tp ranks, numbered as topology::Topology does (tp fastest, then
+  // dp, then pp): world rank = (pp_index * dp + dp_index) * tp + tp_index.
+  // Must divide every block's heads. Checkpoints are refused with tp > 1.
+  TORCH_ARG(int, tp) = 1;
   // Gradient bucket size in MiB for the dp all-reduces (DDP's bucket_cap_mb).
   TORCH_ARG(double, bucket_mb) = 25;
   // ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas.

@@ -66,6 +66,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"dp", field(&TrainConfig::dp, "dp")},
       {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
       {"zero", field(&TrainConfig::zero, "zero")},
+      {"tp", field(&TrainConfig::tp, "tp")},
       {"schedule", field(&TrainConfig::schedule, "schedule")},
       {"virtual", field(&TrainConfig::virtual_stages, "virtual", 1)},
       {"schedule_file", field(&TrainConfig::schedule_file, "schedule_file")},
@@ -159,6 +160,15 @@ void check_config(const TrainConfig& c) {
   };
   positive("pp", c.pp);
   positive("dp", c.dp);
+  positive("tp", c.tp);
+  BATON_CHECK(c.tp == 1 || c.model == "gpt", "[train.config] --tp ", c.tp, " splits the gpt model's "
+              "Transformer blocks; model ", c.model, " has none (use --tp 1)");
+  BATON_CHECK(c.tp == 1 || c.heads % c.tp == 0, "[train.config] --tp ", c.tp, " must divide --heads ",
+              c.heads, " (each tensor-parallel rank computes heads / tp attention heads)");
+  BATON_CHECK(c.tp == 1 || (c.save.empty() && c.resume.empty()), "[train.config] --tp ", c.tp,
+              " cannot --save or --resume: checkpoints hold whole layers (use --tp 1)");
+  BATON_CHECK(c.tp == 1 || !c.compare_sim, "[train.config] --compare-sim with tp=", c.tp,
+              " is not supported yet (it compares one pipeline of whole layers); use --tp 1");
   BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
               "[train.config] bucket-mb must be a finite size above 0 MiB, got ", c.bucket_mb);
   positive("microbatches", c.microbatches);

@@ -32,11 +32,12 @@ struct TrainConfig {
   std::string text;           // gpt corpus; empty: /usr/share/common-licenses/GPL-3
   std::string data_dir;       // cnn: Fashion-MNIST .gz folder; empty: the Debian package's
   std::string cache_dir;      // where decompressed data goes; empty: ~/.cache/baton
-  // Pipeline and data parallelism: dp * pp ranks
+  // Pipeline, data and tensor parallelism: dp * pp * tp ranks
   int pp = 2;
   int dp = 1;              // replicas of the pipeline; batch is the global batch over them
   double bucket_mb = 25;   // dp gradient buckets, MiB (DDP's bucket_cap_mb)
   int zero = 0;            // ZeRO stage: 1 shards the optimizer state over dp (PipelineOptions::zero)
+  int tp = 1;              // tensor-parallel ranks per stage (gpt only; PipelineOptions::tp)
   std::string schedule = "1f1b";
   int virtual_stages = 0;  // 0: the schedule's default (given values must be >= 1)
   // A schedule file (text or PyTorch CSV) instead of `schedule`: its ranks

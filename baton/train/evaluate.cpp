@@ -26,8 +26,8 @@ double test_accuracy(Pipeline& pipeline, DataSource& data, const TrainConfig& c)
     comm->all_reduce_sum(t, "the test accuracy sum");
     correct = t[0].item<double>();
   }
-  // Each of the dp replicas evaluated the whole test set.
-  return correct / (static_cast<double>(n) * c.dp);
+  // Each of the dp replicas evaluated the whole test set, on each of its tp ranks.
+  return correct / (static_cast<double>(n) * c.dp * c.tp);
 }
 
 }  // namespace baton::train

@@ -109,6 +109,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
       .seed(c.seed)
       .pp(c.pp)
       .dp(c.dp)
+      .tp(c.tp)
       .bucket_mb(c.bucket_mb)
       .zero(c.zero)
       .rank_env(env);
@@ -142,9 +143,10 @@ void check_setup(const TrainConfig& c) {
 
 void train(const TrainConfig& c, const RankContext& ctx) {
   check_config(c);
-  BATON_CHECK(ctx.world_size == c.dp * c.pp, "[train] world size ", ctx.world_size,
-              " does not equal dp=", c.dp, " x pp=", c.pp, ": each process runs one pipeline rank of one replica (start ",
-              c.dp * c.pp, " ranks, e.g. --nproc ", c.dp * c.pp, ")");
+  BATON_CHECK(ctx.world_size == c.dp * c.pp * c.tp, "[train] world size ", ctx.world_size,
+              " does not equal dp=", c.dp, " x pp=", c.pp, " x tp=", c.tp,
+              ": each process runs one tensor-parallel share of one pipeline rank of one replica (start ",
+              c.dp * c.pp * c.tp, " ranks, e.g. --nproc ", c.dp * c.pp * c.tp, ")");
   const int cores = available_cores();
   const int threads = c.threads > 0 ? c.threads : std::max(1, cores / std::max(1, ctx.local_world_size));
   at::set_num_threads(threads);
@@ -163,7 +165,9 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   const int64_t per_epoch = data->steps_per_epoch();
   const int64_t total = c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
   if (leader) {
-    const std::string dp = c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string();
+    const std::string dp = (c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string()) +
+                           (c.tp > 1 ? detail::concat("tp=", c.tp, ", ") : std::string()) +
+                           (c.zero > 0 ? detail::concat("zero=", c.zero, ", ") : std::string());
     std::printf("baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
                 "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
                 c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp, pipeline.schedule().stages,

@@ -145,8 +145,8 @@ int run(TrainFlags& f) {
     return run_rank(config, context);
   }
   const int nproc = f.nproc > 0 ? f.nproc : 1;
-  const int world = config.dp * config.pp;
-  BATON_CHECK(nproc == world, "[train] dp=", config.dp, " x pp=", config.pp, " needs ", world,
+  const int world = config.dp * config.pp * config.tp;
+  BATON_CHECK(nproc == world, "[train] dp=", config.dp, " x pp=", config.pp, " x tp=", config.tp, " needs ", world,
               " ranks but --nproc is ", nproc, ": pass --nproc ", world,
               ", or start the ranks with torchrun");
   train::check_setup(config);
@@ -169,7 +169,7 @@ Action add_train(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train a model with pipeline parallelism");
   cmd->add_option("--config", f->config_file, "TOML config; flags override its keys")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--nproc", f->nproc, "Start this many local ranks (dp * pp)")
+  cmd->add_option("--nproc", f->nproc, "Start this many local ranks (dp * pp * tp)")
       ->check(CLI::Range(1, 1024));
   flag(cmd, *f, "--model", &train::TrainConfig::model, "mlp | cnn | gpt");
   flag(cmd, *f, "--layers", &train::TrainConfig::layers, "mlp: Linear layers; gpt: transformer blocks");
@@ -186,6 +186,8 @@ Action add_train(CLI::App& app) {
        "Data-parallel replicas of the pipeline (--nproc dp*pp; --batch is the global batch)");
   flag(cmd, *f, "--bucket-mb", &train::TrainConfig::bucket_mb,
        "Gradient bucket size in MiB for the dp all-reduces (default 25, as DDP)");
+  flag(cmd, *f, "--tp", &train::TrainConfig::tp,
+       "Tensor-parallel ranks per stage (gpt: heads and MLP split; --nproc dp*pp*tp; must divide --heads)");
   flag(cmd, *f, "--zero", &train::TrainConfig::zero,
        "ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas (with --dp 1 it changes nothing)");
   f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,

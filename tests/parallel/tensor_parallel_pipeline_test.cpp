@@ -1,0 +1,155 @@
+// Data x pipeline x tensor parallelism through the façade (ranks as threads):
+// the gpt model on the grids (dp, pp, tp) = (1,1,2), (1,2,2), (2,1,2) and
+// (2,2,2) takes, over 3 SGD steps, the losses of one process on the whole
+// mini-batch within 1e-5 relative, and ends with its parameters: the split
+// ones (each tp rank's heads of the QKV projection, its columns of the output
+// projection, its share of the MLP) equal to their slices of the
+// one-process parameters, the others whole. Bad grids are refused by name.
+#include <ATen/Parallel.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "baton/baton.h"
+#include "baton/comm/local_group.h"
+#include "baton/nn/models.h"
+#include "tests/pipeline/reference_training.h"
+
+namespace baton {
+namespace {
+
+constexpr int kSteps = 3;
+constexpr int kHidden = 16, kHeads = 4, kVocab = 32, kContext = 8, kBatch = 8;
+constexpr double kLr = 0.05;
+const auto kTimeout = std::chrono::seconds(60);
+
+nn::ModelSpec gpt() { return nn::gpt(/*layers=*/2, kHidden, kHeads, kVocab, kContext); }
+
+std::pair<torch::Tensor, torch::Tensor> tokens(int step) {
+  torch::Generator gen = at::detail::createCPUGenerator(500 + step);
+  return {torch::randint(0, kVocab, {kBatch, kContext}, gen, torch::kLong),
+          torch::randint(0, kVocab, {kBatch, kContext}, gen, torch::kLong)};
+}
+
+struct GridRun {
+  std::vector<double> losses;
+  std::map<std::string, torch::Tensor> parameters;
+};
+
+GridRun train(int dp, int pp, int tp, comm::Communicator* comm, const std::string& schedule = "1f1b") {
+  PipelineOptions options = PipelineOptions().schedule(schedule).microbatches(2).dp(dp).pp(pp).tp(tp);
+  if (comm != nullptr) options.communicator(comm);
+  Pipeline pipe(gpt(), nullptr, options);
+  torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
+  GridRun run;
+  for (int step = 0; step < kSteps; ++step) {
+    auto [x, y] = tokens(step);
+    sgd.zero_grad();
+    run.losses.push_back(pipe.step(x, y));
+    sgd.step();
+  }
+  for (auto& [name, value] : pipe.named_parameters()) run.parameters[name] = value.detach().clone();
+  return run;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Tensor-parallel rank k's share of the one-process parameter `whole`.
+torch::Tensor share(const std::string& name, const torch::Tensor& whole, int k, int t) {
+  const int64_t slice = kHidden / t;
+  if (ends_with(name, "qkv.weight") || ends_with(name, "qkv.bias")) {
+    std::vector<torch::Tensor> parts;
+    for (int part = 0; part < 3; ++part) parts.push_back(whole.narrow(0, part * kHidden + k * slice, slice));
+    return torch::cat(parts);
+  }
+  if (ends_with(name, "fc1.weight") || ends_with(name, "fc1.bias")) return whole.narrow(0, 4 * k * slice, 4 * slice);
+  if (ends_with(name, "fc2.weight")) return whole.narrow(1, 4 * k * slice, 4 * slice);
+  if (ends_with(name, "proj.weight")) return whole.narrow(1, k * slice, slice);
+  return whole;
+}
+
+struct Grid {
+  int dp, pp, tp;
+};
+
+class TensorParallelGrids : public testing::TestWithParam<Grid> {};
+
+TEST_P(TensorParallelGrids, TakesTheStepsOfOneProcessWithEachRanksShareOfTheParameters) {
+  at::set_num_threads(1);
+  const Grid g = GetParam();
+  const GridRun reference = train(1, 1, 1, nullptr);
+  const int world = g.dp * g.pp * g.tp;
+  std::vector<GridRun> runs(world);
+  comm::run_local_group(world, kTimeout,
+                        [&](comm::Communicator& comm) { runs[comm.rank()] = train(g.dp, g.pp, g.tp, &comm); });
+  std::map<std::string, int> seen;
+  for (int r = 0; r < world; ++r) {
+    const int k = r % g.tp;  // tp varies fastest
+    for (int step = 0; step < kSteps; ++step) {
+      EXPECT_NEAR(runs[r].losses[step], reference.losses[step], 1e-5 * std::abs(reference.losses[step]))
+          << "rank " << r << " step " << step;
+    }
+    for (const auto& [name, value] : runs[r].parameters) {
+      ++seen[name];
+      ASSERT_TRUE(reference.parameters.count(name)) << name;
+      const torch::Tensor want = share(name, reference.parameters.at(name), k, g.tp);
+      ASSERT_EQ(value.sizes(), want.sizes()) << name << " on rank " << r;
+      EXPECT_LT(test::relative(value, want), 1e-5) << name << " on rank " << r;
+    }
+  }
+  // Every parameter is held by each of the dp x tp ranks of its stage.
+  EXPECT_EQ(seen.size(), reference.parameters.size());
+  for (const auto& [name, count] : seen) EXPECT_EQ(count, g.dp * g.tp) << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Grids, TensorParallelGrids,
+                         testing::Values(Grid{1, 1, 2}, Grid{1, 2, 2}, Grid{2, 1, 2}, Grid{2, 2, 2}),
+                         [](const testing::TestParamInfo<Grid>& info) {
+                           return "dp" + std::to_string(info.param.dp) + "_pp" + std::to_string(info.param.pp) +
+                                  "_tp" + std::to_string(info.param.tp);
+                         });
+
+TEST(TensorParallelGrids, ZeroBubbleAndInterleavedRunWithTensorParallelism) {
+  at::set_num_threads(1);
+  const GridRun reference = train(1, 1, 1, nullptr);
+  for (const std::string schedule : {"zb-h1", "interleaved"}) {
+    std::vector<GridRun> runs(4);
+    comm::run_local_group(4, kTimeout,
+                          [&](comm::Communicator& comm) { runs[comm.rank()] = train(1, 2, 2, &comm, schedule); });
+    for (int r = 0; r < 4; ++r) {
+      for (int step = 0; step < kSteps; ++step) {
+        EXPECT_NEAR(runs[r].losses[step], reference.losses[step], 1e-5 * std::abs(reference.losses[step]))
+            << schedule << " rank " << r << " step " << step;
+      }
+    }
+  }
+}
+
+TEST(TensorParallelErrors, AGridThatIsNotTheWorldOrATpThatDoesNotDivideTheHeadsIsRefused) {
+  std::vector<std::string> messages(4);
+  comm::run_local_group(4, kTimeout, [&](comm::Communicator& comm) {
+    try {
+      Pipeline(gpt(), nullptr, PipelineOptions().dp(1).pp(2).tp(3).communicator(&comm));
+    } catch (const Error& e) {
+      messages[comm.rank()] = e.what();
+    }
+  });
+  for (const auto& m : messages) EXPECT_THAT(m, testing::HasSubstr("dp=1 x pp=2 x tp=3 is 6 ranks but the world has 4"));
+  std::vector<std::string> heads(3);
+  comm::run_local_group(3, kTimeout, [&](comm::Communicator& comm) {
+    try {
+      Pipeline(gpt(), nullptr, PipelineOptions().pp(1).tp(3).communicator(&comm));
+    } catch (const Error& e) {
+      heads[comm.rank()] = e.what();
+    }
+  });
+  for (const auto& m : heads) EXPECT_THAT(m, testing::HasSubstr("tp=3 must divide the heads (4)"));
+}
+
+}  // namespace
+}  // namespace baton
