@@ -193,6 +193,10 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   executor_options.device = s.device;
   executor_options.share_loss = !o.step_barrier();
   executor_options.world_ranks = s.world_ranks;
+  if (s.tp > 1) {
+    executor_options.tp_group = &*s.tp_group;
+    executor_options.scatter_gather = o.tp_scatter_gather();
+  }
   if (s.dp > 1) {
     executor_options.dp_group = &*s.dp_group;
     executor_options.bucket_bytes = o.bucket_mb() * (1 << 20);

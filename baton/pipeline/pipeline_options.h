@@ -78,6 +78,10 @@ struct PipelineOptions {
   // dp, then pp): world rank = (pp_index * dp + dp_index) * tp + tp_index.
   // Must divide every block's heads. Checkpoints are refused with tp > 1.
   TORCH_ARG(int, tp) = 1;
+  // With tp > 1, Megatron-LM's scatter/gather of boundary activations: each
+  // tp rank sends 1/tp of a stage's output (and of its gradient) to the next
+  // stage, whose tp ranks all-gather it (ExecutorOptions::scatter_gather).
+  TORCH_ARG(bool, tp_scatter_gather) = true;
   // Gradient bucket size in MiB for the dp all-reduces (DDP's bucket_cap_mb).
   TORCH_ARG(double, bucket_mb) = 25;
   // ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas.

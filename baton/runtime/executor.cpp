@@ -209,6 +209,29 @@ std::string Executor::describe(const Action& action, int peer) const {
   return text;
 }
 
+torch::Tensor Executor::tp_scatter(const torch::Tensor& whole, const Action& action) const {
+  if (options_.tp_group == nullptr || !options_.scatter_gather) return whole;
+  const int t = options_.tp_group->world_size(), k = options_.tp_group->rank();
+  BATON_CHECK(whole.dim() >= 1 && whole.size(-1) % t == 0, "[runtime.executor] scatter/gather over tp=", t,
+              " needs boundary tensors whose last dimension tp divides; ", describe(action, -1), " sends ",
+              whole.sizes(), " (turn scatter/gather off)");
+  const int64_t d = whole.size(-1) / t;
+  return whole.narrow(-1, k * d, d).contiguous();
+}
+
+torch::Tensor Executor::tp_gather(const torch::Tensor& slice, const Action& action) const {
+  if (options_.tp_group == nullptr || !options_.scatter_gather) return slice;
+  const int t = options_.tp_group->world_size(), k = options_.tp_group->rank();
+  std::vector<int64_t> shape = slice.sizes().vec();
+  const int64_t d = shape.back();
+  shape.back() *= t;
+  // Each rank fills its slice and zeros: the sum is the whole, exactly.
+  std::vector<torch::Tensor> whole{torch::zeros(shape, slice.options())};
+  whole[0].narrow(-1, k * d, d).copy_(slice);
+  options_.tp_group->all_reduce_sum(whole, "the tensor-parallel gather of " + describe(action, -1));
+  return whole[0];
+}
+
 StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
   const int S = schedule_.stages, m = schedule_.microbatches;
   Step step(S, m);
@@ -352,30 +375,29 @@ void Executor::run_action(Step& step, size_t index) {
       break;
     case ActionKind::SEND_F: {
       const int to = peer(placement_.rank_of(s + 1, mb));
-      step.result.stage_boundary_bytes[s] =
-          static_cast<double>(step.output[c].numel() * step.output[c].element_size());
-      step.sends.push_back(comm_->isend(step.output[c].detach(), to,
-                                        comm::Tag{s, mb, comm::Direction::kForward}));
+      const torch::Tensor payload = tp_scatter(step.output[c].detach(), a);
+      step.result.stage_boundary_bytes[s] = static_cast<double>(payload.numel() * payload.element_size());
+      step.sends.push_back(comm_->isend(payload, to, comm::Tag{s, mb, comm::Direction::kForward}));
       return;
     }
     case ActionKind::SEND_B: {
       const int to = peer(placement_.rank_of(s - 1, mb));
       BATON_ASSERT(step.grad_input[c].defined(), "no input gradient for ", describe(a, to));
-      step.sends.push_back(comm_->isend(step.grad_input[c], to,
+      step.sends.push_back(comm_->isend(tp_scatter(step.grad_input[c], a), to,
                                         comm::Tag{s, mb, comm::Direction::kBackward}));
       step.grad_input[c] = torch::Tensor();
       return;
     }
     case ActionKind::RECV_F: {
       const int from = peer(placement_.rank_of(s - 1, mb));
-      torch::Tensor x = on_device(step.recv_forward[c]->wait(describe(a, from)));
+      torch::Tensor x = tp_gather(on_device(step.recv_forward[c]->wait(describe(a, from))), a);
       step.recv_forward[c].reset();
       step.input[c] = x.is_floating_point() ? x.requires_grad_(true) : x;
       return;
     }
     case ActionKind::RECV_B: {
       const int from = peer(placement_.rank_of(s + 1, mb));
-      step.grad_output[c] = on_device(step.recv_backward[c]->wait(describe(a, from)));
+      step.grad_output[c] = tp_gather(on_device(step.recv_backward[c]->wait(describe(a, from))), a);
       step.recv_backward[c].reset();
       return;
     }

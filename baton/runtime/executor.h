@@ -83,6 +83,14 @@ struct ExecutorOptions {
   // 0..pp-1): with dp or tp > 1 the pipeline's peers are the world ranks of
   // the same dp and tp index. Empty: the same numbers.
   std::vector<int> world_ranks;
+  // Tensor parallelism: this rank's tp group (null when tp = 1). With
+  // `scatter_gather` (Megatron-LM's scatter/gather), every tp rank of a
+  // stage sends only its 1/t of each boundary tensor (a slice of the last
+  // dimension, which t must divide) to its peer of the same tp index, and the
+  // receivers all-gather the slices over their tp group: pipeline traffic
+  // drops by t; the gather runs on the (fast, intra-node) tp links.
+  comm::Communicator* tp_group = nullptr;
+  bool scatter_gather = true;
 };
 
 struct StepResult {
@@ -142,6 +150,9 @@ class Executor {
   void send_loss(Step& step);
   void gather_loss(Step& step);
   std::string describe(const schedule::Action& action, int peer) const;
+  // Scatter/gather of boundary tensors over the tp group (identity without).
+  torch::Tensor tp_scatter(const torch::Tensor& whole, const schedule::Action& action) const;
+  torch::Tensor tp_gather(const torch::Tensor& slice, const schedule::Action& action) const;
   // The communicator's rank of pipeline rank `pipeline_rank`.
   int peer(int pipeline_rank) const;
   // Starts the all-reduce of bucket `bucket` of stage `stage`'s gradients.

@@ -67,6 +67,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
       {"zero", field(&TrainConfig::zero, "zero")},
       {"tp", field(&TrainConfig::tp, "tp")},
+      {"tp_scatter_gather", field(&TrainConfig::tp_scatter_gather, "tp_scatter_gather")},
       {"schedule", field(&TrainConfig::schedule, "schedule")},
       {"virtual", field(&TrainConfig::virtual_stages, "virtual", 1)},
       {"schedule_file", field(&TrainConfig::schedule_file, "schedule_file")},

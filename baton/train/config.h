@@ -38,6 +38,7 @@ struct TrainConfig {
   double bucket_mb = 25;   // dp gradient buckets, MiB (DDP's bucket_cap_mb)
   int zero = 0;            // ZeRO stage: 1 shards the optimizer state over dp (PipelineOptions::zero)
   int tp = 1;              // tensor-parallel ranks per stage (gpt only; PipelineOptions::tp)
+  bool tp_scatter_gather = true;  // Megatron's scatter/gather of boundary activations over tp
   std::string schedule = "1f1b";
   int virtual_stages = 0;  // 0: the schedule's default (given values must be >= 1)
   // A schedule file (text or PyTorch CSV) instead of `schedule`: its ranks

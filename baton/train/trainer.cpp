@@ -110,6 +110,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
       .pp(c.pp)
       .dp(c.dp)
       .tp(c.tp)
+      .tp_scatter_gather(c.tp_scatter_gather)
       .bucket_mb(c.bucket_mb)
       .zero(c.zero)
       .rank_env(env);

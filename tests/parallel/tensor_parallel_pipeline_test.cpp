@@ -130,6 +130,33 @@ TEST(TensorParallelGrids, ZeroBubbleAndInterleavedRunWithTensorParallelism) {
   }
 }
 
+// Megatron's scatter/gather: each tp rank sends 1/t of a boundary (the
+// executor's record of the bytes it sent) and the losses are bitwise those of
+// sending it whole.
+TEST(TensorParallelGrids, ScatterGatherSendsATthOfEachBoundaryWithTheSameLosses) {
+  at::set_num_threads(1);
+  std::map<bool, std::vector<double>> losses, sent;
+  for (const bool scatter : {true, false}) {
+    std::vector<double> bytes(4), loss(4);
+    comm::run_local_group(4, kTimeout, [&](comm::Communicator& comm) {
+      Pipeline pipe(gpt(), nullptr,
+                    PipelineOptions().microbatches(2).pp(2).tp(2).tp_scatter_gather(scatter).communicator(&comm));
+      auto [x, y] = tokens(0);
+      loss[comm.rank()] = pipe.step(x, y);
+      const auto& boundary = pipe.last_step().stage_boundary_bytes;
+      if (boundary.count(0)) bytes[comm.rank()] = boundary.at(0);
+    });
+    losses[scatter] = loss;
+    sent[scatter] = bytes;
+  }
+  EXPECT_EQ(losses[true], losses[false]);
+  // Ranks 0 and 1 are stage 0's tp ranks: a [4, 8, 16] fp32 activation per micro-batch whole.
+  for (int r : {0, 1}) {
+    EXPECT_EQ(sent[false][r], kBatch / 2 * kContext * kHidden * 4.0) << "rank " << r;
+    EXPECT_EQ(sent[true][r], sent[false][r] / 2) << "rank " << r;
+  }
+}
+
 TEST(TensorParallelErrors, AGridThatIsNotTheWorldOrATpThatDoesNotDivideTheHeadsIsRefused) {
   std::vector<std::string> messages(4);
   comm::run_local_group(4, kTimeout, [&](comm::Communicator& comm) {

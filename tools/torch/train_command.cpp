@@ -188,6 +188,9 @@ Action add_train(CLI::App& app) {
        "Gradient bucket size in MiB for the dp all-reduces (default 25, as DDP)");
   flag(cmd, *f, "--tp", &train::TrainConfig::tp,
        "Tensor-parallel ranks per stage (gpt: heads and MLP split; --nproc dp*pp*tp; must divide --heads)");
+  flag(cmd, *f, "--tp-scatter-gather", &train::TrainConfig::tp_scatter_gather,
+       "With --tp: send 1/tp of each boundary activation between stages and all-gather it over tp "
+       "(Megatron's scatter/gather; on or off, default on)");
   flag(cmd, *f, "--zero", &train::TrainConfig::zero,
        "ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas (with --dp 1 it changes nothing)");
   f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
