@@ -39,6 +39,9 @@ struct SimulateFlags {
   double param_mb = 0, bucket_mb = schedule::kDefaultBucketMiB;
   double dp_latency_us = 10, dp_gbps = 25;
   double tp_latency_us = 5, tp_gbps = 150, tp_mb = 0, tp_layers = 1, tp_comm = 0;
+  // The pipeline link's bandwidth and the bytes of a stage boundary (0: only --comm).
+  double pp_gbps = 0, boundary_mb = 0;
+  bool tp_scatter_gather = true;
   bool grid = false, json = false, print = false;
   std::string svg, trace, export_csv;
   std::string csv_format = "compute_only";
@@ -105,6 +108,13 @@ sim::CostModel grid_costs(const schedule::Schedule& s, const CLI::App& cmd, cons
   }
   costs.dp = f.dp;
   costs.dp_link = sim::Link{f.dp_latency_us / 1e3, f.dp_gbps * 1e6};
+  costs.comm_bytes_per_time = f.pp_gbps * 1e6;
+  if (cmd.count("--boundary-mb")) {
+    for (sim::StageCost& stage : costs.stages) stage.boundary_bytes = f.boundary_mb * kMiB;
+  }
+  costs.tp = f.tp;
+  costs.tp_link = tp_link;
+  costs.scatter_gather = f.tp_scatter_gather;
   return costs;
 }
 
@@ -122,7 +132,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   if (!cmd.count("--schedule-file")) topology::Topology(f.dp, f.pp, f.tp);
   // The stats-only path knows neither REDUCE_GRAD nor tp charges: dp = tp = 1 only.
   if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty() && f.dp == 1 &&
-      f.tp == 1 && cmd.count("--param-mb") == 0) {
+      f.tp == 1 && cmd.count("--param-mb") == 0 && cmd.count("--boundary-mb") == 0 && f.pp_gbps == 0) {
     const StatsOnly fast = simulate_stats_only(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});
     // The grid's fields as the full path writes them for dp = tp = 1 and no parameter bytes.
     SimulatedGrid grid;
@@ -257,6 +267,16 @@ Action add_simulate(CLI::App& app) {
                   "Extra time a rank's share spends in tp communication per F and per B or I "
                   "(with --tp > 1), added to the all-reduces above")
       ->capture_default_str()->check(kTime);
+  cmd->add_option("--pp-gbps", flags->pp_gbps,
+                  "Bandwidth of the pipeline links, GB/s, for --boundary-mb; 0: infinite (only --comm)")
+      ->capture_default_str()->check(kTime);
+  cmd->add_option("--boundary-mb", flags->boundary_mb,
+                  "Bytes of a stage's output activation (and its gradient) per micro-batch, MiB")
+      ->capture_default_str()->check(kTime);
+  cmd->add_option("--tp-scatter-gather", flags->tp_scatter_gather,
+                  "With --tp > 1 and --boundary-mb: send 1/tp of a boundary over the pipeline link and "
+                  "gather it over tp (baton train's default; true or false)")
+      ->capture_default_str();
   cmd->add_flag("--grid", flags->grid, "Print the timeline as a text grid");
   cmd->add_flag("--print-schedule", flags->print, "Print the lowered schedule in compact notation");
   cmd->add_option("--svg", flags->svg, "Write an SVG Gantt chart");

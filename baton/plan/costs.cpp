@@ -66,6 +66,10 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
   const Link pp = link(cluster, pipeline_in_node(cluster, c));
   model.comm_latency = pp.latency_us * 1e-6;
   model.comm_bytes_per_time = bytes_per_second(pp.gbps);
+  // baton's scatter/gather of boundaries over the tp ranks (on by default).
+  model.tp = c.t;
+  model.tp_link = sim::Link{tp.latency_us * 1e-6, bytes_per_second(tp.gbps)};
+  model.scatter_gather = true;
   for (int s = 0; s < stages; ++s) {
     sim::StageCost cost;
     cost.forward = n * (layer + 2 * tp_allreduce);

@@ -7,8 +7,11 @@
 namespace baton::sim {
 
 double CostModel::comm_time(int stage) const {
+  const double bytes = stages[stage].boundary_bytes;
+  const bool scatter = scatter_gather && tp > 1 && bytes > 0;
   double t = comm_latency;
-  if (comm_bytes_per_time > 0) t += stages[stage].boundary_bytes / comm_bytes_per_time;
+  if (comm_bytes_per_time > 0) t += (scatter ? bytes / tp : bytes) / comm_bytes_per_time;
+  if (scatter) t += ring_allreduce_time(tp, bytes, tp_link);
   return t;
 }
 

@@ -11,6 +11,11 @@
 //    (W needs no tp all-reduce): the time of the all-reduces of activations
 //    inside the stage, on the critical path (Megatron-LM: 2 in the forward
 //    and 2 in the backward of each transformer layer; see tp_comm_time()).
+//  - With tp > 1 and scatter_gather (Megatron's scatter/gather, baton's
+//    default), a boundary moves as 1/tp of its bytes over the pipeline link,
+//    then a gather over the tp group: baton gathers with an all-reduce of the
+//    slices padded with zeros, so it costs ring_allreduce_time(tp, bytes).
+//    Without it, the whole boundary crosses the pipeline link.
 #pragma once
 
 #include <vector>
@@ -58,8 +63,12 @@ struct CostModel {
   double comm_bytes_per_time = 0; // link bandwidth; 0 means infinite
   int dp = 1;                     // the data-parallel group REDUCE_GRAD reduces over
   Link dp_link;
+  int tp = 1;                     // tensor-parallel ranks per stage
+  Link tp_link;
+  bool scatter_gather = false;    // see the header comment; only with tp > 1 and boundary bytes
 
-  // Time to move the boundary between stage `stage` and `stage + 1`.
+  // Time to move the boundary between stage `stage` and `stage + 1` (with
+  // scatter/gather: its slice over the pipeline link, then the tp gather).
   double comm_time(int stage) const;
   double backward(int stage) const {
     return stages[stage].input_backward + stages[stage].weight_backward;
