@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `baton train --tp`: the gpt model with its blocks split over 2 tensor-parallel
-# ranks, alone and inside a 2-stage pipeline, reports the losses of one process
+# ranks, alone and inside a 2-stage pipeline (also with recomputation and the
+# split backward of zb-h1), reports the losses of one process
 # (within 1e-5); bad grids get one line and exit 2.
 source "$(dirname "$0")/lib/common.sh"
 G=(--model gpt --layers 2 --hidden 32 --heads 4 --context 16 --batch 8 --microbatches 2 --steps 3 --threads 1)
@@ -13,8 +14,9 @@ run() {  # run <name> args...: trains, metrics into $tmp/<name>.jsonl
 run one --pp 1
 run tp2 --pp 1 --tp 2 --nproc 2
 run pp2_tp2 --pp 2 --tp 2 --nproc 4
+run recompute --pp 2 --tp 2 --nproc 4 --recompute always --schedule zb-h1
 grep -q "tp=2, pp=2" "$tmp/pp2_tp2.out" || fail "no tp in the banner: $(head -1 "$tmp/pp2_tp2.out")"
-python3 - "$tmp/one.jsonl" "$tmp/tp2.jsonl" "$tmp/pp2_tp2.jsonl" <<'PY' || fail "losses differ"
+python3 - "$tmp/one.jsonl" "$tmp/tp2.jsonl" "$tmp/pp2_tp2.jsonl" "$tmp/recompute.jsonl" <<'PY' || fail "losses differ"
 import json, sys
 def losses(path):
     return [json.loads(l)["loss"] for l in open(path) if '"step"' in l]
