@@ -6,8 +6,9 @@ Profiles the model once (`baton train --profile-out`, one rank, the run's micro-
 micro-batch size and count the plan chose for that grid: the planner simulates one replica's pipeline with the profiled costs, the dp
 all-reduce and the optimizer step), then trains each grid with `baton train --dp D --pp P`
 (1 thread per rank) and prints, per grid: the median measured step time against the predicted
-one, and rank 0's measured memory (parameters + gradients + optimizer state + peak activations,
-from the run's memory report) against the plan's memory per GPU.
+one, and the most loaded rank's measured memory (parameters + gradients + optimizer state + peak
+activations, from the run's memory report) against the plan's memory per GPU (its most loaded
+rank's).
 
 The machine has 2 cores: 4 ranks run two to a core, so the 4-rank grids measure about twice the
 time a 4-device machine would (the plan assumes one device per rank); the 2-rank grids are the
@@ -40,8 +41,9 @@ def measure(baton, tmp, p, d, m, steps):
     rows = [json.loads(line) for line in open(metrics)]
     step_ms = statistics.median([r["step_ms"] for r in rows if "step_ms" in r][3:])
     final = [r for r in rows if r.get("final")][0]
-    m0 = [m for m in final["memory"] if m["rank"] == 0][0]
-    memory = m0["parameter_bytes"] + m0["gradient_bytes"] + m0["optimizer_bytes"] + m0["peak_activation_bytes"]
+    # The plan's memory per GPU is its most loaded rank's: compare with the largest measured.
+    memory = max(m["parameter_bytes"] + m["gradient_bytes"] + m["optimizer_bytes"] + m["peak_activation_bytes"]
+                 for m in final["memory"])
     return step_ms, memory
 
 
@@ -59,8 +61,10 @@ def main():
         print(f"{'ranks':>5} {'p':>2} {'d':>2} {'b':>3} {'m':>3} {'predicted_ms':>12} {'measured_ms':>12} "
               f"{'meas/pred':>9} {'pred_mem_kB':>11} {'meas_mem_kB':>11} {'meas/pred':>9}")
         for ranks, grids in ((2, [(2, 1), (1, 2)]), (4, [(4, 1), (2, 2), (1, 4)])):
+            # This machine's Gloo link (bench/plan_calibration.py says where the figures come from).
             plans = json.loads(sh([baton, "plan", "--profile", profile, "--gpus", str(ranks),
                                    "--gpus-per-node", str(ranks), "--gpu-memory-gb", "64",
+                                   "--intra-node-gbps", "19", "--intra-node-latency-us", "50",
                                    "--batch", str(BATCH), "--json"]))["plans"]
             for p, d in grids:
                 match = [e for e in plans if e["t"] == 1 and e["p"] == p and e["d"] == d and
