@@ -122,7 +122,7 @@ class Pipeline {
             const nlohmann::json& extra = nlohmann::json::object()) const;
   nlohmann::json load(const std::string& dir, torch::optim::Optimizer* optimizer = nullptr);
 
-  // This rank in the world (pp index * dp + dp index), and the world's size.
+  // This rank in the world ((pp index * dp + dp index) * tp + tp index), and the world's size.
   int rank() const;
   int world_size() const;
   // The global layer indices of each stage this rank holds, by stage:
