@@ -302,12 +302,14 @@ void Pipeline::join_process_group() {
               "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
   s.dp = o.dp();
   s.tp = o.tp();
-  BATON_CHECK(o.pp() > 0 || s.world_size % (s.dp * s.tp) == 0, "[pipeline] dp=", s.dp, " x tp=", s.tp,
+  // The tp factor is named only when there is one (dp-only grids read as before).
+  const std::string tp_text = s.tp > 1 ? detail::concat(" x tp=", s.tp) : std::string();
+  BATON_CHECK(o.pp() > 0 || s.world_size % (s.dp * s.tp) == 0, "[pipeline] dp=", s.dp, tp_text,
               " does not divide the world of ", s.world_size, " ranks into equal pipelines");
   s.pp = o.pp() > 0 ? o.pp() : s.world_size / (s.dp * s.tp);
-  BATON_CHECK(s.dp * s.pp * s.tp == s.world_size, "[pipeline] dp=", s.dp, " x pp=", s.pp, " x tp=", s.tp,
-              " is ", s.dp * s.pp * s.tp, " ranks but the world has ", s.world_size,
-              "; each rank runs one tensor-parallel share of one pipeline rank of one replica");
+  BATON_CHECK(s.dp * s.pp * s.tp == s.world_size, "[pipeline] dp=", s.dp, " x pp=", s.pp, tp_text, " is ",
+              s.dp * s.pp * s.tp, " ranks but the world has ", s.world_size, "; each rank runs one ",
+              s.tp > 1 ? "tensor-parallel share of one " : "", "pipeline rank of one replica");
   const topology::Topology grid(s.dp, s.pp, s.tp);
   const topology::Coords here = grid.coords(s.rank);
   s.pipeline_rank = here.pp;

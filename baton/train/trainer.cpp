@@ -145,7 +145,7 @@ void check_setup(const TrainConfig& c) {
 void train(const TrainConfig& c, const RankContext& ctx) {
   check_config(c);
   BATON_CHECK(ctx.world_size == c.dp * c.pp * c.tp, "[train] world size ", ctx.world_size,
-              " does not equal dp=", c.dp, " x pp=", c.pp, " x tp=", c.tp,
+              " does not equal dp=", c.dp, " x pp=", c.pp, c.tp > 1 ? detail::concat(" x tp=", c.tp) : std::string(),
               ": each process runs one tensor-parallel share of one pipeline rank of one replica (start ",
               c.dp * c.pp * c.tp, " ranks, e.g. --nproc ", c.dp * c.pp * c.tp, ")");
   const int cores = available_cores();

@@ -146,7 +146,8 @@ int run(TrainFlags& f) {
   }
   const int nproc = f.nproc > 0 ? f.nproc : 1;
   const int world = config.dp * config.pp * config.tp;
-  BATON_CHECK(nproc == world, "[train] dp=", config.dp, " x pp=", config.pp, " x tp=", config.tp, " needs ", world,
+  BATON_CHECK(nproc == world, "[train] dp=", config.dp, " x pp=", config.pp,
+              config.tp > 1 ? detail::concat(" x tp=", config.tp) : std::string(), " needs ", world,
               " ranks but --nproc is ", nproc, ": pass --nproc ", world,
               ", or start the ranks with torchrun");
   train::check_setup(config);
