@@ -64,36 +64,26 @@ torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, comm::Communic
   return ReduceFromTensorParallel::apply(x, handle(group));
 }
 
-ColumnParallelLinearImpl::ColumnParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias,
+ColumnParallelLinearImpl::ColumnParallelLinearImpl(const torch::Tensor& full_weight, const torch::Tensor& full_bias,
                                                    int rank, int size, comm::Communicator* group)
-    : full_weight_(weight.detach()), full_bias_(bias.defined() ? bias.detach() : bias), rank_(rank),
-      size_(size), group_(group) {
-  check_split("column_parallel_linear", "output", weight.size(0), rank, size);
-  reset();
-}
-
-void ColumnParallelLinearImpl::reset() {
-  const int64_t rows = full_weight_.size(0) / size_;
-  weight = register_parameter("weight", full_weight_.narrow(0, rank_ * rows, rows).clone());
-  if (full_bias_.defined()) bias = register_parameter("bias", full_bias_.narrow(0, rank_ * rows, rows).clone());
+    : group_(group) {
+  check_split("column_parallel_linear", "output", full_weight.size(0), rank, size);
+  const int64_t rows = full_weight.size(0) / size;
+  weight = register_parameter("weight", full_weight.detach().narrow(0, rank * rows, rows).clone());
+  if (full_bias.defined()) bias = register_parameter("bias", full_bias.detach().narrow(0, rank * rows, rows).clone());
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
   return torch::nn::functional::linear(copy_to_tensor_parallel(x, group_), weight, bias);
 }
 
-RowParallelLinearImpl::RowParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, int rank,
-                                             int size, comm::Communicator* group)
-    : full_weight_(weight.detach()), full_bias_(bias.defined() ? bias.detach() : bias), rank_(rank),
-      size_(size), group_(group) {
-  check_split("row_parallel_linear", "input", weight.size(1), rank, size);
-  reset();
-}
-
-void RowParallelLinearImpl::reset() {
-  const int64_t columns = full_weight_.size(1) / size_;
-  weight = register_parameter("weight", full_weight_.narrow(1, rank_ * columns, columns).clone());
-  if (full_bias_.defined()) bias = register_parameter("bias", full_bias_.clone());
+RowParallelLinearImpl::RowParallelLinearImpl(const torch::Tensor& full_weight, const torch::Tensor& full_bias,
+                                             int rank, int size, comm::Communicator* group)
+    : group_(group) {
+  check_split("row_parallel_linear", "input", full_weight.size(1), rank, size);
+  const int64_t columns = full_weight.size(1) / size;
+  weight = register_parameter("weight", full_weight.detach().narrow(1, rank * columns, columns).clone());
+  if (full_bias.defined()) bias = register_parameter("bias", full_bias.detach().clone());
 }
 
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
@@ -102,19 +92,15 @@ torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
 }
 
 TensorParallelBlockImpl::TensorParallelBlockImpl(const TransformerBlock& full, int rank, int size,
-                                                 comm::Communicator* group)
-    : full_(full), rank_(rank), size_(size), group_(group) {
+                                                 comm::Communicator* group) {
   BATON_CHECK(size >= 1 && full->heads % size == 0, "[nn.tensor_parallel_block] tp=", size,
               " must divide the heads (", full->heads, ")");
-  reset();
-}
-
-void TensorParallelBlockImpl::reset() {
   torch::NoGradGuard no_grad;
-  const TransformerBlockImpl& f = *full_;
+  const TransformerBlockImpl& f = *full;
   const int64_t hidden = f.ln1->options.normalized_shape()[0];
-  const int64_t slice = hidden / size_;
-  local_heads = f.heads / size_;
+  const int64_t slice = hidden / size;
+  local_heads = f.heads / size;
+  head_dim = hidden / f.heads;
   ln1 = register_module("ln1", torch::nn::LayerNorm(f.ln1->options));
   ln1->weight.copy_(f.ln1->weight);
   ln1->bias.copy_(f.ln1->bias);
@@ -124,23 +110,22 @@ void TensorParallelBlockImpl::reset() {
   // The fused QKV rows are [q; k; v], each by head. Reordered rank by rank
   // as [q_r; k_r; v_r], rank r's contiguous slice holds its heads of all three.
   std::vector<torch::Tensor> weight_rows, bias_rows;
-  for (int r = 0; r < size_; ++r) {
+  for (int r = 0; r < size; ++r) {
     for (int part = 0; part < 3; ++part) {
       weight_rows.push_back(f.qkv->weight.narrow(0, part * hidden + r * slice, slice));
       bias_rows.push_back(f.qkv->bias.narrow(0, part * hidden + r * slice, slice));
     }
   }
-  qkv = register_module("qkv", ColumnParallelLinear(torch::cat(weight_rows), torch::cat(bias_rows), rank_,
-                                                    size_, group_));
-  proj = register_module("proj", RowParallelLinear(f.proj->weight, f.proj->bias, rank_, size_, group_));
-  fc1 = register_module("fc1", ColumnParallelLinear(f.fc1->weight, f.fc1->bias, rank_, size_, group_));
-  fc2 = register_module("fc2", RowParallelLinear(f.fc2->weight, f.fc2->bias, rank_, size_, group_));
+  qkv = register_module("qkv", ColumnParallelLinear(torch::cat(weight_rows), torch::cat(bias_rows), rank, size,
+                                                    group));
+  proj = register_module("proj", RowParallelLinear(f.proj->weight, f.proj->bias, rank, size, group));
+  fc1 = register_module("fc1", ColumnParallelLinear(f.fc1->weight, f.fc1->bias, rank, size, group));
+  fc2 = register_module("fc2", RowParallelLinear(f.fc2->weight, f.fc2->bias, rank, size, group));
 }
 
 torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
   BATON_CHECK(x.dim() == 3, "[nn.tensor_parallel_block] input must be [batch, time, hidden]: got ", x.sizes());
-  const int64_t batch = x.size(0), time = x.size(1), hidden = x.size(2);
-  const int64_t head_dim = hidden / (local_heads * size_);
+  const int64_t batch = x.size(0), time = x.size(1);
   // [B, T, 3 H/t] -> 3 x [B, heads/t, T, head_dim]: this rank's heads.
   const auto heads = qkv(ln1(x)).view({batch, time, 3, local_heads, head_dim}).permute({2, 0, 3, 1, 4});
   auto scores = heads[0].matmul(heads[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));

@@ -22,7 +22,8 @@
 // every tp rank.
 #pragma once
 
-#include <torch/nn/cloneable.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
@@ -37,42 +38,38 @@ torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, comm::Communicator
 // g: `x` summed over `group` in forward; identity backward.
 torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, comm::Communicator* group);
 
-class ColumnParallelLinearImpl : public torch::nn::Cloneable<ColumnParallelLinearImpl> {
+// Both keep only their slice (copies): the full tensors they were built from
+// can be freed.
+class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   // `weight` [out, in] and `bias` [out] (may be undefined) of the full layer;
   // this rank keeps rows of slice `rank` of `size`. Throws baton::Error when
   // `size` does not divide out.
   ColumnParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, int rank, int size,
                            comm::Communicator* group);
-  void reset() override;
   // x [..., in] -> this rank's slice of the output [..., out / size].
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::Tensor weight, bias;
 
  private:
-  torch::Tensor full_weight_, full_bias_;
-  int rank_, size_;
   comm::Communicator* group_;
 };
 TORCH_MODULE(ColumnParallelLinear);
 
-class RowParallelLinearImpl : public torch::nn::Cloneable<RowParallelLinearImpl> {
+class RowParallelLinearImpl : public torch::nn::Module {
  public:
   // `weight` [out, in] and `bias` [out] of the full layer; this rank keeps
   // columns of slice `rank` of `size` and the whole bias. Throws baton::Error
   // when `size` does not divide in.
   RowParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, int rank, int size,
                         comm::Communicator* group);
-  void reset() override;
   // x [..., in / size] (this rank's slice) -> the whole output [..., out].
   torch::Tensor forward(const torch::Tensor& x);
 
   torch::Tensor weight, bias;
 
  private:
-  torch::Tensor full_weight_, full_bias_;
-  int rank_, size_;
   comm::Communicator* group_;
 };
 TORCH_MODULE(RowParallelLinear);
@@ -85,22 +82,16 @@ TORCH_MODULE(RowParallelLinear);
 // every rank. Two all-reduces forward (after attention and after the MLP) and
 // two backward. Built from a one-device block: t ranks start where it does.
 // Throws baton::Error unless t divides the heads (and so the 4h units).
-class TensorParallelBlockImpl : public torch::nn::Cloneable<TensorParallelBlockImpl> {
+class TensorParallelBlockImpl : public torch::nn::Module {
  public:
   TensorParallelBlockImpl(const TransformerBlock& full, int rank, int size, comm::Communicator* group);
-  void reset() override;
   // x [batch, time, hidden] (the same on every rank) -> the block's output, whole on every rank.
   torch::Tensor forward(const torch::Tensor& x);
 
-  int64_t local_heads = 0;
+  int64_t local_heads = 0, head_dim = 0;
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   ColumnParallelLinear qkv{nullptr}, fc1{nullptr};
   RowParallelLinear proj{nullptr}, fc2{nullptr};
-
- private:
-  TransformerBlock full_;
-  int rank_, size_;
-  comm::Communicator* group_;
 };
 TORCH_MODULE(TensorParallelBlock);
 
