@@ -1,5 +1,6 @@
 #include "tools/simulate_stats.h"
 
+#include "baton/sim/simulator.h"
 #include "baton/sim/stream_stats.h"
 
 namespace baton::cli {
@@ -15,7 +16,11 @@ StatsOnly simulate_stats_only(const std::string& name, const schedule::Generator
     source = sim::schedule_source(generated);
   }
   StatsOnly out;
-  out.stats = sim::simulate_stats(*source, sim::uniform_cost_model(*source, c.tf, c.tb, c.tw, c.comm));
+  const sim::CostModel costs = sim::uniform_cost_model(*source, c.tf, c.tb, c.tw, c.comm);
+  // A window without a flush runs unrolled over steps (sim/simulator.h), which
+  // the stats-only stepper does not do.
+  out.stats = generated.carries ? sim::simulate(generated, costs).stats
+                                : sim::simulate_stats(*source, costs);
   out.shape = {source->name(),   source->ranks(),           source->microbatches(), source->stages(),
                source->stages_per_rank(), source->map(), source->lowered_action_count()};
   return out;

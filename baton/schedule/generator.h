@@ -43,6 +43,7 @@ Schedule dualpipe_v(const GeneratorOptions& options);   // "dualpipev"
 Schedule v_half(const GeneratorOptions& options);       // "v-half"
 Schedule v_min(const GeneratorOptions& options);        // "v-min"
 Schedule zb_auto(const GeneratorOptions& options);      // "zb-auto"
+Schedule two_bw(const GeneratorOptions& options);       // "2bw" (no flush: Schedule::carries)
 
 // The step time zb-auto predicts for the order it picks (its own timing of
 // the costs in options.zb_auto), for tests and the planner.

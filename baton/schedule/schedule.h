@@ -35,6 +35,14 @@ struct Schedule {
   // Evaluation: every (stage, micro-batch) has one F and no backward
   // (validate() holds it to that); see forward_only() in generator.h.
   bool forward_only = false;
+  // No flush between steps (PipeDream-2BW): the list is one step of a
+  // pipeline that runs on from step to step. A backward-side action (B, I, W,
+  // RECV_B, SEND_B) listed on a rank before that rank's F of the same (stage,
+  // micro-batch) is "carried": it belongs to micro-batch m of the PREVIOUS
+  // step, whose forward ran there. The first step runs no carried actions; a
+  // drain (the carried actions alone) ends the last. validate() and the
+  // simulator unroll such a window over several steps (schedule/unroll.h).
+  bool carries = false;
 
   // v: stage chunks a rank holds (2 for V and bidirectional).
   int stages_per_rank() const;

@@ -9,6 +9,7 @@
 #include "baton/core/printable.h"
 #include "baton/schedule/limits.h"
 #include "baton/schedule/text_format.h"
+#include "baton/schedule/unroll.h"
 #include "baton/schedule/walk.h"
 
 namespace baton::schedule {
@@ -303,6 +304,17 @@ void validate(const Schedule& schedule) {
   const Placement placement(schedule);
   check_communication(schedule, placement, seen);
   check_grad_reductions(schedule);
+  if (schedule.carries) {
+    // No flush: prove the order over consecutive steps. Three steps and the
+    // drain hold every pairing of a step's carried actions with the next's.
+    if (schedule.has_grad_reductions() || schedule.forward_only) {
+      fail(schedule,
+           "a schedule without a flush (carries) has no REDUCE_GRAD and is not forward-only",
+           {});
+    }
+    validate(unroll(schedule, 3));
+    return;
+  }
 
   const WalkResult walked = walk(schedule, placement);
   if (walked.complete) return;

@@ -5,6 +5,7 @@
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
+#include "baton/schedule/unroll.h"
 #include "baton/schedule/walk.h"
 #include "baton/sim/step_accounting.h"
 
@@ -156,9 +157,29 @@ double steady_step(const schedule::Schedule& schedule, const CostModel& costs,
   });
 }
 
+// A window without a flush (Schedule::carries): its one step from an empty
+// pipeline to an empty one (the window unrolled once and drained), and the
+// time per step of the window run back to back: the makespan of k + n steps
+// less that of k steps, over n (the fill and the drain cancel out).
+Result simulate_carried(const schedule::Schedule& window, const CostModel& costs) {
+  Result result = simulate(schedule::unroll(window, 1), costs);
+  const int n = static_cast<int>(std::clamp<size_t>(
+      kSteadyStepActions / std::max<size_t>(1, 4 * window.action_count()), 1, 8));
+  auto makespan = [&](int steps) {
+    const schedule::Schedule unrolled = schedule::unroll(window, steps);
+    const schedule::Placement placement(unrolled);
+    const auto ends = run_step(unrolled, costs, placement,
+                               std::vector<double>(unrolled.ranks, 0), nullptr, nullptr);
+    return *std::max_element(ends.begin(), ends.end());
+  };
+  result.stats.steady_step = (makespan(2 + n) - makespan(2)) / n;
+  return result;
+}
+
 }  // namespace
 
 Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
+  if (schedule.carries) return simulate_carried(schedule, costs);
   BATON_CHECK(static_cast<int>(costs.stages.size()) == schedule.stages, "[sim.simulate] cost model has ",
               costs.stages.size(), " stages but schedule \"", printable(schedule.name), "\" has ",
               schedule.stages);

@@ -59,6 +59,11 @@ inline constexpr size_t kSteadyStepActions = 20'000'000;
 // REQUIRES: `schedule` is valid (validate() passes); one StageCost per stage.
 // Throws baton::Error if a cost is negative or not finite, or if the costs of
 // the schedule's actions add up to more than kMaxTotalCost.
+// A schedule without a flush (Schedule::carries, 2bw): the timeline and stats
+// are those of one step from an empty pipeline to an empty one (the window
+// unrolled once, its carried backwards drained at the end), and steady_step
+// the time per step of the window run back to back, carried backwards and
+// all: the makespan of 2 + n unrolled steps less that of 2, over n.
 Result simulate(const schedule::Schedule& schedule, const CostModel& costs);
 
 }  // namespace baton::sim
