@@ -1,29 +1,40 @@
 #include "tools/simulate_stats.h"
 
+#include "baton/schedule/lower.h"
 #include "baton/sim/simulator.h"
 #include "baton/sim/stream_stats.h"
 
 namespace baton::cli {
+namespace {
+
+StatsOnly finish(const sim::ActionSource& source, const UniformCosts& c) {
+  StatsOnly out;
+  out.stats = sim::simulate_stats(source, sim::uniform_cost_model(source, c.tf, c.tb, c.tw, c.comm));
+  out.shape = {source.name(),   source.ranks(),           source.microbatches(), source.stages(),
+               source.stages_per_rank(), source.map(), source.lowered_action_count()};
+  return out;
+}
+
+}  // namespace
 
 StatsOnly simulate_stats_only(const std::string& name, const schedule::GeneratorOptions& options,
                               const UniformCosts& c) {
-  schedule::Schedule generated;  // only for schedules without a closed form
-  std::unique_ptr<sim::ActionSource> source;
-  if (sim::has_closed_form(name)) {
-    source = sim::closed_form_source(name, options);
-  } else {
-    generated = schedule::generate(name, options);
-    source = sim::schedule_source(generated);
-  }
   StatsOnly out;
-  const sim::CostModel costs = sim::uniform_cost_model(*source, c.tf, c.tb, c.tw, c.comm);
-  // A window without a flush runs unrolled over steps (sim/simulator.h), which
-  // the stats-only stepper does not do.
-  out.stats = generated.carries ? sim::simulate(generated, costs).stats
-                                : sim::simulate_stats(*source, costs);
-  out.shape = {source->name(),   source->ranks(),           source->microbatches(), source->stages(),
-               source->stages_per_rank(), source->map(), source->lowered_action_count()};
-  return out;
+  if (!sim::has_closed_form(name)) {
+    const schedule::Schedule generated = schedule::generate(name, options);
+    if (generated.carries) {
+      // A window without a flush runs unrolled over steps (sim/simulator.h),
+      // which the stats-only stepper does not do.
+      const schedule::Schedule lowered = schedule::lower(generated);
+      out.stats = sim::simulate(lowered, sim::uniform_cost_model(lowered, c.tf, c.tb, c.tw, c.comm)).stats;
+      out.shape = {generated.name, generated.ranks, generated.microbatches, generated.stages,
+                   generated.stages_per_rank(), generated.map, lowered.action_count()};
+      return out;
+    }
+    const auto source = sim::schedule_source(generated);
+    return finish(*source, c);
+  }
+  return finish(*sim::closed_form_source(name, options), c);
 }
 
 nlohmann::json simulate_json(const SimulatedShape& shape, const sim::Stats& st, const SimulatedGrid& grid) {

@@ -197,6 +197,9 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
     executor_options.tp_group = &*s.tp_group;
     executor_options.scatter_gather = o.tp_scatter_gather();
   }
+  BATON_CHECK(!s.schedule.carries || (s.dp == 1 && s.tp == 1), "[pipeline] schedule ",
+              s.schedule.name, " has no flush between steps and runs with dp=1 and tp=1 only, got dp=",
+              s.dp, " tp=", s.tp, " (data parallelism reduces whole steps' gradients)");
   if (s.dp > 1) {
     executor_options.dp_group = &*s.dp_group;
     executor_options.bucket_bytes = o.bucket_mb() * (1 << 20);
@@ -444,12 +447,22 @@ std::vector<torch::Tensor> Pipeline::parameters() const {
 
 std::vector<std::pair<std::string, torch::Tensor>> Pipeline::named_parameters() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
+  // Without a flush the optimizer's tensors are the executor's masters, in
+  // the modules' order (runtime/weight_versions.h).
+  const bool masters = state_->schedule.carries;
+  const std::vector<torch::Tensor> all = masters ? state_->executor->parameters() : std::vector<torch::Tensor>{};
+  size_t k = 0;
   for (const auto& [index, stage] : state_->executor->stages()) {
     for (const auto& item : stage->module().named_parameters()) {
-      out.emplace_back("layer." + item.key(), item.value());
+      out.emplace_back("layer." + item.key(), masters ? all.at(k++) : item.value());
     }
   }
   return out;
+}
+
+void Pipeline::flush() {
+  State& s = *state_;
+  if (s.executor->carrying()) s.last = s.executor->drain();
 }
 
 namespace {
@@ -480,6 +493,9 @@ checkpoint::Layers checkpoint_layers(const runtime::Executor& executor, const sc
 void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
                     const nlohmann::json& extra) const {
   const State& s = *state_;
+  BATON_CHECK(!s.schedule.carries, "[pipeline] save with schedule ", s.schedule.name,
+              ": its weights are double-buffered with backwards carried between steps, which "
+              "checkpoints do not hold yet; save a run with a flush (e.g. 1f1b)");
   BATON_CHECK(s.tp == 1, "[pipeline] save with tp=", s.tp,
               ": checkpoints hold whole layers, and the blocks are split over the tp ranks (not yet "
               "gathered); save with tp=1");
@@ -514,6 +530,9 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
 
 nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* optimizer) {
   State& s = *state_;
+  BATON_CHECK(!s.schedule.carries, "[pipeline] load with schedule ", s.schedule.name,
+              ": its weights are double-buffered with backwards carried between steps, which "
+              "checkpoints do not hold yet; resume with a flushed schedule (e.g. 1f1b)");
   BATON_CHECK(s.tp == 1, "[pipeline] load with tp=", s.tp,
               ": checkpoints hold whole layers, and the blocks are split over the tp ranks (not yet "
               "scattered); load with tp=1");

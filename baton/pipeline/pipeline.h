@@ -86,6 +86,18 @@ class Pipeline {
   // which REDUCE_GRAD already synchronises). With
   // PipelineOptions::step_barrier the step ends with an all-reduce instead.
   double step(const torch::Tensor& inputs, const torch::Tensor& targets);
+  //
+  // A schedule without a flush (2bw, PipeDream-2BW): the pipeline runs on
+  // from step to step, each rank carrying its last backwards into the next
+  // step, and the weights are double-buffered (runtime/weight_versions.h).
+  // Every micro-batch of step t runs on the weights parameters() held when
+  // step t began; after step t, parameters()' gradients are step t - 1's
+  // (none after the first step), so the optimizer step after step t applies
+  // them: W(t+1) = W(t) - lr * grad(W(t-1)), one update stale. flush() ends
+  // the pipeline: it runs the carried backwards and leaves the last step's
+  // gradients (step the optimizer once more to apply them). dp and tp must
+  // be 1; save() and load() refuse.
+  void flush();
 
   // Forward only, without autograd. Returns the model's output for `inputs`
   // on the rank holding the last stage; an undefined tensor on the others

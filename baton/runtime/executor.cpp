@@ -6,12 +6,14 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include "baton/core/error.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/lower.h"
+#include "baton/schedule/unroll.h"
 
 namespace baton::runtime {
 
@@ -109,6 +111,25 @@ Executor::Executor(schedule::Schedule schedule, int rank, std::vector<std::share
                   " REDUCE_GRAD action(s)");
     }
   }
+  carried_ = schedule::carried_actions(schedule_)[static_cast<size_t>(rank_)];
+  if (schedule_.carries) {
+    std::set<size_t> cells;
+    for (size_t i = 0; i < actions.size(); ++i) {
+      if (!carried_[i]) continue;
+      const Action& a = actions[i];
+      cells.insert(static_cast<size_t>(a.stage) * schedule_.microbatches + a.microbatch);
+      BATON_CHECK(a.stage != schedule_.stages - 1 || options_.recompute == Recompute::Never,
+                  "[runtime.executor] schedule \"", schedule_.name, "\" carries the last stage's ",
+                  "backward into the next step, which cannot recompute its loss; use recompute never");
+    }
+    carried_cells_.assign(cells.begin(), cells.end());
+    std::vector<std::vector<torch::Tensor>> groups;
+    for (const auto& [index, stage] : stages_) {
+      version_group_[index] = groups.size();
+      groups.push_back(stage->parameters());
+    }
+    versions_ = std::make_unique<WeightVersions>(std::move(groups));
+  }
 }
 
 namespace {
@@ -183,6 +204,7 @@ void Executor::start_reduction(Step& step, int s, int bucket) {
 }
 
 std::vector<torch::Tensor> Executor::parameters() const {
+  if (versions_) return versions_->masters();
   std::vector<torch::Tensor> out;
   for (const auto& [index, stage] : stages_)
     for (auto& p : stage->parameters()) out.push_back(p);
@@ -233,16 +255,42 @@ torch::Tensor Executor::tp_gather(const torch::Tensor& slice, const Action& acti
 }
 
 StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  return run(inputs, targets, /*drain_only=*/false);
+}
+
+StepResult Executor::drain() {
+  if (!carry_) return {};
+  return run(torch::Tensor(), torch::Tensor(), /*drain_only=*/true);
+}
+
+StepResult Executor::run(const torch::Tensor& inputs, const torch::Tensor& targets, bool drain_only) {
   const int S = schedule_.stages, m = schedule_.microbatches;
   Step step(S, m);
   step.start = Clock::now();
   step.result.start_ms =
       std::chrono::duration<double, std::milli>(step.start.time_since_epoch()).count();
   const auto& actions = schedule_.actions[rank_];
+  // A schedule without a flush: the carried actions run on what the last
+  // step left (none in a first step); a drain runs only them.
+  const bool has_carry = carry_.has_value();
+  auto skipped = [&](size_t i) { return carried_[i] ? !has_carry : drain_only; };
+  if (has_carry) {
+    for (size_t k = 0; k < carry_->cells.size(); ++k) {
+      const size_t c = carry_->cells[k];
+      step.input[c] = std::move(carry_->input[k]);
+      step.output[c] = std::move(carry_->output[k]);
+      step.activation_bytes[c] = carry_->bytes[k];
+      step.stashed_bytes += carry_->bytes[k];
+    }
+    step.result.peak_activation_bytes = step.stashed_bytes;
+    carry_.reset();
+  }
+  if (versions_) step.result.weight_versions = versions_->held();
   bool needs_inputs = false, needs_targets = false;
-  for (const Action& a : actions) {
-    needs_inputs |= a.kind == ActionKind::F && a.stage == 0;
-    needs_targets |= a.kind == ActionKind::F && a.stage == S - 1;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (skipped(i)) continue;
+    needs_inputs |= actions[i].kind == ActionKind::F && actions[i].stage == 0;
+    needs_targets |= actions[i].kind == ActionKind::F && actions[i].stage == S - 1;
   }
   if (needs_inputs) step.inputs = split_microbatches(on_device(inputs), m);
   if (needs_targets) {
@@ -250,12 +298,14 @@ StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& 
     step.scales = loss_scales(step.targets);
   }
   // Post every receive now, so data can land while this rank computes.
-  if (options_.share_loss && comm_ != nullptr) {
+  if (options_.share_loss && comm_ != nullptr && !drain_only) {
     for (int r : loss_ranks_) {
       if (r != rank_) step.recv_loss.emplace(r, comm_->irecv(peer(r), loss_tag(S)));
     }
   }
-  for (const Action& a : actions) {
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (skipped(i)) continue;
+    const Action& a = actions[i];
     const size_t c = step.cell(a.stage, a.microbatch);
     if (a.kind == ActionKind::RECV_F) {
       step.recv_forward[c] = comm_->irecv(peer(placement_.rank_of(a.stage - 1, a.microbatch)),
@@ -266,14 +316,36 @@ StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& 
     }
   }
   for (size_t i = 0; i < actions.size(); ++i) {
+    if (skipped(i)) continue;
+    if (versions_ && schedule::is_compute(actions[i].kind))
+      versions_->use(version_group_.at(actions[i].stage), carried_[i]);
     run_action(step, i);
-    if (i == last_loss_forward_) send_loss(step);
+    if (i == last_loss_forward_ && !drain_only) send_loss(step);
   }
-  gather_loss(step);
+  if (drain_only) {
+    step.result.minibatch_loss = std::numeric_limits<double>::quiet_NaN();
+  } else {
+    gather_loss(step);
+  }
   for (auto& send : step.sends) send.wait(baton::detail::concat("a send of step ", steps_run_ + 1));
   for (auto& reduction : step.reductions) reduction.wait();
   sync_replicated_gradients();
-  ++steps_run_;
+  if (schedule_.carries && !drain_only) {
+    Carry carry;
+    for (size_t c : carried_cells_) {
+      carry.cells.push_back(c);
+      carry.input.push_back(std::move(step.input[c]));
+      carry.output.push_back(std::move(step.output[c]));
+      carry.bytes.push_back(step.activation_bytes[c]);
+    }
+    carry_ = std::move(carry);
+  }
+  if (versions_) {
+    versions_->end_step(/*carry_next=*/carry_.has_value() && !carried_cells_.empty(),
+                        /*previous_whole=*/has_carry);
+    step.result.weight_versions = std::max(step.result.weight_versions, versions_->held());
+  }
+  if (!drain_only) ++steps_run_;
   step.result.step_ms = std::chrono::duration<double, std::milli>(Clock::now() - step.start).count();
   return std::move(step.result);
 }
@@ -443,6 +515,7 @@ void Executor::sync_replicated_gradients() {
 
 std::map<int, torch::Tensor> Executor::run_forward(const torch::Tensor& inputs, int microbatches) {
   torch::NoGradGuard no_grad;
+  if (versions_) versions_->use_latest();  // evaluate the masters' weights
   auto found = eval_schedules_.find(microbatches);
   if (found == eval_schedules_.end()) {
     found = eval_schedules_

@@ -25,6 +25,14 @@
 // all-reduce of one gradient bucket over the dp group without blocking
 // (Gloo reduces on its own threads) and the step waits for all of them at its
 // end, so the gradients after run_step() are the dp group's average.
+//
+// Schedules without a flush (Schedule::carries, 2bw): the micro-batches whose
+// backwards a rank carries into the next step keep their stage input and
+// output (and autograd graph) in the executor between run_step() calls, and
+// the executor keeps two weight versions (runtime/weight_versions.h):
+// parameters() are then the masters the caller's optimizer steps, and after
+// step t their gradients are step t - 1's. drain() runs the carried backwards
+// of the last step (every rank calls it), leaving that step's gradients.
 #pragma once
 
 #include <torch/types.h>
@@ -34,12 +42,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "baton/comm/communicator.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/runtime/stage.h"
+#include "baton/runtime/weight_versions.h"
 #include "baton/schedule/schedule.h"
 #include "baton/trace/timeline.h"
 
@@ -101,6 +111,10 @@ struct StepResult {
   double minibatch_loss = 0;
   double step_ms = 0;
   double peak_activation_bytes = 0;  // most stashed activation bytes at once on this rank
+  // Weight versions this rank held at most during the step (1; 2 for a
+  // schedule without a flush while backwards are carried): measured, as
+  // distinct parameter storages.
+  int weight_versions = 1;
   // This rank's compute actions, ms from the step's start.
   std::vector<trace::Event> events;
   // When the step started on this rank: ms on the steady clock, which ranks
@@ -134,6 +148,14 @@ class Executor {
   // for the micro-batches this rank finishes, keyed by micro-batch.
   std::map<int, torch::Tensor> run_forward(const torch::Tensor& inputs, int microbatches);
 
+  // A schedule without a flush: runs the backwards the last step carried
+  // (nothing if none), so that parameters()' gradients are the last step's.
+  // A collective like run_step(); the next run_step() starts a fresh pipeline
+  // (its carried actions skipped, as in the first step).
+  StepResult drain();
+  // Whether backwards of the last step wait for the next step or drain().
+  bool carrying() const { return carry_.has_value(); }
+
   const schedule::Schedule& schedule() const { return schedule_; }
   int rank() const { return rank_; }
   // The stages this rank holds, by stage index.
@@ -145,6 +167,14 @@ class Executor {
 
  private:
   struct Step;
+  // The part of a step that a schedule without a flush keeps for the next:
+  // the stage input, output and stashed bytes of each carried cell.
+  struct Carry {
+    std::vector<size_t> cells;
+    std::vector<torch::Tensor> input, output;
+    std::vector<double> bytes;
+  };
+  StepResult run(const torch::Tensor& inputs, const torch::Tensor& targets, bool drain_only);
   void run_action(Step& step, size_t index);
   void sync_replicated_gradients();
   void send_loss(Step& step);
@@ -176,6 +206,13 @@ class Executor {
   // Per stage of this rank: its buckets' parameter indices (into
   // Stage::parameters()), in reduction order.
   std::map<int, std::vector<std::vector<int>>> buckets_;
+  // Schedules without a flush: which of this rank's actions are carried, the
+  // cells they carry, what the last step left them, and the weight versions.
+  std::vector<bool> carried_;
+  std::vector<size_t> carried_cells_;
+  std::optional<Carry> carry_;
+  std::unique_ptr<WeightVersions> versions_;
+  std::map<int, size_t> version_group_;  // stage -> index into versions_' groups
 };
 
 }  // namespace baton::runtime

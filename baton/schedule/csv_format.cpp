@@ -257,6 +257,9 @@ CsvFormat parse_csv_format(std::string_view text) {
 }
 
 std::string format_csv(const Schedule& schedule, CsvFormat format) {
+  BATON_CHECK(!schedule.carries, "[schedule.csv] schedule \"", schedule.name,
+              "\" has no flush between steps (its backwards carry into the next step); "
+              "PyTorch's schedule CSV describes one flushed step, so it cannot be written as one");
   const bool comms = format == CsvFormat::ComputeComms;
   const Schedule lowered = comms && !schedule.has_communication() ? lower(schedule) : Schedule{};
   const Schedule& source = comms && !schedule.has_communication() ? lowered : schedule;

@@ -43,7 +43,8 @@ CsvFormat parse_csv_format(std::string_view text);
 
 // One row per rank. compute_only writes the compute actions; compute_comms
 // writes the lowered schedule (lowering a compute-only one first) with
-// WAIT_SEND_* added. REQUIRES: `schedule` is valid.
+// WAIT_SEND_* added. REQUIRES: `schedule` is valid. Throws baton::Error for a
+// schedule without a flush (Schedule::carries): PyTorch's format has none.
 std::string format_csv(const Schedule& schedule, CsvFormat format);
 
 // Reads either format, validates, lowers a schedule without SEND/RECV (a

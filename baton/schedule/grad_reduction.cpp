@@ -70,6 +70,9 @@ Schedule add_grad_reductions(const Schedule& schedule, int dp,
   }
   validate(schedule);
   if (dp == 1) return schedule;
+  BATON_CHECK(!schedule.carries, "[schedule.reduce_grad] schedule \"", printable(schedule.name),
+              "\" has no flush between steps, so no point in a step where a stage's gradients "
+              "are whole; data parallelism (dp > 1) needs a schedule with a flush");
   Schedule out = schedule;
   size_t added = 0;
   for (int r = 0; r < schedule.ranks; ++r) {

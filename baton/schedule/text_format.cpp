@@ -90,7 +90,7 @@ std::string format_schedule(const Schedule& schedule) {
   out << "# baton schedule: name=" << (schedule.name.empty() ? "file" : schedule.name)
       << " pp=" << schedule.ranks << " stages=" << schedule.stages
       << " microbatches=" << schedule.microbatches << " map=" << to_string(schedule.map)
-      << "\n";
+      << (schedule.carries ? " carries=1" : "") << "\n";
   for (const auto& list : schedule.actions) {
     for (size_t i = 0; i < list.size(); ++i) out << (i ? " " : "") << to_string(list[i]);
     out << "\n";
@@ -124,9 +124,9 @@ Schedule parse_schedule(std::string_view text, std::string name) {
                     ": header entry \"", printable(word), "\" is not key=value");
         const std::string key(word.substr(0, eq));
         BATON_CHECK(key == "name" || key == "pp" || key == "stages" || key == "microbatches" ||
-                        key == "map",
+                        key == "map" || key == "carries",
                     "[schedule.parse] line ", line_no, ": unknown header key \"",
-                    printable(key), "\" (expected name, pp, stages, microbatches, map)");
+                    printable(key), "\" (expected name, pp, stages, microbatches, map, carries)");
         BATON_CHECK(declared.count(key) == 0, "[schedule.parse] line ", line_no,
                     ": header key \"", key, "\" given more than once");
         declared[key] = std::string(word.substr(eq + 1));
@@ -195,6 +195,12 @@ Schedule parse_schedule(std::string_view text, std::string name) {
                 printable(declared["map"]), " but the actions place stages as map=",
                 to_string(schedule.map));
     schedule.map = map;
+  }
+  if (declared.count("carries")) {
+    const std::string& c = declared["carries"];
+    BATON_CHECK(c == "0" || c == "1", "[schedule.parse] line ", header_line, ": carries=",
+                printable(c), " must be 0 or 1 (1: no flush, backwards carried into the next step)");
+    schedule.carries = c == "1";
   }
   return schedule;
 }

@@ -4,7 +4,8 @@
 //   # baton schedule: name=1f1b pp=2 stages=2 microbatches=3 map=loop
 // declares what the file holds. Without it, p is the number of action lines,
 // m and the number of stages are read off the actions, and the stage-to-rank
-// map is the one the compute actions show.
+// map is the one the compute actions show. "carries=1" in the header marks a
+// schedule without a flush (Schedule::carries, e.g. 2bw).
 #pragma once
 
 #include <string>

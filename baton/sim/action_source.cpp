@@ -154,6 +154,9 @@ std::unique_ptr<ActionSource> closed_form_source(const std::string& name,
 }
 
 std::unique_ptr<ActionSource> schedule_source(const schedule::Schedule& schedule) {
+  BATON_CHECK(!schedule.carries, "[sim.stats] schedule \"", schedule.name,
+              "\" has no flush between steps; the stats-only simulator runs one flushed step, "
+              "sim::simulate() unrolls it");
   return std::make_unique<FromSchedule>(schedule);
 }
 

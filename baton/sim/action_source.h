@@ -59,7 +59,8 @@ std::unique_ptr<ActionSource> closed_form_source(const std::string& name,
                                                  const schedule::GeneratorOptions& options);
 
 // Reads a compute-only or lowered Schedule (its compute actions); the source
-// refers to `schedule`, which must outlive it.
+// refers to `schedule`, which must outlive it. Throws baton::Error for a
+// schedule without a flush (Schedule::carries): sim::simulate() runs those.
 std::unique_ptr<ActionSource> schedule_source(const schedule::Schedule& schedule);
 
 // The stats-only simulator keeps two times per (stage, micro-batch): 64 Mi of

@@ -202,6 +202,12 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     progress.step_done(step, loss, step_s);
     save_if_due(c, pipeline, *optimizer, step + 1, total);
   }
+  if (pipeline.schedule().carries && total > first) {
+    // No flush between steps (2bw): the last step's gradients are whole once
+    // its carried backwards have run; apply them like every other step's.
+    pipeline.flush();
+    optimizer->step();
+  }
 
   const double accuracy = test_accuracy(pipeline, *data, c);
   // Every parameter this rank holds (with --zero 1, parameters() is only

@@ -72,6 +72,12 @@ TEST_P(EveryGeneratorCsv, WritesAndReadsBackTheSameLoweredScheduleInBothFormats)
         SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) +
                      " v=" + std::to_string(v));
         const Schedule lowered = lower(s);
+        if (s.carries) {  // no flush (2bw): PyTorch's format has no way to say so
+          for (CsvFormat format : {CsvFormat::ComputeOnly, CsvFormat::ComputeComms})
+            EXPECT_THROW(format_csv(s, format), Error);
+          ++round_trips;
+          continue;
+        }
         for (CsvFormat format : {CsvFormat::ComputeOnly, CsvFormat::ComputeComms}) {
           SCOPED_TRACE(std::string(to_string(format)));
           const Schedule back = parse_csv_schedule(format_csv(s, format), s.name);

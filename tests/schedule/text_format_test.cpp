@@ -31,6 +31,7 @@ void expect_same(const Schedule& got, const Schedule& want) {
   EXPECT_EQ(got.microbatches, want.microbatches);
   EXPECT_EQ(got.map, want.map) << to_string(got.map) << " vs " << to_string(want.map);
   EXPECT_EQ(got.actions, want.actions);
+  EXPECT_EQ(got.carries, want.carries);
 }
 
 class EveryGeneratorText : public ::testing::TestWithParam<std::string> {};

@@ -43,6 +43,10 @@ TEST_P(StreamStatsTest, GivesTheFullSimulatorsStatistics) {
   const auto& [name, p, m] = GetParam();
   const schedule::Schedule generated = schedule::generate(name, options_of(p, m));
   const CostModel costs = skewed_costs(generated.stages);
+  if (generated.carries) {  // no flush (2bw): only simulate() unrolls it
+    EXPECT_THROW(schedule_source(generated), Error);
+    return;
+  }
   const Stats full = simulate(schedule::lower(generated), costs).stats;
   const auto source = schedule_source(generated);
   const Stats fast = simulate_stats(*source, costs);
