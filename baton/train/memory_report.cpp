@@ -14,7 +14,7 @@ double bytes_of(const torch::Tensor& t) {
   return t.defined() ? static_cast<double>(t.numel() * t.element_size()) : 0;
 }
 
-constexpr int kFields = 5;
+constexpr int kFields = 6;
 
 // "512 B", "5.25 kB", "1.20 MB", "8.07 GB".
 std::string format_bytes(double bytes) {
@@ -32,9 +32,11 @@ std::string format_bytes(double bytes) {
 }  // namespace
 
 RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
-                          torch::optim::Optimizer& optimizer, double peak_activation_bytes) {
+                          torch::optim::Optimizer& optimizer, double peak_activation_bytes,
+                          int weight_versions) {
   RankMemory m;
   m.rank = rank;
+  m.weight_versions = weight_versions;
   for (const auto& p : parameters) {
     m.parameter_bytes += bytes_of(p);
     m.gradient_bytes += bytes_of(p.grad());
@@ -51,20 +53,24 @@ std::vector<RankMemory> gather_memory(comm::Communicator* comm, const RankMemory
   const int world = comm->world_size();
   std::vector<torch::Tensor> table{torch::zeros({world, kFields}, torch::kFloat64)};
   const double values[kFields] = {local.parameter_bytes, local.gradient_bytes, local.optimizer_bytes,
-                                  local.peak_activation_bytes, local.peak_rss_bytes};
+                                  local.peak_activation_bytes, local.peak_rss_bytes,
+                                  static_cast<double>(local.weight_versions)};
   for (int i = 0; i < kFields; ++i) table[0][local.rank][i] = values[i];
   comm->all_reduce_sum(table, "the memory report gather");
   std::vector<RankMemory> out(world);
   for (int r = 0; r < world; ++r) {
     auto row = table[0][r];
     out[r] = RankMemory{r, row[0].item<double>(), row[1].item<double>(), row[2].item<double>(),
-                        row[3].item<double>(), row[4].item<double>()};
+                        row[3].item<double>(), row[4].item<double>(),
+                        static_cast<int>(row[5].item<double>())};
   }
   return out;
 }
 
 std::string format_memory(const RankMemory& m) {
-  return detail::concat("rank ", m.rank, ": parameters ", format_bytes(m.parameter_bytes), ", gradients ",
+  const std::string versions =
+      m.weight_versions > 1 ? detail::concat(", weight versions ", m.weight_versions) : std::string();
+  return detail::concat("rank ", m.rank, ": parameters ", format_bytes(m.parameter_bytes), versions, ", gradients ",
                         format_bytes(m.gradient_bytes), ", optimizer ", format_bytes(m.optimizer_bytes),
                         ", peak activations ", format_bytes(m.peak_activation_bytes), ", peak RSS ",
                         format_bytes(m.peak_rss_bytes));
@@ -76,7 +82,8 @@ nlohmann::json to_json(const RankMemory& m) {
           {"gradient_bytes", m.gradient_bytes},
           {"optimizer_bytes", m.optimizer_bytes},
           {"peak_activation_bytes", m.peak_activation_bytes},
-          {"peak_rss_bytes", m.peak_rss_bytes}};
+          {"peak_rss_bytes", m.peak_rss_bytes},
+          {"weight_versions", m.weight_versions}};
 }
 
 }  // namespace baton::train

@@ -185,6 +185,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
 
   double loss = 0;
   double peak_activation_bytes = 0;
+  int weight_versions = 1;
   for (int64_t step = first; step < total; ++step) {
     auto [inputs, targets] = data->batch(step);
     set_learning_rate(*optimizer, learning_rate(c, step, total));
@@ -199,6 +200,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     optimizer->step();
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
     peak_activation_bytes = std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
+    weight_versions = std::max(weight_versions, pipeline.last_step().weight_versions);
     progress.step_done(step, loss, step_s);
     save_if_due(c, pipeline, *optimizer, step + 1, total);
   }
@@ -215,7 +217,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   std::vector<torch::Tensor> held;
   for (auto& [name, p] : pipeline.named_parameters()) held.push_back(p);
   const std::vector<RankMemory> memory =
-      gather_memory(comm, measure_memory(ctx.rank, held, *optimizer, peak_activation_bytes));
+      gather_memory(comm, measure_memory(ctx.rank, held, *optimizer, peak_activation_bytes, weight_versions));
   progress.finish(loss, accuracy, memory);
   write_timelines(c, pipeline, link);
   if (comm) comm->barrier("the end of training");
