@@ -460,9 +460,9 @@ std::vector<std::pair<std::string, torch::Tensor>> Pipeline::named_parameters() 
   return out;
 }
 
-void Pipeline::flush() {
+runtime::StepResult Pipeline::flush() {
   State& s = *state_;
-  if (s.executor->carrying()) s.last = s.executor->drain();
+  return s.executor->carrying() ? s.executor->drain() : runtime::StepResult{};
 }
 
 namespace {

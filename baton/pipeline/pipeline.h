@@ -95,9 +95,10 @@ class Pipeline {
   // (none after the first step), so the optimizer step after step t applies
   // them: W(t+1) = W(t) - lr * grad(W(t-1)), one update stale. flush() ends
   // the pipeline: it runs the carried backwards and leaves the last step's
-  // gradients (step the optimizer once more to apply them). dp and tp must
-  // be 1; save() and load() refuse.
-  void flush();
+  // gradients (step the optimizer once more to apply them), and returns what
+  // the drain did (last_step() stays the last step's). dp and tp must be 1;
+  // save() and load() refuse.
+  runtime::StepResult flush();
 
   // Forward only, without autograd. Returns the model's output for `inputs`
   // on the rank holding the last stage; an undefined tensor on the others

@@ -55,14 +55,22 @@ void WeightVersions::end_step(bool carry_next, bool previous_whole) {
   torch::NoGradGuard no_grad;
   for (auto& group : groups_) {
     for (auto& q : group) {
+      // The buffer the masters' gradients were (step t - 2's, applied by now)
+      // becomes this step's fresh one: no allocation, no page faults.
+      torch::Tensor spare = q.master.grad();
       q.master.mutable_grad() = previous_whole ? q.grad_previous : torch::Tensor();
       q.grad_previous = q.grad_current;
-      q.grad_current = torch::zeros_like(q.master);
+      if (!spare.defined() || spare.is_same(q.grad_previous) || spare.is_same(q.master.grad()))
+        spare = torch::empty_like(q.master);
+      q.grad_current = spare.zero_();
       if (carry_next) {
         // This step's version stays where its graphs read it; the master
-        // moves to a copy, which the caller's optimizer may step in place.
+        // moves to a copy (into the storage of the version stashed a step
+        // ago, whose backwards have run), which the caller's optimizer may
+        // step in place.
+        torch::Tensor free = q.stashed.defined() ? q.stashed : torch::empty_like(q.master);
         q.stashed = q.master.detach();
-        q.master.set_data(q.stashed.clone());
+        q.master.set_data(free.copy_(q.stashed));
       } else {
         q.stashed = torch::Tensor();
       }

@@ -107,8 +107,7 @@ PipelineRun run_2bw(int pp) {
       rec.grads.push_back(grads());
       sgd.step();
     }
-    pipe.flush();
-    run.versions[r].push_back(pipe.last_step().weight_versions);
+    run.versions[r].push_back(pipe.flush().weight_versions);
     rec.grads.push_back(grads());
     sgd.step();
     for (auto& [name, p] : pipe.named_parameters()) rec.final_params[name] = p.detach().clone();
