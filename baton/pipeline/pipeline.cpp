@@ -387,6 +387,9 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
     // The caller's zero_grad() reaches only the owned parameters.
     for (auto& p : s.zero_others) p.mutable_grad() = torch::Tensor();
   }
+  BATON_CHECK(!s.executor->needs_update(), "[pipeline] schedule ", s.schedule.name,
+              " updates the weights after every micro-batch's backward: give the Pipeline your "
+              "optimizer with set_optimizer() before step()");
   const int m = s.options.microbatches();
   const int64_t batch = batch_size(inputs, targets);
   if (s.dp == 1) {
@@ -458,6 +461,11 @@ std::vector<std::pair<std::string, torch::Tensor>> Pipeline::named_parameters() 
     }
   }
   return out;
+}
+
+void Pipeline::set_optimizer(torch::optim::Optimizer* optimizer) {
+  BATON_CHECK(optimizer != nullptr, "[pipeline] set_optimizer needs an optimizer, got null");
+  state_->executor->set_update([optimizer] { optimizer->step(); });
 }
 
 runtime::StepResult Pipeline::flush() {

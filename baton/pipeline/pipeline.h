@@ -99,6 +99,15 @@ class Pipeline {
   // the drain did (last_step() stays the last step's). dp and tp must be 1;
   // save() and load() refuse.
   runtime::StepResult flush();
+  //
+  // pipedream (PipeDream with weight stashing): the same order as 2bw, but
+  // every stage updates after each of its micro-batch backwards, with that
+  // micro-batch's gradient (its share of the mini-batch's mean loss, so m
+  // updates move as far as one step of lr), and a micro-batch's backward runs
+  // on the weights its forward used. The updates run inside step(): give the
+  // Pipeline your optimizer (built on parameters()) once, and do not step it
+  // yourself; flush() runs the last updates. Ignored by other schedules.
+  void set_optimizer(torch::optim::Optimizer* optimizer);
 
   // Forward only, without autograd. Returns the model's output for `inputs`
   // on the rank holding the last stage; an undefined tensor on the others

@@ -128,7 +128,12 @@ Executor::Executor(schedule::Schedule schedule, int rank, std::vector<std::share
       version_group_[index] = groups.size();
       groups.push_back(stage->parameters());
     }
-    versions_ = std::make_unique<WeightVersions>(std::move(groups));
+    // pipedream (generated, or a file whose header names it) stashes a version
+    // per micro-batch and updates after each backward; any other window
+    // double-buffers per step (2bw).
+    versions_ = std::make_unique<WeightVersions>(
+        std::move(groups), schedule_.name == "pipedream" ? WeightVersions::Updates::PerMicrobatch
+                                                         : WeightVersions::Updates::PerStep);
   }
 }
 
@@ -317,9 +322,12 @@ StepResult Executor::run(const torch::Tensor& inputs, const torch::Tensor& targe
   }
   for (size_t i = 0; i < actions.size(); ++i) {
     if (skipped(i)) continue;
-    if (versions_ && schedule::is_compute(actions[i].kind))
-      versions_->use(version_group_.at(actions[i].stage), carried_[i]);
+    const Action& a = actions[i];
+    const bool versioned = versions_ && schedule::is_compute(a.kind);
+    const size_t cell = static_cast<size_t>(a.stage) * m + a.microbatch;
+    if (versioned) versions_->before(version_group_.at(a.stage), a.kind == ActionKind::F, cell, carried_[i]);
     run_action(step, i);
+    if (versioned && a.kind == ActionKind::B) versions_->after_backward(version_group_.at(a.stage), cell);
     if (i == last_loss_forward_ && !drain_only) send_loss(step);
   }
   if (drain_only) {

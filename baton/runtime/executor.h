@@ -29,10 +29,12 @@
 // Schedules without a flush (Schedule::carries, 2bw): the micro-batches whose
 // backwards a rank carries into the next step keep their stage input and
 // output (and autograd graph) in the executor between run_step() calls, and
-// the executor keeps two weight versions (runtime/weight_versions.h):
-// parameters() are then the masters the caller's optimizer steps, and after
-// step t their gradients are step t - 1's. drain() runs the carried backwards
-// of the last step (every rank calls it), leaving that step's gradients.
+// the executor keeps weight versions (runtime/weight_versions.h): parameters()
+// are then the masters the caller's optimizer steps. 2bw: after step t their
+// gradients are step t - 1's; pipedream: the executor runs the optimizer step
+// given to set_update() after every backward. drain() runs the carried
+// backwards of the last step (every rank calls it), leaving 2bw's last
+// gradients (pipedream's last updates).
 #pragma once
 
 #include <torch/types.h>
@@ -155,6 +157,16 @@ class Executor {
   StepResult drain();
   // Whether backwards of the last step wait for the next step or drain().
   bool carrying() const { return carry_.has_value(); }
+  // pipedream: the optimizer step to run after each micro-batch's backward
+  // (runtime/weight_versions.h); ignored by every other schedule.
+  void set_update(std::function<void()> update) {
+    if (versions_) versions_->set_update(std::move(update));
+  }
+  // Whether the schedule updates inside the step and has no update yet.
+  bool needs_update() const {
+    return versions_ && versions_->updates() == WeightVersions::Updates::PerMicrobatch &&
+           !versions_->has_update();
+  }
 
   const schedule::Schedule& schedule() const { return schedule_; }
   int rank() const { return rank_; }

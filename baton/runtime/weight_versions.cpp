@@ -7,72 +7,122 @@
 
 namespace baton::runtime {
 
-WeightVersions::WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters) {
+WeightVersions::WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters, Updates updates)
+    : updates_(updates) {
   torch::NoGradGuard no_grad;
   for (auto& params : stage_parameters) {
-    std::vector<Param> group;
+    Group g;
     for (auto& p : params) {
-      Param q;
-      q.module = p;
+      g.module.push_back(p);
       // A tensor of its own (own version counter), holding the same values.
-      q.master = p.detach().clone().set_requires_grad(p.requires_grad());
-      q.module.set_data(q.master.detach());
-      q.grad_current = torch::zeros_like(q.master);
-      group.push_back(std::move(q));
+      g.master.push_back(p.detach().clone().set_requires_grad(p.requires_grad()));
+      p.set_data(g.master.back().detach());
+      g.grad_current.push_back(torch::zeros_like(p));
+      g.grad.push_back(torch::zeros_like(p));
     }
-    groups_.push_back(std::move(group));
+    g.stashed.resize(g.module.size());
+    g.grad_previous.resize(g.module.size());
+    groups_.push_back(std::move(g));
   }
 }
 
 std::vector<torch::Tensor> WeightVersions::masters() const {
   std::vector<torch::Tensor> out;
-  for (const auto& group : groups_)
-    for (const auto& q : group) out.push_back(q.master);
+  for (const auto& g : groups_) out.insert(out.end(), g.master.begin(), g.master.end());
   return out;
 }
 
-void WeightVersions::use(size_t group, bool carried) {
+void WeightVersions::point(Group& g, const std::vector<torch::Tensor>& data) {
+  for (size_t i = 0; i < g.module.size(); ++i) g.module[i].set_data(data[i]);
+}
+
+void WeightVersions::before(size_t group, bool forward, size_t cell, bool carried) {
   BATON_ASSERT(group < groups_.size(), "no parameter group ", group);
-  for (auto& q : groups_[group]) {
+  Group& g = groups_[group];
+  if (updates_ == Updates::PerStep) {
+    BATON_ASSERT(!carried || g.module.empty() || g.stashed[0].defined(),
+                 "a carried backward without the previous step's weight version");
     if (carried) {
-      BATON_ASSERT(q.stashed.defined() && q.grad_previous.defined(),
-                   "a carried backward without a stashed weight version");
-      q.module.set_data(q.stashed);
-      q.module.mutable_grad() = q.grad_previous;
+      point(g, g.stashed);
     } else {
-      q.module.set_data(q.master.detach());
-      q.module.mutable_grad() = q.grad_current;
+      for (size_t i = 0; i < g.module.size(); ++i) g.module[i].set_data(g.master[i].detach());
     }
+    const auto& grads = carried ? g.grad_previous : g.grad_current;
+    for (size_t i = 0; i < g.module.size(); ++i) g.module[i].mutable_grad() = grads[i];
+    return;
+  }
+  if (forward) {
+    if (!g.current) {
+      g.current = std::make_shared<std::vector<torch::Tensor>>();
+      for (auto& m : g.master) g.current->push_back(m.detach());
+    }
+    g.in_flight[cell] = g.current;
+    point(g, *g.current);
+    return;
+  }
+  auto found = g.in_flight.find(cell);
+  BATON_ASSERT(found != g.in_flight.end(), "a backward without its forward's weight version");
+  point(g, *found->second);
+  for (size_t i = 0; i < g.module.size(); ++i) g.module[i].mutable_grad() = g.grad[i];
+}
+
+void WeightVersions::move_masters_if_shared(Group& g) {
+  // Some micro-batch in flight still runs on the masters' storage: the
+  // masters move to a copy, the micro-batches keep the old one.
+  if (!g.current || g.current.use_count() == 1) return;
+  torch::NoGradGuard no_grad;
+  for (auto& m : g.master) m.set_data(m.detach().clone());
+  g.current.reset();
+}
+
+void WeightVersions::after_backward(size_t group, size_t cell) {
+  if (updates_ != Updates::PerMicrobatch) return;
+  BATON_CHECK(update_, "[runtime.weights] schedule pipedream updates the weights after every "
+              "micro-batch's backward: give the Pipeline your optimizer (Pipeline::set_optimizer) "
+              "before step()");
+  Group& g = groups_[group];
+  g.in_flight.erase(cell);
+  move_masters_if_shared(g);
+  // Only this stage's masters carry a gradient into the update.
+  for (auto& other : groups_)
+    for (auto& m : other.master) m.mutable_grad() = torch::Tensor();
+  for (size_t i = 0; i < g.master.size(); ++i) g.master[i].mutable_grad() = g.grad[i];
+  update_();
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < g.master.size(); ++i) {
+    g.master[i].mutable_grad() = torch::Tensor();
+    g.grad[i].zero_();
   }
 }
 
 void WeightVersions::use_latest() {
-  for (auto& group : groups_)
-    for (auto& q : group) q.module.set_data(q.master.detach());
+  for (auto& g : groups_)
+    for (size_t i = 0; i < g.module.size(); ++i) g.module[i].set_data(g.master[i].detach());
 }
 
 void WeightVersions::end_step(bool carry_next, bool previous_whole) {
+  if (updates_ != Updates::PerStep) return;
   torch::NoGradGuard no_grad;
-  for (auto& group : groups_) {
-    for (auto& q : group) {
+  for (auto& g : groups_) {
+    for (size_t i = 0; i < g.master.size(); ++i) {
+      torch::Tensor& master = g.master[i];
       // The buffer the masters' gradients were (step t - 2's, applied by now)
       // becomes this step's fresh one: no allocation, no page faults.
-      torch::Tensor spare = q.master.grad();
-      q.master.mutable_grad() = previous_whole ? q.grad_previous : torch::Tensor();
-      q.grad_previous = q.grad_current;
-      if (!spare.defined() || spare.is_same(q.grad_previous) || spare.is_same(q.master.grad()))
-        spare = torch::empty_like(q.master);
-      q.grad_current = spare.zero_();
+      torch::Tensor spare = master.grad();
+      master.mutable_grad() = previous_whole ? g.grad_previous[i] : torch::Tensor();
+      g.grad_previous[i] = g.grad_current[i];
+      if (!spare.defined() || spare.is_same(g.grad_previous[i]) || spare.is_same(master.grad()))
+        spare = torch::empty_like(master);
+      g.grad_current[i] = spare.zero_();
       if (carry_next) {
-        // This step's version stays where its graphs read it; the master
-        // moves to a copy (into the storage of the version stashed a step
-        // ago, whose backwards have run), which the caller's optimizer may
-        // step in place.
-        torch::Tensor free = q.stashed.defined() ? q.stashed : torch::empty_like(q.master);
-        q.stashed = q.master.detach();
-        q.master.set_data(free.copy_(q.stashed));
+        // This step's version stays where its graphs read it; the master moves
+        // to a copy (into the storage of the version stashed a step ago, whose
+        // backwards have run), which the caller's optimizer may step in place.
+        torch::Tensor free = g.stashed[i].defined() ? g.stashed[i] : torch::empty_like(master);
+        g.stashed[i] = master.detach();
+        master.set_data(free.copy_(g.stashed[i]));
       } else {
-        q.stashed = torch::Tensor();
+        g.stashed[i] = torch::Tensor();
       }
     }
   }
@@ -80,14 +130,17 @@ void WeightVersions::end_step(bool carry_next, bool previous_whole) {
 
 int WeightVersions::held() const {
   size_t most = groups_.empty() ? 0 : 1;
-  for (const auto& group : groups_) {
+  for (const auto& g : groups_) {
+    if (g.master.empty()) continue;
     std::set<const void*> storages;
-    for (const auto& q : group) {
-      storages.insert(q.master.storage().data());
-      if (q.stashed.defined()) storages.insert(q.stashed.storage().data());
+    for (size_t i = 0; i < g.master.size(); ++i) {
+      storages.insert(g.master[i].storage().data());
+      if (g.stashed[i].defined()) storages.insert(g.stashed[i].storage().data());
     }
+    for (const auto& [cell, version] : g.in_flight)
+      for (const auto& t : *version) storages.insert(t.storage().data());
     // Each parameter holds one storage per version.
-    if (!group.empty()) most = std::max(most, storages.size() / group.size());
+    most = std::max(most, storages.size() / g.master.size());
   }
   return static_cast<int>(most);
 }

@@ -1,69 +1,97 @@
-// Weight versions for schedules without a flush (Schedule::carries, 2bw):
-// PipeDream-2BW's double buffering, kept by the executor.
+// Weight versions for schedules without a flush (Schedule::carries): one
+// mechanism for PipeDream-2BW's double buffering (2bw) and PipeDream's weight
+// stashing (pipedream), kept by the executor.
 //
 // Each parameter has a master, the tensor the caller's optimizer steps
-// (Executor::parameters()), and the module's own parameter, which the stage
-// computes with and whose data this class points at one version or another.
-// A micro-batch runs its forward and its backward on one version: the
-// masters' values when its step started. A backward carried into the next
-// step (after the caller's optimizer has stepped the masters) runs on the
-// stashed old version. So at most two versions are held: the masters' and,
-// while carried backwards are pending, the previous step's.
+// (Executor::parameters()), and the module's own parameter P, which the stage
+// computes with and whose data this class points at one version or another
+// (P.set_data()) before each compute action. P and the master are separate
+// tensors: the optimizer's in-place update must not bump the version counter
+// that autograd saved with P. A version is a set of storages; a micro-batch
+// runs its forward and its backward on one version. Before the master is
+// updated while some micro-batch still needs its current storage, the master
+// moves to a copy, so the update cannot reach what those backwards read
+// (through P and through the views saved in their graphs).
 //
-// Gradients: each step's backwards accumulate into that step's own buffers;
-// when a step ends, the masters' gradients are the PREVIOUS step's, now whole
-// (its carried backwards have run). The caller's optimizer, stepping after
-// step t, applies the gradient of step t - 1, computed on the weights of step
-// t - 1: W(t+1) = W(t) - lr * grad f(W(t-1)), the 2BW paper's update. After the
-// first step the masters have no gradient (an optimizer skips them).
+// PerStep (2bw): every micro-batch of step t runs on the masters' values when
+// step t began; the caller's optimizer steps after each step. Each step's
+// backwards accumulate into that step's own buffers, and when step t ends the
+// masters' gradients are step t - 1's, now whole (its carried backwards ran
+// in step t): the update after step t is W(t+1) = W(t) - lr * grad f(W(t-1)),
+// the 2BW paper's. After the first step the masters have no gradient (an
+// optimizer skips them). At most two versions: the masters' and, while
+// carried backwards are pending, the previous step's.
 //
-// How: the module's parameter P and the master M are separate tensors (the
-// optimizer's in-place update must not bump the version counter of the P that
-// autograd saved), and P.set_data() switches P between the storages. When a
-// step ends with backwards still to carry, M moves to a fresh copy of its
-// storage, so the caller's update cannot reach the old one those backwards
-// read (through P and through views saved in their graphs).
+// PerMicrobatch (pipedream): a micro-batch's forward runs on the masters'
+// current values and its backward on the same version (weight stashing), and
+// right after each backward the stage's masters hold that micro-batch's
+// gradient (its share of the mini-batch's mean loss, as in every schedule)
+// and `update` (the caller's optimizer step) runs. Rank r of p holds up to
+// p - r versions, one per micro-batch in flight.
 #pragma once
 
 #include <torch/types.h>
 
+#include <functional>
+#include <map>
+#include <memory>
 #include <vector>
 
 namespace baton::runtime {
 
 class WeightVersions {
  public:
+  enum class Updates { PerStep, PerMicrobatch };
+
   // Takes the stages' parameters (module parameters, in Executor::parameters()
   // order, grouped by stage) and makes their masters.
-  explicit WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters);
+  WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters, Updates updates);
 
+  Updates updates() const { return updates_; }
   // The masters, in the order given.
   std::vector<torch::Tensor> masters() const;
+  // PerMicrobatch: the optimizer step run after each backward.
+  void set_update(std::function<void()> update) { update_ = std::move(update); }
+  bool has_update() const { return static_cast<bool>(update_); }
 
-  // Before a compute action of stage `group` (index into the groups given):
-  // its parameters' data and gradient buffers for the current step's
-  // micro-batches, or for the previous step's (`carried`).
-  void use(size_t group, bool carried);
+  // Before a compute action of stage `group` (index into the groups given) on
+  // micro-batch cell `cell` (any key unique per stage and micro-batch):
+  // `carried` marks a backward of the previous step's micro-batch (PerStep).
+  void before(size_t group, bool forward, size_t cell, bool carried);
+  // After a backward (B) of `cell`: PerMicrobatch updates the stage.
+  void after_backward(size_t group, size_t cell);
   // Every stage on the masters' values (evaluation).
   void use_latest();
 
-  // The step's actions have run. `carry_next`: micro-batches of this step
-  // carry backwards into the next. `previous_whole`: a previous step's
+  // PerStep: the step's actions have run. `carry_next`: micro-batches of this
+  // step carry backwards into the next. `previous_whole`: a previous step's
   // gradients are now complete (false after the first step).
   void end_step(bool carry_next, bool previous_whole);
 
-  // Weight versions held now by the stage holding most: distinct storages per
-  // parameter (1, or 2 while a version is stashed), measured.
+  // Weight versions held now by the stage holding most, measured as distinct
+  // storages per parameter.
   int held() const;
 
  private:
-  struct Param {
-    torch::Tensor module;  // P: what the stage computes with
-    torch::Tensor master;  // M: what the optimizer steps
-    torch::Tensor stashed; // the previous step's version, while carried backwards need it
-    torch::Tensor grad_current, grad_previous;
+  using Version = std::shared_ptr<std::vector<torch::Tensor>>;  // one storage per parameter
+  struct Group {
+    std::vector<torch::Tensor> module;  // P: what the stage computes with
+    std::vector<torch::Tensor> master;  // M: what the optimizer steps
+    // PerStep: the previous step's version while carried backwards need it,
+    // and the gradient buffers of the current and previous steps.
+    std::vector<torch::Tensor> stashed, grad_current, grad_previous;
+    // PerMicrobatch: the version each micro-batch in flight runs on, the
+    // masters' (null until a forward takes it), and the gradient buffers.
+    std::map<size_t, Version> in_flight;
+    Version current;
+    std::vector<torch::Tensor> grad;
   };
-  std::vector<std::vector<Param>> groups_;
+  void point(Group& g, const std::vector<torch::Tensor>& data);
+  void move_masters_if_shared(Group& g);
+
+  Updates updates_;
+  std::vector<Group> groups_;
+  std::function<void()> update_;
 };
 
 }  // namespace baton::runtime

@@ -23,14 +23,16 @@
 
 namespace baton::schedule {
 
-Schedule two_bw(const GeneratorOptions& options) {
-  detail::check_options("2bw", options, 1);
+namespace detail {
+
+Schedule no_flush_1f1b(const char* name, const GeneratorOptions& options) {
+  check_options(name, options, 1);
   const int p = options.ranks, m = options.microbatches;
-  BATON_CHECK(m >= p, "[schedule.2bw] 2bw needs at least pp micro-batches (m >= ", p,
+  BATON_CHECK(m >= p, "[schedule.", name, "] ", name, " needs at least pp micro-batches (m >= ", p,
               " for pp=", p, "), got m=", m,
               ": rank 0 carries pp - 1 backwards into the next step, each listed before the "
               "forward of its micro-batch there");
-  Schedule s = detail::empty_schedule("2bw", options, p, StageMap::Loop);
+  Schedule s = empty_schedule(name, options, p, StageMap::Loop);
   s.carries = true;
   for (int r = 0; r < p; ++r) {
     const int lag = p - r - 1;
@@ -41,5 +43,9 @@ Schedule two_bw(const GeneratorOptions& options) {
   }
   return s;
 }
+
+}  // namespace detail
+
+Schedule two_bw(const GeneratorOptions& options) { return detail::no_flush_1f1b("2bw", options); }
 
 }  // namespace baton::schedule

@@ -162,6 +162,9 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   // What a message costs, for the simulator to charge (collective).
   const comm::P2pCost link = c.compare_sim && comm ? comm::measure_p2p_cost(*comm) : comm::P2pCost{};
   auto optimizer = make_optimizer(c, pipeline.parameters());
+  // pipedream updates inside the step, after each micro-batch's backward.
+  const bool updates_inside = pipeline.schedule().name == "pipedream";
+  if (updates_inside) pipeline.set_optimizer(optimizer.get());
 
   const int64_t per_epoch = data->steps_per_epoch();
   const int64_t total = c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
@@ -197,7 +200,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     // before an update from non-finite gradients.
     BATON_CHECK(std::isfinite(loss), "[train] rank ", ctx.rank, ": the loss of step ", step + 1,
                 " is ", loss, "; training diverged (lower --lr, now ", c.lr, ")");
-    optimizer->step();
+    if (!updates_inside) optimizer->step();
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
     peak_activation_bytes = std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
     weight_versions = std::max(weight_versions, pipeline.last_step().weight_versions);
@@ -208,7 +211,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     // No flush between steps (2bw): the last step's gradients are whole once
     // its carried backwards have run; apply them like every other step's.
     pipeline.flush();
-    optimizer->step();
+    if (!updates_inside) optimizer->step();
   }
 
   const double accuracy = test_accuracy(pipeline, *data, c);

@@ -1,7 +1,7 @@
 // Every schedule trains exactly like one device: after 3 SGD steps on the same
 // batches, each parameter equals single-process training of the same model on
-// the whole mini-batch within 1e-5 relative (float32; 2bw: with its one-update
-// staleness applied by hand, then its drain), for every schedule,
+// the whole mini-batch within 1e-5 relative (float32; 2bw and pipedream: with
+// their staleness replayed by hand, then their drain), for every schedule,
 // p in {1, 2, 4}, m in {1, 2, 3, 8} (where the schedule is defined) and every
 // recomputation mode. Ranks run as threads over one c10d HashStore.
 #include <ATen/Parallel.h>
@@ -16,6 +16,7 @@
 #include "baton/nn/models.h"
 #include "baton/partition/balance.h"
 #include "baton/runtime/executor.h"
+#include "baton/runtime/microbatch.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
 
@@ -68,6 +69,49 @@ std::map<std::string, torch::Tensor> train_single_device(bool one_update_stale) 
   return out;
 }
 
+// pipedream's reference (weight stashing, an update after every backward):
+// over all steps' micro-batches j in order, stage s of p runs j's forward and
+// backward on its weights after max(0, j - (p - 1 - s)) updates (1F1B without
+// a flush), and its (k + 1)-th weights are its k-th less lr times micro-batch
+// k's gradient (the micro-batch's share of the mini-batch's mean loss).
+std::map<std::string, torch::Tensor> train_single_device_pipedream(int p, int m,
+                                                                   const partition::Partition& part) {
+  const nn::ModelSpec model = small_mlp();
+  torch::nn::Sequential seq = nn::build_sequential(model, kSeed);
+  auto stage_of = [&](const std::string& key) {  // "3.weight" -> the stage of layer 3
+    return part.stage_of_layer(std::stoi(key.substr(0, key.find('.'))));
+  };
+  std::vector<std::vector<std::map<std::string, torch::Tensor>>> history(p, std::vector<std::map<std::string, torch::Tensor>>(1));
+  for (const auto& item : seq->named_parameters())
+    history[stage_of(item.key())][0][item.key()] = item.value().detach().clone();
+  int j = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    auto [x, y] = batch(step);
+    const auto xs = split_microbatches(x, m), ys = split_microbatches(y, m);
+    const auto scales = loss_scales(ys);
+    for (int k = 0; k < m; ++k, ++j) {
+      {
+        torch::NoGradGuard no_grad;
+        for (auto& item : seq->named_parameters()) {
+          const int s = stage_of(item.key());
+          item.value().copy_(history[s].at(std::max(0, j - (p - 1 - s))).at(item.key()));
+          item.value().mutable_grad() = torch::Tensor();
+        }
+      }
+      (model.loss(seq->forward(xs[k]), ys[k]) * scales[k]).backward();
+      for (int s = 0; s < p; ++s) history[s].push_back(history[s].back());
+      for (const auto& item : seq->named_parameters()) {
+        auto& next = history[stage_of(item.key())].back()[item.key()];
+        next = next - kLr * item.value().grad();
+      }
+    }
+  }
+  std::map<std::string, torch::Tensor> out;
+  for (int s = 0; s < p; ++s)
+    for (const auto& [key, value] : history[s].back()) out[key] = value;
+  return out;
+}
+
 struct Case {
   std::string schedule;
   int p, m;
@@ -115,9 +159,11 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
       c.schedule, schedule::GeneratorOptions{}.set_ranks(c.p).set_microbatches(c.m)));
   static const std::map<std::string, torch::Tensor> flushed = train_single_device(false);
   static const std::map<std::string, torch::Tensor> stale = train_single_device(true);
-  const auto& reference = lowered.carries ? stale : flushed;
   const schedule::Placement placement(lowered);
   const partition::Partition part = partition::uniform(model.num_layers(), lowered.stages);
+  const bool per_microbatch = c.schedule == "pipedream";
+  const std::map<std::string, torch::Tensor> reference =
+      per_microbatch ? train_single_device_pipedream(c.p, c.m, part) : lowered.carries ? stale : flushed;
   auto store = comm::make_hash_store();
 
   std::vector<std::map<std::string, torch::Tensor>> results(c.p);
@@ -132,15 +178,17 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
                           model.loss, communicator ? &*communicator : nullptr,
                           ExecutorOptions{c.recompute});
         torch::optim::SGD opt(executor.parameters(), torch::optim::SGDOptions(kLr));
+        // pipedream steps the optimizer itself, after every backward.
+        if (per_microbatch) executor.set_update([&opt] { opt.step(); });
         for (int step = 0; step < kSteps; ++step) {
           auto [x, y] = batch(step);
           opt.zero_grad();
           executor.run_step(x, y);
-          opt.step();
+          if (!per_microbatch) opt.step();
         }
         if (lowered.carries) {  // the last step's carried backwards, then its update
           executor.drain();
-          opt.step();
+          if (!per_microbatch) opt.step();
         }
         // The optimizer's tensors (without a flush, the masters), by name.
         const std::vector<torch::Tensor> stepped = executor.parameters();

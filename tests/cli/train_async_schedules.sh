@@ -4,9 +4,14 @@
 # staleness (pp = 1 carries nothing but keeps the one-step-stale updates), the
 # first step's loss is 1F1B's (nothing has been applied yet), and the
 # combinations it does not support get one line and exit 2.
+# `--schedule pipedream` (weight stashing, an update per micro-batch; its
+# losses are held to a hand-replayed reference in tests/pipeline and
+# tests/runtime): through the CLI it trains (the loss falls) and rank r of 2
+# reports 2 - r weight versions held.
 source "$(dirname "$0")/lib/common.sh"
 
-job=(--model mlp --layers 4 --hidden 32 --batch 16 --microbatches 4 --steps 6 --optimizer sgd --lr 0.05 --threads 1)
+base=(--model mlp --layers 4 --hidden 32 --batch 16 --microbatches 4 --optimizer sgd --lr 0.05 --threads 1)
+job=("${base[@]}" --steps 6)
 run() {  # run <name> args...
   local name=$1; shift
   timeout 300 "$baton" train "${job[@]}" --metrics "$tmp/$name.jsonl" "$@" > "$tmp/$name.out" 2>&1 \
@@ -29,6 +34,19 @@ assert abs(pp2[1] - flush[1]) > 1e-6 * abs(flush[1]), (pp2, flush)
 print("2bw", pp2, "1f1b", flush)
 PY
 grep -q "test accuracy" "$tmp/pp2.out" || fail "no test accuracy: $(tail -3 "$tmp/pp2.out")"
+grep -q "rank 0: parameters .*, weight versions 2," "$tmp/pp2.out" || fail "2bw rank 0 versions: $(tail -3 "$tmp/pp2.out")"
+
+job=("${base[@]}" --steps 20)
+run pipedream --schedule pipedream --pp 2 --nproc 2
+python3 - "$tmp" <<'PY' || fail "pipedream"
+import json, sys
+lines = [json.loads(l) for l in open(f"{sys.argv[1]}/pipedream.jsonl")]
+losses = [l["loss"] for l in lines if "step" in l]
+final = next(l for l in lines if l.get("final"))
+assert len(losses) == 20 and sum(losses[-5:]) < sum(losses[:5]), losses
+assert [m["weight_versions"] for m in final["memory"]] == [2, 1], final["memory"]
+print("pipedream", losses[0], "->", losses[-1])
+PY
 
 expect_bad_input "2bw needs at least pp micro-batches" --model mlp --layers 4 --hidden 16 --batch 8 \
   --microbatches 1 --steps 2 --pp 2 --nproc 2 --schedule 2bw
@@ -36,4 +54,7 @@ expect_bad_input "--schedule 2bw has no flush between steps and runs with --dp 1
   --model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --steps 2 --dp 2 --pp 1 --nproc 2 --schedule 2bw
 expect_bad_input "--schedule 2bw cannot --save or --resume" "${T[@]}" --schedule 2bw --save "$tmp/ck"
 expect_bad_input "--compare-sim compares one flushed step" "${T[@]}" --schedule 2bw --compare-sim
+expect_bad_input "--schedule pipedream cannot --save or --resume" "${T[@]}" --schedule pipedream --save "$tmp/ck"
+expect_bad_input "pipedream needs at least pp micro-batches" --model mlp --layers 4 --hidden 16 --batch 8 \
+  --microbatches 1 --steps 2 --pp 2 --nproc 2 --schedule pipedream
 echo "ok"
