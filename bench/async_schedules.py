@@ -1,33 +1,52 @@
 #!/usr/bin/env python3
-"""Asynchronous pipelines (issue 10, part 3): 2bw (PipeDream-2BW) against 1f1b, in one run.
+"""Asynchronous pipelines (issue 10, part 3): 2bw (PipeDream-2BW) and pipedream (weight
+stashing) against 1f1b, in one run.
 
-Throughput: for each pp it runs `baton train` with 1f1b and with 2bw on local ranks (an MLP,
-in-features = hidden, SGD, 1 thread per rank) and prints each one's measured steady step (rank
-0's mean time from step to step over the second half of the run, the metrics' elapsed_ms), the
-measured gain of 2bw, and the gain the simulator predicts for uniform stages (`baton simulate
---json`'s steady_step for both; 2bw's is its window run back to back). Weight memory: the weight
-versions each rank held at most (measured by the runtime as distinct parameter storages) times
-its parameter bytes, from the final metrics line.
+Throughput: for each pp it runs `baton train` with 1f1b and with each asynchronous schedule on
+local ranks (an MLP, in-features = hidden, SGD, 1 thread per rank) and prints each one's measured
+steady step (rank 0's mean time from step to step over the second half of the run, the metrics'
+elapsed_ms), its measured gain over 1f1b, and the gain the simulator predicts for uniform stages
+(`baton simulate --json`'s steady_step; an asynchronous schedule's is its window run back to
+back). Weight memory: the weight versions each rank held at most (measured by the runtime as
+distinct parameter storages) times its parameter bytes, from the final metrics line. Why the measured gain falls short of the
+simulated one: rank 0's idle share within its last step (from `--trace`) and its mean compute
+action, for 1f1b and for the schedule (on this 2-vCPU machine two ranks computing at once each
+run slower).
 
 With --fashion it also trains the main job (examples/fashion_mnist.toml, 2 stages) with each
 schedule and prints the test accuracy and the wall time.
 
-Usage: python3 bench/async_schedules.py [--baton build/baton] [--steps 60] [--pp 2 4] [--fashion]
+Usage: python3 bench/async_schedules.py [--baton build/baton] [--steps 60] [--pp 2 4]
+       [--schedules 2bw pipedream] [--fashion]
 """
 import argparse, json, os, re, subprocess, tempfile, time
 
 
 def train(binary, args, schedule):
     with tempfile.TemporaryDirectory() as tmp:
-        metrics = os.path.join(tmp, "m.jsonl")
+        metrics, trace = os.path.join(tmp, "m.jsonl"), os.path.join(tmp, "t.json")
         start = time.time()
-        out = subprocess.run([binary, "train", *args, "--schedule", schedule, "--metrics", metrics],
-                             check=True, capture_output=True, text=True).stdout
+        out = subprocess.run([binary, "train", *args, "--schedule", schedule, "--metrics", metrics,
+                              "--trace", trace], check=True, capture_output=True, text=True).stdout
         wall = time.time() - start
         lines = [json.loads(line) for line in open(metrics)]
+        final = next(r for r in lines if r.get("final"))
+        final["idle"] = idle_per_rank(trace)
     rows = [r for r in lines if "elapsed_ms" in r]
-    final = next(r for r in lines if r.get("final"))
     return rows, final, out, wall
+
+
+def idle_per_rank(trace):
+    """Per rank, the last step's idle share between its first action's start and its last's end,
+    and its mean compute action (F or B) in ms, from the measured trace."""
+    events = [e for e in json.load(open(trace))["traceEvents"] if e.get("ph") == "X"]
+    out = []
+    for rank in sorted({e["tid"] for e in events}):
+        mine = [e for e in events if e["tid"] == rank]
+        span = max(e["ts"] + e["dur"] for e in mine) - min(e["ts"] for e in mine)
+        busy = sum(e["dur"] for e in mine)
+        out.append((1 - busy / span if span > 0 else 0, busy / len(mine) / 1000))
+    return out
 
 
 def steady(rows):
@@ -55,12 +74,13 @@ def main():
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--microbatches", type=int, default=8)
     p.add_argument("--pp", type=int, nargs="+", default=[2, 4])
+    p.add_argument("--schedules", nargs="+", default=["2bw", "pipedream"])
     p.add_argument("--fashion", action="store_true")
     a = p.parse_args()
     print(f"mlp {a.layers} layers, hidden {a.hidden}, batch {a.batch}, m={a.microbatches}, "
           f"{a.steps} steps, 1 thread/rank, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
-    print(f"{'pp':>2} | {'1f1b ms':>8} {'2bw ms':>8} {'gain':>6} | {'sim gain':>8} | "
-          f"weight versions 1f1b -> 2bw per rank | weight bytes 2bw / 1f1b")
+    print(f"{'schedule':>9} {'pp':>2} | {'1f1b ms':>8} {'ms':>8} {'gain':>6} | {'sim gain':>8} | "
+          f"weight versions 1f1b -> it, per rank | weight bytes vs 1f1b | rank 0 idle, mean action ms 1f1b -> it")
     for pp in a.pp:
         args = ["--model", "mlp", "--layers", str(a.layers), "--hidden", str(a.hidden),
                 "--in-features", str(a.hidden), "--classes", "10", "--batch", str(a.batch),
@@ -68,18 +88,23 @@ def main():
                 "--threads", "1", "--optimizer", "sgd", "--lr", "0.001", "--steps", str(a.steps),
                 "--log-every", "100000"]
         flush_rows, flush_final, _, _ = train(a.baton, args, "1f1b")
-        async_rows, async_final, _, _ = train(a.baton, args, "2bw")
-        f, s = steady(flush_rows), steady(async_rows)
+        f = steady(flush_rows)
         sim_f = simulated_steady(a.baton, "1f1b", pp, a.microbatches)
-        sim_s = simulated_steady(a.baton, "2bw", pp, a.microbatches)
-        wf, ws = weights(flush_final), weights(async_final)
-        versions = " ".join(f"{x[0]}->{y[0]}" for x, y in zip(wf, ws))
-        ratio = sum(y[1] for y in ws) / max(1.0, sum(x[1] for x in wf))
-        print(f"{pp:>2} | {f:8.2f} {s:8.2f} {100 * (1 - s / f):5.1f}% | {100 * (1 - sim_s / sim_f):7.1f}% | "
-              f"{versions:>36} | {ratio:.2f}x", flush=True)
+        wf = weights(flush_final)
+        for schedule in a.schedules:
+            rows, final, _, _ = train(a.baton, args, schedule)
+            s_ = steady(rows)
+            sim_s = simulated_steady(a.baton, schedule, pp, a.microbatches)
+            ws = weights(final)
+            versions = " ".join(f"{x[0]}->{y[0]}" for x, y in zip(wf, ws))
+            ratio = sum(y[1] for y in ws) / max(1.0, sum(x[1] for x in wf))
+            (i0, a0), (i1, a1) = flush_final["idle"][0], final["idle"][0]
+            print(f"{schedule:>9} {pp:>2} | {f:8.2f} {s_:8.2f} {100 * (1 - s_ / f):5.1f}% | "
+                  f"{100 * (1 - sim_s / sim_f):7.1f}% | {versions:>36} | {ratio:19.2f}x | "
+                  f"{100 * i0:.1f}% {a0:.2f} -> {100 * i1:.1f}% {a1:.2f}", flush=True)
     if a.fashion:
         print("main job (examples/fashion_mnist.toml, 2 stages, m = 4, 4 epochs):")
-        for schedule in ("1f1b", "2bw"):
+        for schedule in ["1f1b", *a.schedules]:
             rows, final, out, wall = train(a.baton, ["--config", "examples/fashion_mnist.toml", "--nproc", "2",
                                                      "--log-every", "100000"], schedule)
             print(f"  {schedule:>4}: test accuracy {final.get('test_accuracy', float('nan')):.4f}, "
