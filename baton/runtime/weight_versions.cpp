@@ -71,7 +71,15 @@ void WeightVersions::move_masters_if_shared(Group& g) {
   // masters move to a copy, the micro-batches keep the old one.
   if (!g.current || g.current.use_count() == 1) return;
   torch::NoGradGuard no_grad;
-  for (auto& m : g.master) m.set_data(m.detach().clone());
+  std::vector<torch::Tensor> free;
+  if (!g.pool.empty()) {
+    free = std::move(g.pool.back());
+    g.pool.pop_back();
+  }
+  for (size_t i = 0; i < g.master.size(); ++i) {
+    torch::Tensor& m = g.master[i];
+    m.set_data(free.empty() ? m.detach().clone() : free[i].copy_(m.detach()));
+  }
   g.current.reset();
 }
 
@@ -81,7 +89,13 @@ void WeightVersions::after_backward(size_t group, size_t cell) {
               "micro-batch's backward: give the Pipeline your optimizer (Pipeline::set_optimizer) "
               "before step()");
   Group& g = groups_[group];
-  g.in_flight.erase(cell);
+  auto done = g.in_flight.find(cell);
+  if (done != g.in_flight.end()) {
+    Version version = std::move(done->second);
+    g.in_flight.erase(done);
+    // The last micro-batch on an old version: its storages go to the pool.
+    if (version.use_count() == 1 && version != g.current) g.pool.push_back(std::move(*version));
+  }
   move_masters_if_shared(g);
   // Only this stage's masters carry a gradient into the update.
   for (auto& other : groups_)
@@ -139,6 +153,8 @@ int WeightVersions::held() const {
     }
     for (const auto& [cell, version] : g.in_flight)
       for (const auto& t : *version) storages.insert(t.storage().data());
+    for (const auto& spare : g.pool)  // held as well, though no micro-batch needs them
+      for (const auto& t : spare) storages.insert(t.storage().data());
     // Each parameter holds one storage per version.
     most = std::max(most, storages.size() / g.master.size());
   }

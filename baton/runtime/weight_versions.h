@@ -85,6 +85,9 @@ class WeightVersions {
     std::map<size_t, Version> in_flight;
     Version current;
     std::vector<torch::Tensor> grad;
+    // Storages of versions no micro-batch needs any more, reused by the next
+    // move (no allocation or page faults per update).
+    std::vector<std::vector<torch::Tensor>> pool;
   };
   void point(Group& g, const std::vector<torch::Tensor>& data);
   void move_masters_if_shared(Group& g);
