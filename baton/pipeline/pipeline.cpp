@@ -205,6 +205,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
     executor_options.bucket_bytes = o.bucket_mb() * (1 << 20);
     s.schedule = schedule::add_grad_reductions(
         s.schedule, s.dp, buckets_per_stage(built, placement, executor_options.bucket_bytes));
+    if (!o.overlap_grad_reduce()) s.schedule = schedule::defer_grad_reductions(s.schedule);
   }
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.pipeline_rank, std::move(built),
                                                    std::move(loss), s.comm, executor_options);

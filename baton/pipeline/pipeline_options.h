@@ -84,6 +84,12 @@ struct PipelineOptions {
   TORCH_ARG(bool, tp_scatter_gather) = true;
   // Gradient bucket size in MiB for the dp all-reduces (DDP's bucket_cap_mb).
   TORCH_ARG(double, bucket_mb) = 25;
+  // With dp > 1: each bucket's REDUCE_GRAD starts right after its last
+  // backward, overlapping the rest of the step (true, DDP's and baton's
+  // default), or every REDUCE_GRAD waits at the end of its rank's actions
+  // (false; schedule::defer_grad_reductions), for measuring what the overlap
+  // hides.
+  TORCH_ARG(bool, overlap_grad_reduce) = true;
   // ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas.
   // With 1 and dp > 1, each of this rank's parameter tensors is owned by one
   // replica (largest first, to the least-loaded replica, the same split on

@@ -336,7 +336,12 @@ StepResult Executor::run(const torch::Tensor& inputs, const torch::Tensor& targe
     gather_loss(step);
   }
   for (auto& send : step.sends) send.wait(baton::detail::concat("a send of step ", steps_run_ + 1));
+  const auto reductions_from = Clock::now();
   for (auto& reduction : step.reductions) reduction.wait();
+  if (!step.reductions.empty()) {
+    step.result.reduction_wait_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - reductions_from).count();
+  }
   sync_replicated_gradients();
   if (schedule_.carries && !drain_only) {
     Carry carry;

@@ -117,6 +117,9 @@ struct StepResult {
   // schedule without a flush while backwards are carried): measured, as
   // distinct parameter storages.
   int weight_versions = 1;
+  // dp > 1: how long the step waited at its end for its REDUCE_GRADs to
+  // finish, ms: the part of the gradient all-reduces no compute hid.
+  double reduction_wait_ms = 0;
   // This rank's compute actions, ms from the step's start.
   std::vector<trace::Event> events;
   // When the step started on this rank: ms on the steady clock, which ranks

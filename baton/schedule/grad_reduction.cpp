@@ -1,5 +1,6 @@
 #include "baton/schedule/grad_reduction.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "baton/core/error.h"
@@ -104,6 +105,16 @@ Schedule add_grad_reductions(const Schedule& schedule, int dp,
           into.push_back({ActionKind::REDUCE_GRAD, stage, k});
       pending.clear();
     }
+  }
+  validate(out);
+  return out;
+}
+
+Schedule defer_grad_reductions(const Schedule& schedule) {
+  Schedule out = schedule;
+  for (auto& list : out.actions) {
+    std::stable_partition(list.begin(), list.end(),
+                          [](const Action& a) { return !is_reduction(a.kind); });
   }
   validate(out);
   return out;

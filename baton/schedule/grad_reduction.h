@@ -51,4 +51,9 @@ std::vector<double> even_gradient_buckets(double total_bytes, double bucket_byte
 Schedule add_grad_reductions(const Schedule& schedule, int dp,
                              const std::vector<int>& buckets_per_stage);
 
+// `schedule` with every REDUCE_GRAD moved to the end of its rank's list, in
+// the same order: no reduction overlaps any compute of the step (what
+// Megatron-LM runs without --overlap-grad-reduce). The result is validated.
+Schedule defer_grad_reductions(const Schedule& schedule);
+
 }  // namespace baton::schedule

@@ -65,6 +65,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"pp", field(&TrainConfig::pp, "pp")},
       {"dp", field(&TrainConfig::dp, "dp")},
       {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
+      {"overlap_grad_reduce", field(&TrainConfig::overlap_grad_reduce, "overlap_grad_reduce")},
       {"zero", field(&TrainConfig::zero, "zero")},
       {"tp", field(&TrainConfig::tp, "tp")},
       {"tp_scatter_gather", field(&TrainConfig::tp_scatter_gather, "tp_scatter_gather")},

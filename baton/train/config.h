@@ -36,6 +36,7 @@ struct TrainConfig {
   int pp = 2;
   int dp = 1;              // replicas of the pipeline; batch is the global batch over them
   double bucket_mb = 25;   // dp gradient buckets, MiB (DDP's bucket_cap_mb)
+  bool overlap_grad_reduce = true;  // REDUCE_GRAD right after each bucket's last backward
   int zero = 0;            // ZeRO stage: 1 shards the optimizer state over dp (PipelineOptions::zero)
   int tp = 1;              // tensor-parallel ranks per stage (gpt only; PipelineOptions::tp)
   bool tp_scatter_gather = true;  // Megatron's scatter/gather of boundary activations over tp

@@ -36,7 +36,7 @@ void Progress::write_line(const std::string& line) {
               std::strerror(errno));
 }
 
-void Progress::step_done(int64_t step, double loss, double step_s) {
+void Progress::step_done(int64_t step, double loss, double step_s, double reduction_wait_ms) {
   if (!leader_) return;
   const double samples_per_s = config_.batch / std::max(1e-9, step_s);
   const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
@@ -46,12 +46,13 @@ void Progress::step_done(int64_t step, double loss, double step_s) {
                 static_cast<long long>(total_), loss, samples_per_s, format_eta(eta).c_str());
     std::fflush(stdout);
   }
-  write_line(nlohmann::json{{"step", step + 1},
-                            {"loss", loss},
-                            {"samples_per_s", samples_per_s},
-                            {"step_ms", step_s * 1000},
-                            {"elapsed_ms", elapsed * 1000}}
-                 .dump());
+  nlohmann::json line{{"step", step + 1},
+                      {"loss", loss},
+                      {"samples_per_s", samples_per_s},
+                      {"step_ms", step_s * 1000},
+                      {"elapsed_ms", elapsed * 1000}};
+  if (reduction_wait_ms >= 0) line["reduce_wait_ms"] = reduction_wait_ms;
+  write_line(line.dump());
 }
 
 void Progress::finish(double loss, double accuracy, const std::vector<RankMemory>& memory) {

@@ -25,7 +25,9 @@ class Progress {
   Progress(const TrainConfig& config, int64_t total_steps, bool leader, int64_t first_step = 0);
 
   // After step `step` (0-based) took `step_s` seconds and had mean `loss`.
-  void step_done(int64_t step, double loss, double step_s);
+  // `reduction_wait_ms` (dp > 1, else negative: not written): the step's
+  // wait for its gradient all-reduces.
+  void step_done(int64_t step, double loss, double step_s, double reduction_wait_ms = -1);
 
   // The summary: accuracy < 0 means none. Writes the final metrics line with
   // every rank's memory.

@@ -112,6 +112,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
       .tp(c.tp)
       .tp_scatter_gather(c.tp_scatter_gather)
       .bucket_mb(c.bucket_mb)
+      .overlap_grad_reduce(c.overlap_grad_reduce)
       .zero(c.zero)
       .rank_env(env);
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
@@ -204,7 +205,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
     peak_activation_bytes = std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
     weight_versions = std::max(weight_versions, pipeline.last_step().weight_versions);
-    progress.step_done(step, loss, step_s);
+    progress.step_done(step, loss, step_s, c.dp > 1 ? pipeline.last_step().reduction_wait_ms : -1);
     save_if_due(c, pipeline, *optimizer, step + 1, total);
   }
   if (pipeline.schedule().carries && total > first) {

@@ -195,3 +195,39 @@ TEST(ValidateReduceGrad, ABucketNumberIsNoMicrobatchForTheShape) {
 
 }  // namespace
 }  // namespace baton::schedule
+
+namespace baton::schedule {
+namespace {
+
+// Without the overlap every REDUCE_GRAD follows the rank's last compute, in
+// the order the pass placed them; the compute order is untouched.
+TEST(DeferGradReductions, MovesEveryReductionAfterTheRanksLastAction) {
+  const Schedule s = lower(generate("1f1b", GeneratorOptions().set_ranks(2).set_microbatches(4)));
+  const Schedule reduced = add_grad_reductions(s, 2, std::vector<int>(s.stages, 3));
+  const Schedule deferred = defer_grad_reductions(reduced);
+  for (int r = 0; r < 2; ++r) {
+    const auto& list = deferred.actions[r];
+    ASSERT_EQ(list.size(), reduced.actions[r].size());
+    std::vector<Action> compute, reductions, want_reductions;
+    for (const Action& a : list) (is_reduction(a.kind) ? reductions : compute).push_back(a);
+    for (const Action& a : reduced.actions[r])
+      if (is_reduction(a.kind)) want_reductions.push_back(a);
+    EXPECT_EQ(compute, s.actions[r]) << "rank " << r;
+    EXPECT_EQ(reductions, want_reductions) << "rank " << r;
+    ASSERT_EQ(reductions.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(is_reduction(list[list.size() - 1 - i].kind));
+  }
+  // interleaved: a rank's second chunk finishes its backwards first, so the
+  // pass reduces it while the first chunk still computes; deferred, it waits.
+  const Schedule il = lower(generate("interleaved", GeneratorOptions().set_ranks(2).set_microbatches(4)));
+  const Schedule il_reduced = add_grad_reductions(il, 2, std::vector<int>(il.stages, 1));
+  const auto& placed = il_reduced.actions[0];
+  EXPECT_FALSE(is_reduction(placed.back().kind) && is_reduction(placed[placed.size() - 2].kind))
+      << "the pass should overlap one chunk's reduction with compute";
+  const Schedule il_deferred = defer_grad_reductions(il_reduced);
+  const auto& moved = il_deferred.actions[0];
+  EXPECT_TRUE(is_reduction(moved.back().kind) && is_reduction(moved[moved.size() - 2].kind));
+}
+
+}  // namespace
+}  // namespace baton::schedule

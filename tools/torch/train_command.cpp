@@ -187,6 +187,10 @@ Action add_train(CLI::App& app) {
        "Data-parallel replicas of the pipeline (--nproc dp*pp; --batch is the global batch)");
   flag(cmd, *f, "--bucket-mb", &train::TrainConfig::bucket_mb,
        "Gradient bucket size in MiB for the dp all-reduces (default 25, as DDP)");
+  flag(cmd, *f, "--overlap-grad-reduce", &train::TrainConfig::overlap_grad_reduce,
+       "With --dp: start each gradient bucket's all-reduce right after its last backward, "
+       "overlapping the rest (default on); off, every bucket waits for the step's last backward "
+       "(Megatron's --overlap-grad-reduce off)");
   flag(cmd, *f, "--tp", &train::TrainConfig::tp,
        "Tensor-parallel ranks per stage (gpt: heads and MLP split; --nproc dp*pp*tp; must divide --heads)");
   flag(cmd, *f, "--tp-scatter-gather", &train::TrainConfig::tp_scatter_gather,
@@ -196,7 +200,7 @@ Action add_train(CLI::App& app) {
        "ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas (with --dp 1 it changes nothing)");
   f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
                             "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
-                            "chimera, dualpipev, v-half, v-min, zb-auto");
+                            "chimera, dualpipev, v-half, v-min, zb-auto, 2bw, pipedream");
   f->virtual_option = flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages,
                            "Stage chunks per rank (interleaved, looped-bfs)")
                           ->check(CLI::Range(1, 1024));
