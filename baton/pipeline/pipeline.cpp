@@ -469,6 +469,8 @@ void Pipeline::set_optimizer(torch::optim::Optimizer* optimizer) {
   state_->executor->set_update([optimizer] { optimizer->step(); });
 }
 
+bool Pipeline::updates_inside_step() const { return state_->executor->updates_per_microbatch(); }
+
 runtime::StepResult Pipeline::flush() {
   State& s = *state_;
   return s.executor->carrying() ? s.executor->drain() : runtime::StepResult{};

@@ -107,7 +107,11 @@ class Pipeline {
   // on the weights its forward used. The updates run inside step(): give the
   // Pipeline your optimizer (built on parameters()) once, and do not step it
   // yourself; flush() runs the last updates. Ignored by other schedules.
+  // async (AMPNet-style) likewise, without stashing: a backward runs on the
+  // weights as they are when it runs.
   void set_optimizer(torch::optim::Optimizer* optimizer);
+  // Whether step() runs the optimizer itself (pipedream, async).
+  bool updates_inside_step() const;
 
   // Forward only, without autograd. Returns the model's output for `inputs`
   // on the rank holding the last stage; an undefined tensor on the others

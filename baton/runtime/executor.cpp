@@ -129,11 +129,12 @@ Executor::Executor(schedule::Schedule schedule, int rank, std::vector<std::share
       groups.push_back(stage->parameters());
     }
     // pipedream (generated, or a file whose header names it) stashes a version
-    // per micro-batch and updates after each backward; any other window
-    // double-buffers per step (2bw).
-    versions_ = std::make_unique<WeightVersions>(
-        std::move(groups), schedule_.name == "pipedream" ? WeightVersions::Updates::PerMicrobatch
-                                                         : WeightVersions::Updates::PerStep);
+    // per micro-batch and updates after each backward, async updates alike
+    // without stashing; any other window double-buffers per step (2bw).
+    const auto updates = schedule_.name == "pipedream" ? WeightVersions::Updates::PerMicrobatch
+                         : schedule_.name == "async"   ? WeightVersions::Updates::PerMicrobatchUnstashed
+                                                       : WeightVersions::Updates::PerStep;
+    versions_ = std::make_unique<WeightVersions>(std::move(groups), updates);
   }
 }
 

@@ -165,11 +165,12 @@ class Executor {
   void set_update(std::function<void()> update) {
     if (versions_) versions_->set_update(std::move(update));
   }
-  // Whether the schedule updates inside the step and has no update yet.
-  bool needs_update() const {
-    return versions_ && versions_->updates() == WeightVersions::Updates::PerMicrobatch &&
-           !versions_->has_update();
+  // Whether the schedule updates inside the step (pipedream, async), and
+  // whether it still lacks its update.
+  bool updates_per_microbatch() const {
+    return versions_ && versions_->updates() != WeightVersions::Updates::PerStep;
   }
+  bool needs_update() const { return updates_per_microbatch() && !versions_->has_update(); }
 
   const schedule::Schedule& schedule() const { return schedule_; }
   int rank() const { return rank_; }

@@ -68,8 +68,9 @@ void WeightVersions::before(size_t group, bool forward, size_t cell, bool carrie
 
 void WeightVersions::move_masters_if_shared(Group& g) {
   // Some micro-batch in flight still runs on the masters' storage: the
-  // masters move to a copy, the micro-batches keep the old one.
-  if (!g.current || g.current.use_count() == 1) return;
+  // masters move to a copy, the micro-batches keep the old one (weight
+  // stashing; async does not stash).
+  if (updates_ == Updates::PerMicrobatchUnstashed || !g.current || g.current.use_count() == 1) return;
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> free;
   if (!g.pool.empty()) {
@@ -84,8 +85,8 @@ void WeightVersions::move_masters_if_shared(Group& g) {
 }
 
 void WeightVersions::after_backward(size_t group, size_t cell) {
-  if (updates_ != Updates::PerMicrobatch) return;
-  BATON_CHECK(update_, "[runtime.weights] schedule pipedream updates the weights after every "
+  if (updates_ == Updates::PerStep) return;
+  BATON_CHECK(update_, "[runtime.weights] this schedule updates the weights after every "
               "micro-batch's backward: give the Pipeline your optimizer (Pipeline::set_optimizer) "
               "before step()");
   Group& g = groups_[group];

@@ -41,7 +41,11 @@ namespace baton::runtime {
 
 class WeightVersions {
  public:
-  enum class Updates { PerStep, PerMicrobatch };
+  // PerMicrobatchUnstashed (async): as PerMicrobatch, but the masters never
+  // move: a backward reads the weights as they are when it runs (through P
+  // and through the views its graph saved, which share the masters' storage),
+  // so there is one version.
+  enum class Updates { PerStep, PerMicrobatch, PerMicrobatchUnstashed };
 
   // Takes the stages' parameters (module parameters, in Executor::parameters()
   // order, grouped by stage) and makes their masters.
@@ -50,7 +54,7 @@ class WeightVersions {
   Updates updates() const { return updates_; }
   // The masters, in the order given.
   std::vector<torch::Tensor> masters() const;
-  // PerMicrobatch: the optimizer step run after each backward.
+  // PerMicrobatch(Unstashed): the optimizer step run after each backward.
   void set_update(std::function<void()> update) { update_ = std::move(update); }
   bool has_update() const { return static_cast<bool>(update_); }
 

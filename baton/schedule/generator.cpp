@@ -35,6 +35,7 @@ constexpr Entry kGenerators[] = {
     {"zb-auto", zb_auto, 1, false, 3},
     {"2bw", two_bw, 1, false, 2},
     {"pipedream", pipedream, 1, false, 2},
+    {"async", async, 1, false, 2},
 };
 
 // Refuses a shape whose lowered schedule could exceed kMaxActions, before the

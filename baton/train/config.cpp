@@ -172,7 +172,7 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.tp == 1 || !c.compare_sim, "[train.config] --compare-sim with tp=", c.tp,
               " is not supported yet (it compares one pipeline of whole layers); use --tp 1");
   // A schedule without a flush (runtime/weight_versions.h).
-  if ((c.schedule == "2bw" || c.schedule == "pipedream") && c.schedule_file.empty()) {
+  if ((c.schedule == "2bw" || c.schedule == "pipedream" || c.schedule == "async") && c.schedule_file.empty()) {
     const std::string& s = c.schedule;
     BATON_CHECK(c.dp == 1 && c.tp == 1, "[train.config] --schedule ", s, " has no flush between steps and runs "
                 "with --dp 1 --tp 1 only, got dp=", c.dp, " tp=", c.tp,

@@ -163,8 +163,8 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   // What a message costs, for the simulator to charge (collective).
   const comm::P2pCost link = c.compare_sim && comm ? comm::measure_p2p_cost(*comm) : comm::P2pCost{};
   auto optimizer = make_optimizer(c, pipeline.parameters());
-  // pipedream updates inside the step, after each micro-batch's backward.
-  const bool updates_inside = pipeline.schedule().name == "pipedream";
+  // pipedream and async update inside the step, after each micro-batch's backward.
+  const bool updates_inside = pipeline.updates_inside_step();
   if (updates_inside) pipeline.set_optimizer(optimizer.get());
 
   const int64_t per_epoch = data->steps_per_epoch();

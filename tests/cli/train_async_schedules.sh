@@ -38,14 +38,16 @@ grep -q "rank 0: parameters .*, weight versions 2," "$tmp/pp2.out" || fail "2bw 
 
 job=("${base[@]}" --steps 20)
 run pipedream --schedule pipedream --pp 2 --nproc 2
-python3 - "$tmp" <<'PY' || fail "pipedream"
+run async --schedule async --pp 2 --nproc 2
+python3 - "$tmp" <<'PY' || fail "pipedream / async"
 import json, sys
-lines = [json.loads(l) for l in open(f"{sys.argv[1]}/pipedream.jsonl")]
-losses = [l["loss"] for l in lines if "step" in l]
-final = next(l for l in lines if l.get("final"))
-assert len(losses) == 20 and sum(losses[-5:]) < sum(losses[:5]), losses
-assert [m["weight_versions"] for m in final["memory"]] == [2, 1], final["memory"]
-print("pipedream", losses[0], "->", losses[-1])
+for name, versions in (("pipedream", [2, 1]), ("async", [1, 1])):
+    lines = [json.loads(l) for l in open(f"{sys.argv[1]}/{name}.jsonl")]
+    losses = [l["loss"] for l in lines if "step" in l]
+    final = next(l for l in lines if l.get("final"))
+    assert len(losses) == 20 and sum(losses[-5:]) < sum(losses[:5]), (name, losses)
+    assert [m["weight_versions"] for m in final["memory"]] == versions, (name, final["memory"])
+    print(name, losses[0], "->", losses[-1])
 PY
 
 expect_bad_input "2bw needs at least pp micro-batches" --model mlp --layers 4 --hidden 16 --batch 8 \

@@ -1,7 +1,9 @@
 // Every schedule trains exactly like one device: after 3 SGD steps on the same
 // batches, each parameter equals single-process training of the same model on
-// the whole mini-batch within 1e-5 relative (float32; 2bw and pipedream: with
-// their staleness replayed by hand, then their drain), for every schedule,
+// the whole mini-batch within 1e-5 relative (float32; 2bw, pipedream and
+// async: with their staleness replayed by hand, then their drain; on this
+// small model stashing or not changes the result by less than 1e-5, which
+// tests/pipeline/pipedream_test.cpp tells apart), for every schedule,
 // p in {1, 2, 4}, m in {1, 2, 3, 8} (where the schedule is defined) and every
 // recomputation mode. Ranks run as threads over one c10d HashStore.
 #include <ATen/Parallel.h>
@@ -112,6 +114,59 @@ std::map<std::string, torch::Tensor> train_single_device_pipedream(int p, int m,
   return out;
 }
 
+// async's reference (no stashing, an update after every backward): as
+// pipedream's, but micro-batch j's backward on stage s runs on the weights as
+// they are then, after j updates (its backwards of 0 .. j - 1), while its
+// forward ran on those after max(0, j - (p - 1 - s)). Replayed layer by layer
+// on small_mlp's Linear(+ReLU) layers with a straight-through product:
+// x W_b^T + (x (W_f - W_b)^T).detach() has the forward's value and the
+// backward's gradients, g W_b for the input and g^T x for the weight.
+std::map<std::string, torch::Tensor> train_single_device_async(int p, int m,
+                                                               const partition::Partition& part) {
+  const nn::ModelSpec model = small_mlp();
+  torch::nn::Sequential seq = nn::build_sequential(model, kSeed);
+  const int L = model.num_layers();
+  // history[k]: every parameter ("3.0.weight") after k updates of its stage.
+  std::vector<std::vector<std::map<std::string, torch::Tensor>>> history(p, std::vector<std::map<std::string, torch::Tensor>>(1));
+  for (const auto& item : seq->named_parameters()) {
+    const int layer = std::stoi(item.key().substr(0, item.key().find('.')));
+    history[part.stage_of_layer(layer)][0][item.key()] = item.value().detach().clone();
+  }
+  int j = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    auto [x, y] = batch(step);
+    const auto xs = split_microbatches(x, m), ys = split_microbatches(y, m);
+    const auto scales = loss_scales(ys);
+    for (int k = 0; k < m; ++k, ++j) {
+      torch::Tensor h = xs[k];
+      std::map<std::string, torch::Tensor> leaves;  // the backward's weights, by name
+      for (int i = 0; i < L; ++i) {
+        const int s = part.stage_of_layer(i);
+        const auto& f = history[s].at(std::max(0, j - (p - 1 - s)));
+        const auto& b = history[s].at(j);
+        const std::string w = std::to_string(i) + ".0.weight", bias = std::to_string(i) + ".0.bias";
+        torch::Tensor wb = b.at(w).clone().requires_grad_(true), bb = b.at(bias).clone().requires_grad_(true);
+        leaves[w] = wb;
+        leaves[bias] = bb;
+        h = torch::matmul(h, wb.t()) + torch::matmul(h, (f.at(w) - b.at(w)).t()).detach() + bb +
+            (f.at(bias) - b.at(bias)).detach();
+        if (i + 1 < L) h = torch::relu(h);
+      }
+      (model.loss(h, ys[k]) * scales[k]).backward();
+      for (int s = 0; s < p; ++s) history[s].push_back(history[s].back());
+      for (const auto& [name, leaf] : leaves) {
+        const int layer = std::stoi(name.substr(0, name.find('.')));
+        auto& next = history[part.stage_of_layer(layer)].back()[name];
+        next = next - kLr * leaf.grad();
+      }
+    }
+  }
+  std::map<std::string, torch::Tensor> out;
+  for (int s = 0; s < p; ++s)
+    for (const auto& [key, value] : history[s].back()) out[key] = value;
+  return out;
+}
+
 struct Case {
   std::string schedule;
   int p, m;
@@ -161,9 +216,12 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
   static const std::map<std::string, torch::Tensor> stale = train_single_device(true);
   const schedule::Placement placement(lowered);
   const partition::Partition part = partition::uniform(model.num_layers(), lowered.stages);
-  const bool per_microbatch = c.schedule == "pipedream";
+  const bool per_microbatch = c.schedule == "pipedream" || c.schedule == "async";
   const std::map<std::string, torch::Tensor> reference =
-      per_microbatch ? train_single_device_pipedream(c.p, c.m, part) : lowered.carries ? stale : flushed;
+      c.schedule == "pipedream" ? train_single_device_pipedream(c.p, c.m, part)
+      : c.schedule == "async"   ? train_single_device_async(c.p, c.m, part)
+      : lowered.carries         ? stale
+                                : flushed;
   auto store = comm::make_hash_store();
 
   std::vector<std::map<std::string, torch::Tensor>> results(c.p);
@@ -178,7 +236,7 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
                           model.loss, communicator ? &*communicator : nullptr,
                           ExecutorOptions{c.recompute});
         torch::optim::SGD opt(executor.parameters(), torch::optim::SGDOptions(kLr));
-        // pipedream steps the optimizer itself, after every backward.
+        // pipedream and async step the optimizer themselves, after every backward.
         if (per_microbatch) executor.set_update([&opt] { opt.step(); });
         for (int step = 0; step < kSteps; ++step) {
           auto [x, y] = batch(step);
