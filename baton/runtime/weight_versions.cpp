@@ -17,11 +17,13 @@ WeightVersions::WeightVersions(std::vector<std::vector<torch::Tensor>> stage_par
       // A tensor of its own (own version counter), holding the same values.
       g.master.push_back(p.detach().clone().set_requires_grad(p.requires_grad()));
       p.set_data(g.master.back().detach());
-      g.grad_current.push_back(torch::zeros_like(p));
-      g.grad.push_back(torch::zeros_like(p));
+      // The gradient buffers each policy uses: the current step's (PerStep), or
+      // the one micro-batch's (PerMicrobatch*).
+      (updates_ == Updates::PerStep ? g.grad_current : g.grad).push_back(torch::zeros_like(p));
     }
     g.stashed.resize(g.module.size());
     g.grad_previous.resize(g.module.size());
+    if (updates_ != Updates::PerStep) g.grad_current.resize(g.module.size());
     groups_.push_back(std::move(g));
   }
 }

@@ -198,7 +198,8 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     loss = pipeline.step(inputs, targets);
     // Every rank sees the mini-batch loss (no barrier: step() returns it on
     // every rank, runtime/executor.h), so every rank stops at this step,
-    // before an update from non-finite gradients.
+    // before an update from non-finite gradients (pipedream and async have
+    // updated inside the step already; they stop after it).
     BATON_CHECK(std::isfinite(loss), "[train] rank ", ctx.rank, ": the loss of step ", step + 1,
                 " is ", loss, "; training diverged (lower --lr, now ", c.lr, ")");
     if (!updates_inside) optimizer->step();

@@ -133,10 +133,20 @@ PipelineRun run_pipedream(int pp, const std::string& schedule = "pipedream") {
   return run;
 }
 
-void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  const double scale = std::max(1e-6, want.abs().max().item<double>());
-  EXPECT_LE((got - want).abs().max().item<double>() / scale, 1e-5) << what;
+using test::expect_close;
+
+// Every rank's losses and final parameters equal the reference's; every
+// parameter is on exactly one rank.
+void expect_matches(const PipelineRun& run, const Record& want) {
+  size_t seen = 0;
+  for (size_t r = 0; r < run.ranks.size(); ++r) {
+    const Record& got = run.ranks[r];
+    for (int t = 0; t < kSteps; ++t)
+      EXPECT_NEAR(got.losses[t], want.losses[t], 1e-5 * std::abs(want.losses[t])) << "rank " << r << " step " << t;
+    for (const auto& [name, p] : got.final_params) expect_close(p, want.final_params.at(name), name);
+    seen += got.final_params.size();
+  }
+  EXPECT_EQ(seen, want.final_params.size());
 }
 
 class PipeDream : public testing::TestWithParam<int> {};
@@ -145,16 +155,7 @@ TEST_P(PipeDream, EachBackwardRunsOnItsForwardsWeightsAndUpdatesItsStage) {
   const int pp = GetParam();
   const PipelineRun run = run_pipedream(pp);
   for (int layer = 0; layer < 7; ++layer) ASSERT_GE(run.stage_of_layer[layer], 0) << "layer " << layer;
-  const Record want = reference(run.stage_of_layer, pp);
-  size_t seen = 0;
-  for (int r = 0; r < pp; ++r) {
-    const Record& got = run.ranks[r];
-    for (int t = 0; t < kSteps; ++t)
-      EXPECT_NEAR(got.losses[t], want.losses[t], 1e-5 * std::abs(want.losses[t])) << "rank " << r << " step " << t;
-    for (const auto& [name, p] : got.final_params) expect_close(p, want.final_params.at(name), name);
-    seen += got.final_params.size();
-  }
-  EXPECT_EQ(seen, want.final_params.size());
+  expect_matches(run, reference(run.stage_of_layer, pp));
 }
 
 // Weight stashing keeps one version per micro-batch in flight: rank r of p
@@ -169,8 +170,7 @@ TEST_P(PipeDream, RankRHoldsPMinusRVersions) {
 
 double distance(const Params& a, const Params& b) {
   double most = 0;
-  for (const auto& [name, t] : a)
-    most = std::max(most, (t - b.at(name)).abs().max().item<double>() / std::max(1e-6, b.at(name).abs().max().item<double>()));
+  for (const auto& [name, t] : a) most = std::max(most, test::relative_difference(t, b.at(name)));
   return most;
 }
 
@@ -185,17 +185,10 @@ TEST_P(PipeDream, AsyncBackwardsRunOnTheLatestWeights) {
   const Record stashed = reference(run.stage_of_layer, pp, /*stash=*/true);
   EXPECT_GT(distance(want.final_params, stashed.final_params), 2e-5)
       << "the replays of async and pipedream should differ";
-  size_t seen = 0;
-  for (int r = 0; r < pp; ++r) {
-    const Record& got = run.ranks[r];
-    for (int t = 0; t < kSteps; ++t)
-      EXPECT_NEAR(got.losses[t], want.losses[t], 1e-5 * std::abs(want.losses[t])) << "rank " << r << " step " << t;
-    for (const auto& [name, p] : got.final_params) expect_close(p, want.final_params.at(name), name);
-    seen += got.final_params.size();
-    // One version: nothing is stashed.
+  expect_matches(run, want);
+  // One version: nothing is stashed.
+  for (int r = 0; r < pp; ++r)
     for (int t = 0; t < kSteps; ++t) EXPECT_EQ(run.versions[r][t], 1) << "rank " << r << " step " << t;
-  }
-  EXPECT_EQ(seen, want.final_params.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, PipeDream, testing::Values(2, 3),

@@ -3,6 +3,7 @@
 // (the whole mini-batch, plain LibTorch, SGD).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -61,6 +62,18 @@ inline TrainingRun train_one_process(
 
 inline double relative(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).norm().item<double>() / std::max(1e-12, b.norm().item<double>());
+}
+
+// The largest difference between `got` and `want`, relative to want's largest
+// magnitude (1e-6 at least).
+inline double relative_difference(const torch::Tensor& got, const torch::Tensor& want) {
+  return (got - want).abs().max().item<double>() / std::max(1e-6, want.abs().max().item<double>());
+}
+
+// `got` equals `want` within 1e-5 relative (float32 sums in another order).
+inline void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+  ASSERT_EQ(got.sizes(), want.sizes()) << what;
+  EXPECT_LE(relative_difference(got, want), 1e-5) << what;
 }
 
 }  // namespace baton::test

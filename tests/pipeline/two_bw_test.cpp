@@ -116,11 +116,7 @@ PipelineRun run_2bw(int pp) {
   return run;
 }
 
-void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.sizes(), want.sizes()) << what;
-  const double scale = std::max(1e-6, want.abs().max().item<double>());
-  EXPECT_LE((got - want).abs().max().item<double>() / scale, 1e-5) << what;
-}
+using test::expect_close;
 
 class TwoBw : public testing::TestWithParam<int> {};
 

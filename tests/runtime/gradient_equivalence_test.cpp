@@ -71,6 +71,22 @@ std::map<std::string, torch::Tensor> train_single_device(bool one_update_stale) 
   return out;
 }
 
+// history[s][k]: stage s's parameters ("3.0.weight") after k updates.
+using History = std::vector<std::vector<std::map<std::string, torch::Tensor>>>;
+
+// The stage holding parameter "3.0.weight" (layer 3).
+int stage_of_parameter(const partition::Partition& part, const std::string& key) {
+  return part.stage_of_layer(std::stoi(key.substr(0, key.find('.'))));
+}
+
+// Every stage's parameters before any update.
+History initial_history(const torch::nn::Sequential& seq, int p, const partition::Partition& part) {
+  History history(p, std::vector<std::map<std::string, torch::Tensor>>(1));
+  for (const auto& item : seq->named_parameters())
+    history[stage_of_parameter(part, item.key())][0][item.key()] = item.value().detach().clone();
+  return history;
+}
+
 // pipedream's reference (weight stashing, an update after every backward):
 // over all steps' micro-batches j in order, stage s of p runs j's forward and
 // backward on its weights after max(0, j - (p - 1 - s)) updates (1F1B without
@@ -80,12 +96,8 @@ std::map<std::string, torch::Tensor> train_single_device_pipedream(int p, int m,
                                                                    const partition::Partition& part) {
   const nn::ModelSpec model = small_mlp();
   torch::nn::Sequential seq = nn::build_sequential(model, kSeed);
-  auto stage_of = [&](const std::string& key) {  // "3.weight" -> the stage of layer 3
-    return part.stage_of_layer(std::stoi(key.substr(0, key.find('.'))));
-  };
-  std::vector<std::vector<std::map<std::string, torch::Tensor>>> history(p, std::vector<std::map<std::string, torch::Tensor>>(1));
-  for (const auto& item : seq->named_parameters())
-    history[stage_of(item.key())][0][item.key()] = item.value().detach().clone();
+  auto stage_of = [&](const std::string& key) { return stage_of_parameter(part, key); };
+  History history = initial_history(seq, p, part);
   int j = 0;
   for (int step = 0; step < kSteps; ++step) {
     auto [x, y] = batch(step);
@@ -126,12 +138,7 @@ std::map<std::string, torch::Tensor> train_single_device_async(int p, int m,
   const nn::ModelSpec model = small_mlp();
   torch::nn::Sequential seq = nn::build_sequential(model, kSeed);
   const int L = model.num_layers();
-  // history[k]: every parameter ("3.0.weight") after k updates of its stage.
-  std::vector<std::vector<std::map<std::string, torch::Tensor>>> history(p, std::vector<std::map<std::string, torch::Tensor>>(1));
-  for (const auto& item : seq->named_parameters()) {
-    const int layer = std::stoi(item.key().substr(0, item.key().find('.')));
-    history[part.stage_of_layer(layer)][0][item.key()] = item.value().detach().clone();
-  }
+  History history = initial_history(seq, p, part);
   int j = 0;
   for (int step = 0; step < kSteps; ++step) {
     auto [x, y] = batch(step);
@@ -155,8 +162,7 @@ std::map<std::string, torch::Tensor> train_single_device_async(int p, int m,
       (model.loss(h, ys[k]) * scales[k]).backward();
       for (int s = 0; s < p; ++s) history[s].push_back(history[s].back());
       for (const auto& [name, leaf] : leaves) {
-        const int layer = std::stoi(name.substr(0, name.find('.')));
-        auto& next = history[part.stage_of_layer(layer)].back()[name];
+        auto& next = history[stage_of_parameter(part, name)].back()[name];
         next = next - kLr * leaf.grad();
       }
     }
@@ -232,9 +238,10 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
       try {
         std::optional<comm::Communicator> communicator;
         if (c.p > 1) communicator.emplace(comm::from_store(store, r, c.p, std::chrono::seconds(20)));
+        ExecutorOptions options;
+        options.recompute = c.recompute;
         Executor executor(lowered, r, build_stages(model, part, placement.stages_of_rank(r), kSeed),
-                          model.loss, communicator ? &*communicator : nullptr,
-                          ExecutorOptions{c.recompute});
+                          model.loss, communicator ? &*communicator : nullptr, options);
         torch::optim::SGD opt(executor.parameters(), torch::optim::SGDOptions(kLr));
         // pipedream and async step the optimizer themselves, after every backward.
         if (per_microbatch) executor.set_update([&opt] { opt.step(); });
