@@ -193,12 +193,6 @@ TEST(ValidateReduceGrad, ABucketNumberIsNoMicrobatchForTheShape) {
   EXPECT_NO_THROW(lower(s));
 }
 
-}  // namespace
-}  // namespace baton::schedule
-
-namespace baton::schedule {
-namespace {
-
 // Without the overlap every REDUCE_GRAD follows the rank's last compute, in
 // the order the pass placed them; the compute order is untouched.
 TEST(DeferGradReductions, MovesEveryReductionAfterTheRanksLastAction) {
