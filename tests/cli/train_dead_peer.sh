@@ -1,29 +1,37 @@
 #!/usr/bin/env bash
 # A rank killed in the middle of training: the surviving rank exits non-zero
 # within the (short) timeout with a [comm] error naming its rank, the stage
-# and the action it waited on. Then the same through the local launcher: it
+# and the action it waited on (with 1f1b, and with 2bw, which carries
+# backwards between steps). Then the same through the local launcher: it
 # stops the other rank and exits non-zero naming the failed one.
 source "$(dirname "$0")/lib/common.sh"
 
 args="--model mlp --layers 4 --hidden 64 --in-features 64 --pp 2 --microbatches 4 --batch 64 --steps 1000000 --timeout 5 --threads 1"
-port=$(( 20000 + RANDOM % 20000 ))
-for r in 0 1; do
-  RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-    "$baton" train $args > "$tmp/out$r" 2> "$tmp/err$r" &
-  pids+=($!)
-done
-# Wait until training is under way, then kill rank 1 without warning.
-for _ in $(seq 1 100); do grep -q "^step 3/" "$tmp/out0" && break; sleep 0.2; done
-grep -q "^step 3/" "$tmp/out0" || fail "training did not start: $(cat "$tmp/err0" "$tmp/err1")"
-kill -9 "${pids[1]}"
-start=$(date +%s)
-wait "${pids[0]}"; rc=$?
-elapsed=$(( $(date +%s) - start ))
-[ $rc -ne 0 ] || fail "rank 0 exited 0 after its peer died"
-[ $elapsed -le 30 ] || fail "rank 0 took ${elapsed}s to notice (timeout 5s)"
-grep -q "\[comm\] rank 0" "$tmp/err0" || fail "rank 0's error does not name it: $(cat "$tmp/err0")"
-grep -qE "stage [0-9]+ micro-batch [0-9]+ (RECV|SEND)|all_reduce|loss sum" "$tmp/err0" \
-  || fail "rank 0's error does not name the action: $(cat "$tmp/err0")"
+# dead_peer <schedule>: two ranks under torchrun's variables; rank 1 dies.
+dead_peer() {
+  local schedule=$1 port=$(( 20000 + RANDOM % 20000 )) r rc start elapsed
+  local before=${#pids[@]}
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      "$baton" train $args --schedule "$schedule" > "$tmp/out$r" 2> "$tmp/err$r" &
+    pids+=($!)
+  done
+  # Wait until training is under way, then kill rank 1 without warning.
+  for _ in $(seq 1 100); do grep -q "^step 3/" "$tmp/out0" && break; sleep 0.2; done
+  grep -q "^step 3/" "$tmp/out0" || fail "$schedule: training did not start: $(cat "$tmp/err0" "$tmp/err1")"
+  kill -9 "${pids[$((before + 1))]}"
+  start=$(date +%s)
+  wait "${pids[$before]}"; rc=$?
+  elapsed=$(( $(date +%s) - start ))
+  [ $rc -ne 0 ] || fail "$schedule: rank 0 exited 0 after its peer died"
+  [ $elapsed -le 30 ] || fail "$schedule: rank 0 took ${elapsed}s to notice (timeout 5s)"
+  grep -q "\[comm\] rank 0" "$tmp/err0" || fail "$schedule: rank 0's error does not name it: $(cat "$tmp/err0")"
+  grep -qE "stage [0-9]+ micro-batch [0-9]+ (RECV|SEND)|all_reduce|loss sum" "$tmp/err0" \
+    || fail "$schedule: rank 0's error does not name the action: $(cat "$tmp/err0")"
+}
+dead_peer 1f1b
+# 2bw carries backwards (and their receives) from step to step: the same.
+dead_peer 2bw
 
 # Through the launcher: kill one rank; the launcher stops the other and names it.
 "$baton" train $args --nproc 2 > "$tmp/launch_out" 2> "$tmp/launch_err" &
