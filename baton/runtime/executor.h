@@ -31,10 +31,10 @@
 // output (and autograd graph) in the executor between run_step() calls, and
 // the executor keeps weight versions (runtime/weight_versions.h): parameters()
 // are then the masters the caller's optimizer steps. 2bw: after step t their
-// gradients are step t - 1's; pipedream: the executor runs the optimizer step
-// given to set_update() after every backward. drain() runs the carried
-// backwards of the last step (every rank calls it), leaving 2bw's last
-// gradients (pipedream's last updates).
+// gradients are step t - 1's; pipedream and async: the executor runs the
+// optimizer step given to set_update() after every backward. drain() runs the
+// carried backwards of the last step (every rank calls it), leaving 2bw's
+// last gradients (pipedream's and async's last updates).
 #pragma once
 
 #include <torch/types.h>
@@ -113,9 +113,10 @@ struct StepResult {
   double minibatch_loss = 0;
   double step_ms = 0;
   double peak_activation_bytes = 0;  // most stashed activation bytes at once on this rank
-  // Weight versions this rank held at most during the step (1; 2 for a
-  // schedule without a flush while backwards are carried): measured, as
-  // distinct parameter storages.
+  // Weight versions this rank held at most during the step, measured as
+  // distinct parameter storages at its start and end: 1; with 2bw 2 while
+  // backwards are carried; with pipedream one per micro-batch in flight
+  // (p - r on rank r).
   int weight_versions = 1;
   // dp > 1: how long the step waited at its end for its REDUCE_GRADs to
   // finish, ms: the part of the gradient all-reduces no compute hid.
@@ -160,8 +161,8 @@ class Executor {
   StepResult drain();
   // Whether backwards of the last step wait for the next step or drain().
   bool carrying() const { return carry_.has_value(); }
-  // pipedream: the optimizer step to run after each micro-batch's backward
-  // (runtime/weight_versions.h); ignored by every other schedule.
+  // pipedream and async: the optimizer step to run after each micro-batch's
+  // backward (runtime/weight_versions.h); ignored by every other schedule.
   void set_update(std::function<void()> update) {
     if (versions_) versions_->set_update(std::move(update));
   }
