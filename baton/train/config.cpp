@@ -171,19 +171,6 @@ void check_config(const TrainConfig& c) {
               " cannot --save or --resume: checkpoints hold whole layers (use --tp 1)");
   BATON_CHECK(c.tp == 1 || !c.compare_sim, "[train.config] --compare-sim with tp=", c.tp,
               " is not supported yet (it compares one pipeline of whole layers); use --tp 1");
-  // A schedule without a flush (runtime/weight_versions.h).
-  if ((c.schedule == "2bw" || c.schedule == "pipedream" || c.schedule == "async") && c.schedule_file.empty()) {
-    const std::string& s = c.schedule;
-    BATON_CHECK(c.dp == 1 && c.tp == 1, "[train.config] --schedule ", s, " has no flush between steps and runs "
-                "with --dp 1 --tp 1 only, got dp=", c.dp, " tp=", c.tp,
-                " (data parallelism reduces whole steps' gradients)");
-    BATON_CHECK(c.save.empty() && c.resume.empty(), "[train.config] --schedule ", s, " cannot --save or "
-                "--resume: its weight versions and carried backwards are not checkpointed "
-                "(use a schedule with a flush, e.g. 1f1b)");
-    BATON_CHECK(!c.compare_sim, "[train.config] --compare-sim compares one flushed step; --schedule ", s,
-                " carries backwards between steps (compare its median step with `baton simulate "
-                "--schedule ", s, "`'s steady_step)");
-  }
   BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
               "[train.config] bucket-mb must be a finite size above 0 MiB, got ", c.bucket_mb);
   positive("microbatches", c.microbatches);

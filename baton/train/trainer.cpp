@@ -83,6 +83,23 @@ void check_stage_count(const TrainConfig& c, const nn::ModelSpec& model, int sta
       " layers; every stage needs at least one layer (raise --layers or lower --pp/--virtual)");
 }
 
+// A schedule without a flush (2bw, pipedream, async, or a file with
+// carries=1; runtime/weight_versions.h) and what it cannot run with.
+void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule& s) {
+  if (!s.carries) return;
+  const std::string which =
+      c.schedule_file.empty() ? "--schedule " + c.schedule : "schedule " + schedule_label(c);
+  BATON_CHECK(c.dp == 1 && c.tp == 1, "[train.config] ", which, " has no flush between steps and runs "
+              "with --dp 1 --tp 1 only, got dp=", c.dp, " tp=", c.tp,
+              " (data parallelism reduces whole steps' gradients)");
+  BATON_CHECK(c.save.empty() && c.resume.empty(), "[train.config] ", which, " cannot --save or "
+              "--resume: its weight versions and carried backwards are not checkpointed "
+              "(use a schedule with a flush, e.g. 1f1b)");
+  BATON_CHECK(!c.compare_sim, "[train.config] --compare-sim compares one flushed step; ", which,
+              " carries backwards between steps (compare its median step with `baton simulate`'s "
+              "steady_step)");
+}
+
 bool balance_profiles(const std::string& method) {
   return method == "params" || method == "time" || method == "memory" || method == "optimal";
 }
@@ -130,6 +147,7 @@ nn::ModelSpec model_spec(const TrainConfig& c) { return make_model(c); }
 void check_setup(const TrainConfig& c) {
   check_config(c);
   const schedule::Schedule lowered = make_schedule(c);
+  check_no_flush_combinations(c, lowered);
   const nn::ModelSpec model = make_model(c);
   check_stage_count(c, model, lowered.stages);
   check_parameter_memory(c);

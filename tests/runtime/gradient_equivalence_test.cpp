@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/optim.h>
 
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -87,90 +88,94 @@ History initial_history(const torch::nn::Sequential& seq, int p, const partition
   return history;
 }
 
-// pipedream's reference (weight stashing, an update after every backward):
-// over all steps' micro-batches j in order, stage s of p runs j's forward and
-// backward on its weights after max(0, j - (p - 1 - s)) updates (1F1B without
-// a flush), and its (k + 1)-th weights are its k-th less lr times micro-batch
-// k's gradient (the micro-batch's share of the mini-batch's mean loss).
-std::map<std::string, torch::Tensor> train_single_device_pipedream(int p, int m,
-                                                                   const partition::Partition& part) {
-  const nn::ModelSpec model = small_mlp();
-  torch::nn::Sequential seq = nn::build_sequential(model, kSeed);
-  auto stage_of = [&](const std::string& key) { return stage_of_parameter(part, key); };
-  History history = initial_history(seq, p, part);
+using Params = std::map<std::string, torch::Tensor>;
+
+// The gradients micro-batch j (over all steps) gives every parameter, from
+// its inputs, its loss scale and the history so far.
+using MicrobatchGradients = std::function<Params(int j, const torch::Tensor& x, const torch::Tensor& y,
+                                                 double scale, const History& history)>;
+
+// A schedule that updates after every backward, replayed on one device: over
+// all steps' micro-batches j in order, each stage's (j + 1)-th parameters are
+// its j-th less lr times micro-batch j's gradient (its share of the
+// mini-batch's mean loss). Returns the parameters after the last update.
+Params replay_per_microbatch(int p, int m, const partition::Partition& part,
+                             const MicrobatchGradients& gradients) {
+  History history = initial_history(nn::build_sequential(small_mlp(), kSeed), p, part);
   int j = 0;
   for (int step = 0; step < kSteps; ++step) {
     auto [x, y] = batch(step);
     const auto xs = split_microbatches(x, m), ys = split_microbatches(y, m);
     const auto scales = loss_scales(ys);
     for (int k = 0; k < m; ++k, ++j) {
-      {
-        torch::NoGradGuard no_grad;
-        for (auto& item : seq->named_parameters()) {
-          const int s = stage_of(item.key());
-          item.value().copy_(history[s].at(std::max(0, j - (p - 1 - s))).at(item.key()));
-          item.value().mutable_grad() = torch::Tensor();
-        }
-      }
-      (model.loss(seq->forward(xs[k]), ys[k]) * scales[k]).backward();
+      const Params grads = gradients(j, xs[k], ys[k], scales[k], history);
       for (int s = 0; s < p; ++s) history[s].push_back(history[s].back());
-      for (const auto& item : seq->named_parameters()) {
-        auto& next = history[stage_of(item.key())].back()[item.key()];
-        next = next - kLr * item.value().grad();
+      for (const auto& [name, grad] : grads) {
+        auto& next = history[stage_of_parameter(part, name)].back()[name];
+        next = next - kLr * grad;
       }
     }
   }
-  std::map<std::string, torch::Tensor> out;
+  Params out;
   for (int s = 0; s < p; ++s)
     for (const auto& [key, value] : history[s].back()) out[key] = value;
   return out;
 }
 
-// async's reference (no stashing, an update after every backward): as
-// pipedream's, but micro-batch j's backward on stage s runs on the weights as
-// they are then, after j updates (its backwards of 0 .. j - 1), while its
-// forward ran on those after max(0, j - (p - 1 - s)). Replayed layer by layer
-// on small_mlp's Linear(+ReLU) layers with a straight-through product:
-// x W_b^T + (x (W_f - W_b)^T).detach() has the forward's value and the
-// backward's gradients, g W_b for the input and g^T x for the weight.
-std::map<std::string, torch::Tensor> train_single_device_async(int p, int m,
-                                                               const partition::Partition& part) {
+// pipedream (weight stashing): stage s of p runs micro-batch j's forward and
+// backward on its weights after max(0, j - (p - 1 - s)) updates (1F1B
+// without a flush).
+Params train_single_device_pipedream(int p, int m, const partition::Partition& part) {
   const nn::ModelSpec model = small_mlp();
   torch::nn::Sequential seq = nn::build_sequential(model, kSeed);
-  const int L = model.num_layers();
-  History history = initial_history(seq, p, part);
-  int j = 0;
-  for (int step = 0; step < kSteps; ++step) {
-    auto [x, y] = batch(step);
-    const auto xs = split_microbatches(x, m), ys = split_microbatches(y, m);
-    const auto scales = loss_scales(ys);
-    for (int k = 0; k < m; ++k, ++j) {
-      torch::Tensor h = xs[k];
-      std::map<std::string, torch::Tensor> leaves;  // the backward's weights, by name
-      for (int i = 0; i < L; ++i) {
-        const int s = part.stage_of_layer(i);
-        const auto& f = history[s].at(std::max(0, j - (p - 1 - s)));
-        const auto& b = history[s].at(j);
-        const std::string w = std::to_string(i) + ".0.weight", bias = std::to_string(i) + ".0.bias";
-        torch::Tensor wb = b.at(w).clone().requires_grad_(true), bb = b.at(bias).clone().requires_grad_(true);
-        leaves[w] = wb;
-        leaves[bias] = bb;
-        h = torch::matmul(h, wb.t()) + torch::matmul(h, (f.at(w) - b.at(w)).t()).detach() + bb +
-            (f.at(bias) - b.at(bias)).detach();
-        if (i + 1 < L) h = torch::relu(h);
-      }
-      (model.loss(h, ys[k]) * scales[k]).backward();
-      for (int s = 0; s < p; ++s) history[s].push_back(history[s].back());
-      for (const auto& [name, leaf] : leaves) {
-        auto& next = history[stage_of_parameter(part, name)].back()[name];
-        next = next - kLr * leaf.grad();
+  return replay_per_microbatch(p, m, part, [&](int j, const torch::Tensor& x, const torch::Tensor& y,
+                                               double scale, const History& history) {
+    {
+      torch::NoGradGuard no_grad;
+      for (auto& item : seq->named_parameters()) {
+        const int s = stage_of_parameter(part, item.key());
+        item.value().copy_(history[s].at(std::max(0, j - (p - 1 - s))).at(item.key()));
+        item.value().mutable_grad() = torch::Tensor();
       }
     }
-  }
-  std::map<std::string, torch::Tensor> out;
-  for (int s = 0; s < p; ++s)
-    for (const auto& [key, value] : history[s].back()) out[key] = value;
-  return out;
+    (model.loss(seq->forward(x), y) * scale).backward();
+    Params grads;
+    for (const auto& item : seq->named_parameters()) grads[item.key()] = item.value().grad();
+    return grads;
+  });
+}
+
+// async (no stashing): as pipedream, but micro-batch j's backward on stage s
+// runs on the weights as they are then, after j updates (its backwards of
+// 0 .. j - 1), while its forward ran on those after max(0, j - (p - 1 - s)).
+// Replayed layer by layer on small_mlp's Linear(+ReLU) layers with a
+// straight-through product: x W_b^T + (x (W_f - W_b)^T).detach() has the
+// forward's value and the backward's gradients, g W_b for the input and
+// g^T x for the weight.
+Params train_single_device_async(int p, int m, const partition::Partition& part) {
+  const nn::ModelSpec model = small_mlp();
+  const int L = model.num_layers();
+  return replay_per_microbatch(p, m, part, [&](int j, const torch::Tensor& x, const torch::Tensor& y,
+                                               double scale, const History& history) {
+    torch::Tensor h = x;
+    Params leaves;  // the backward's weights, by name
+    for (int i = 0; i < L; ++i) {
+      const int s = part.stage_of_layer(i);
+      const auto& f = history[s].at(std::max(0, j - (p - 1 - s)));
+      const auto& b = history[s].at(j);
+      const std::string w = std::to_string(i) + ".0.weight", bias = std::to_string(i) + ".0.bias";
+      torch::Tensor wb = b.at(w).clone().requires_grad_(true), bb = b.at(bias).clone().requires_grad_(true);
+      leaves[w] = wb;
+      leaves[bias] = bb;
+      h = torch::matmul(h, wb.t()) + torch::matmul(h, (f.at(w) - b.at(w)).t()).detach() + bb +
+          (f.at(bias) - b.at(bias)).detach();
+      if (i + 1 < L) h = torch::relu(h);
+    }
+    (model.loss(h, y) * scale).backward();
+    Params grads;
+    for (const auto& [name, leaf] : leaves) grads[name] = leaf.grad();
+    return grads;
+  });
 }
 
 struct Case {
