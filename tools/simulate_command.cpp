@@ -12,6 +12,7 @@
 #include "baton/schedule/csv_format.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
+#include "baton/schedule/tied_reduction.h"
 #include "baton/schedule/limits.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/text_format.h"
@@ -130,8 +131,10 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
 
   // The grid's sizes are checked before a large schedule is built.
   if (!cmd.count("--schedule-file")) topology::Topology(f.dp, f.pp, f.tp);
-  // The stats-only path knows neither REDUCE_GRAD nor tp charges: dp = tp = 1 only.
+  // The stats-only path knows neither REDUCE_GRAD, REDUCE_TIED (Chimera's
+  // replicated stages) nor tp charges: dp = tp = 1 and no replicated stages only.
   if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty() && f.dp == 1 &&
+      f.schedule != "chimera" &&
       f.tp == 1 && cmd.count("--param-mb") == 0 && cmd.count("--boundary-mb") == 0 && f.pp_gbps == 0) {
     const StatsOnly fast = simulate_stats_only(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});
     // The grid's fields as the full path writes them for dp = tp = 1 and no parameter bytes.
@@ -144,11 +147,20 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   }
   schedule::Schedule s = load(f);
   topology::Topology(f.dp, s.ranks, f.tp);
-  const sim::CostModel costs = grid_costs(s, cmd, f);
+  sim::CostModel costs = grid_costs(s, cmd, f);
   // A file's own REDUCE_GRADs stay; generated schedules get theirs here.
   if (f.dp > 1 && !s.has_grad_reductions())
     s = schedule::add_grad_reductions(
         s, f.dp, std::vector<int>(s.stages, costs.stages.empty() ? 1 : costs.stages[0].bucket_count()));
+  // Replicated stages (Chimera) sum their copies' gradients (a file's own
+  // REDUCE_TIEDs stay): a stage's whole parameters, over the pipeline link.
+  if (!s.has_tied_reductions()) s = schedule::add_tied_reductions(s);
+  for (const auto& list : s.actions) {
+    for (const schedule::Action& a : list) {
+      if (a.kind == schedule::ActionKind::REDUCE_TIED)
+        costs.stages[a.stage].tied_bytes = costs.stages[a.stage].parameter_bytes;
+    }
+  }
   const sim::Result result = sim::simulate(s, costs);
   const sim::Stats& st = result.stats;
   for (const NamedPath& out : outputs) {

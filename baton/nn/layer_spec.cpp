@@ -4,6 +4,7 @@
 #include "baton/core/hash.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
 #include <cctype>
@@ -40,7 +41,10 @@ uint64_t layer_seed(uint64_t seed, int global_index) {
   return splitmix64(splitmix64(seed) ^ static_cast<uint64_t>(global_index));
 }
 
-torch::nn::AnyModule build_layer(const ModelSpec& spec, int global_index, uint64_t seed) {
+namespace {
+
+// build_layer() without the tied weights.
+torch::nn::AnyModule build_untied(const ModelSpec& spec, int global_index, uint64_t seed) {
   BATON_CHECK(global_index >= 0 && global_index < spec.num_layers(),
               "[nn.build_layer] model '", spec.name, "': layer index ", global_index,
               " is outside [0, ", spec.num_layers(), ")");
@@ -81,6 +85,40 @@ torch::nn::AnyModule build_layer(const ModelSpec& spec, int global_index, uint64
               " for its parameters: out of memory");
   BATON_CHECK(!module.is_empty(), "[nn.build_layer] model '", spec.name, "': layer ",
               global_index, " (", layer.name, ") built an empty module");
+  return module;
+}
+
+// The parameter `name` of `module`; throws naming the model and layer.
+torch::Tensor named_parameter(const ModelSpec& spec, const torch::nn::AnyModule& module,
+                              const TiedParameter& copy) {
+  const auto params = module.ptr()->named_parameters();
+  const torch::Tensor* found = params.find(copy.name);
+  BATON_CHECK(found != nullptr, "[nn.tied] model '", spec.name, "': layer ", copy.layer,
+              " has no parameter \"", copy.name, "\" to tie");
+  return *found;
+}
+
+}  // namespace
+
+torch::nn::AnyModule build_layer(const ModelSpec& spec, int global_index, uint64_t seed) {
+  torch::nn::AnyModule module = build_untied(spec, global_index, seed);
+  for (const auto& copies : spec.tied) {
+    for (size_t k = 1; k < copies.size(); ++k) {
+      if (copies[k].layer != global_index) continue;
+      const TiedParameter& first = copies.front();
+      BATON_CHECK(first.layer >= 0 && first.layer < spec.num_layers(), "[nn.tied] model '",
+                  spec.name, "': a tied weight names layer ", first.layer, " outside [0, ",
+                  spec.num_layers(), ")");
+      const torch::Tensor source = named_parameter(spec, build_untied(spec, first.layer, seed), first);
+      torch::Tensor target = named_parameter(spec, module, copies[k]);
+      BATON_CHECK(source.sizes() == target.sizes() && source.dtype() == target.dtype(),
+                  "[nn.tied] model '", spec.name, "': layer ", first.layer, " ", first.name, " ",
+                  source.sizes(), " and layer ", global_index, " ", copies[k].name, " ",
+                  target.sizes(), " cannot be tied: their shapes or dtypes differ");
+      c10::NoGradGuard no_grad;
+      target.copy_(source);
+    }
+  }
   return module;
 }
 

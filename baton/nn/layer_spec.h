@@ -23,9 +23,21 @@ struct LayerSpec {
   std::function<torch::nn::AnyModule()> build;
 };
 
+// One copy of a tied weight: a parameter of a layer, by the layer's global
+// index and the parameter's name inside it ("token.weight").
+struct TiedParameter {
+  int layer = 0;
+  std::string name;
+};
+
 struct ModelSpec {
   std::string name;
   std::vector<LayerSpec> layers;
+  // Tied weights (a GPT's embedding and LM head): each entry is one weight
+  // held by several layers. build_layer() starts every copy from the first
+  // one's initial value; training sums the copies' gradients (REDUCE_TIED),
+  // so they stay identical, as one shared parameter would.
+  std::vector<std::vector<TiedParameter>> tied;
   // The MEAN loss over the (micro-)batch, so the runtime can scale each
   // micro-batch's loss by its share of the mini-batch.
   std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)> loss;
@@ -40,8 +52,10 @@ uint64_t layer_seed(uint64_t seed, int global_index);
 // Builds layer `global_index` with torch's default CPU generator seeded from
 // layer_seed(seed, global_index), then restores the generator's state, so the
 // parameters depend on nothing else (not the rank, not the layers built
-// before). Calls are serialized with each other; another thread drawing from
-// the default CPU generator during a build would perturb it.
+// before). A layer holding a later copy of a tied weight (ModelSpec::tied)
+// takes the first copy's initial value. Calls are serialized with each
+// other; another thread drawing from the default CPU generator during a
+// build would perturb it.
 // REQUIRES: 0 <= global_index < spec.num_layers().
 torch::nn::AnyModule build_layer(const ModelSpec& spec, int global_index, uint64_t seed);
 

@@ -1,5 +1,7 @@
 #include "baton/nn/models.h"
 
+#include <algorithm>
+
 #include "baton/core/error.h"
 #include "baton/nn/chain.h"
 #include "baton/nn/linear.h"
@@ -91,7 +93,7 @@ ModelSpec fashion_cnn() {
   return spec;
 }
 
-ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context) {
+ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context, bool tie_embeddings) {
   BATON_CHECK(layers >= 1 && hidden > 0 && heads > 0 && vocab > 0 && context > 0,
               "[nn.gpt] sizes must be positive: layers ", layers, ", hidden ", hidden, ", heads ",
               heads, ", vocab ", vocab, ", context ", context);
@@ -110,6 +112,7 @@ ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context) {
   spec.layers.push_back(LayerSpec{"lm_head", [hidden, vocab] {
     return torch::nn::AnyModule(LmHead(hidden, vocab));
   }});
+  if (tie_embeddings) spec.tied.push_back({{0, "token.weight"}, {layers + 1, "head.weight"}});
   spec.loss = [](const torch::Tensor& logits, const torch::Tensor& target) {
     return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
                                                 target.reshape({-1}));
@@ -120,6 +123,11 @@ ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context) {
 std::vector<std::string> model_names() { return {"mlp", "fashion_cnn", "gpt"}; }
 
 ModelSpec make_model(const std::string& name, const ModelOptions& options) {
+  const std::vector<std::string> known = model_names();
+  BATON_CHECK(!options.tie_embeddings() || name == "gpt" ||
+                  std::find(known.begin(), known.end(), name) == known.end(),
+              "[nn.make_model] tie_embeddings ties gpt's token embedding and LM head; model '", name,
+              "' has no embedding to tie");
   if (name == "mlp") {
     return mlp(options.layers(), options.hidden(), options.in_features(), options.classes());
   }
@@ -128,7 +136,7 @@ ModelSpec make_model(const std::string& name, const ModelOptions& options) {
   }
   if (name == "gpt") {
     return gpt(options.layers(), options.hidden(), options.heads(), options.vocab(),
-               options.context());
+               options.context(), options.tie_embeddings());
   }
   BATON_CHECK(false, "[nn.make_model] unknown model '", name, "': known models are ",
               joined_model_names());

@@ -26,9 +26,12 @@ ModelSpec fashion_cnn();
 // A decoder-only transformer: layer 0 token + position embedding (int64
 // [B, T] -> [B, T, hidden]), then `layers` pre-LN blocks, then final LayerNorm
 // + LM head (-> logits [B, T, vocab]): layers + 2 layers in all. The loss is
-// cross entropy averaged over every position of every sequence.
+// cross entropy averaged over every position of every sequence. With
+// `tie_embeddings` the LM head's weight is the token embedding's (Press &
+// Wolf 2017, as GPT-2): ModelSpec::tied holds {layer 0 "token.weight",
+// layer layers + 1 "head.weight"}.
 // REQUIRES: hidden % heads == 0; T <= context.
-ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context);
+ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context, bool tie_embeddings = false);
 
 // Sizes for make_model; each model reads the ones it needs.
 struct ModelOptions {
@@ -39,6 +42,7 @@ struct ModelOptions {
   TORCH_ARG(int, context) = 64;      // gpt
   TORCH_ARG(int, in_features) = 32;  // mlp
   TORCH_ARG(int, classes) = 10;      // mlp
+  TORCH_ARG(bool, tie_embeddings) = false;  // gpt: one matrix for the embedding and LM head
 };
 
 // The names make_model knows: "mlp", "fashion_cnn", "gpt".

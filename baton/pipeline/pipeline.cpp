@@ -19,6 +19,7 @@
 #include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/runnable_file.h"
+#include "baton/schedule/tied_reduction.h"
 #include "baton/topology/topology.h"
 
 namespace baton {
@@ -207,6 +208,19 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
         s.schedule, s.dp, buckets_per_stage(built, placement, executor_options.bucket_bytes));
     if (!o.overlap_grad_reduce()) s.schedule = schedule::defer_grad_reductions(s.schedule);
   }
+  // Tied weights and replicated stages sum their copies' gradients (a file's
+  // own REDUCE_TIEDs stay).
+  std::vector<std::vector<int>> tied_stages;
+  for (const auto& copies : s.model.tied) {
+    tied_stages.emplace_back();
+    executor_options.tied.emplace_back();
+    for (const nn::TiedParameter& copy : copies) {
+      const int stage = s.partition.stage_of_layer(copy.layer);
+      tied_stages.back().push_back(stage);
+      executor_options.tied.back().push_back({stage, std::to_string(copy.layer) + "." + copy.name});
+    }
+  }
+  if (!s.schedule.has_tied_reductions()) s.schedule = schedule::add_tied_reductions(s.schedule, tied_stages);
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.pipeline_rank, std::move(built),
                                                    std::move(loss), s.comm, executor_options);
   if (o.zero() == 1 && s.dp > 1) shard_optimizer_state();

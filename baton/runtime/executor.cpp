@@ -111,6 +111,7 @@ Executor::Executor(schedule::Schedule schedule, int rank, std::vector<std::share
                   " REDUCE_GRAD action(s)");
     }
   }
+  build_tie_groups();
   carried_ = schedule::carried_actions(schedule_)[static_cast<size_t>(rank_)];
   if (schedule_.carries) {
     std::set<size_t> cells;
@@ -337,13 +338,7 @@ StepResult Executor::run(const torch::Tensor& inputs, const torch::Tensor& targe
     gather_loss(step);
   }
   for (auto& send : step.sends) send.wait(baton::detail::concat("a send of step ", steps_run_ + 1));
-  const auto reductions_from = Clock::now();
-  for (auto& reduction : step.reductions) reduction.wait();
-  if (!step.reductions.empty()) {
-    step.result.reduction_wait_ms =
-        std::chrono::duration<double, std::milli>(Clock::now() - reductions_from).count();
-  }
-  sync_replicated_gradients();
+  wait_reductions(step);
   if (schedule_.carries && !drain_only) {
     Carry carry;
     for (size_t c : carried_cells_) {
@@ -402,6 +397,18 @@ void Executor::run_action(Step& step, size_t index) {
       // (dp = 1) reducing is the identity; PyTorch's CSVs carry REDUCE_GRAD even so.
       if (options_.dp_group != nullptr) start_reduction(step, s, mb);
       return;
+    case ActionKind::REDUCE_TIED: {
+      // The group rides in the micro-batch slot; its sum runs at this rank's
+      // last REDUCE_TIED of the group, and every member records its span.
+      const auto found = tie_groups_.find(mb);
+      if (found != tie_groups_.end() && found->second.last == index) reduce_tied(step, mb);
+      const auto ended = Clock::now();
+      auto ms = [&](Clock::time_point t) {
+        return std::chrono::duration<double, std::milli>(t - step.start).count();
+      };
+      step.result.events.push_back({rank_, s, mb, a.kind, ms(started), ms(ended)});
+      return;
+    }
     case ActionKind::F: {
       if (s == 0) {
         step.input[c] = step.inputs[mb];
@@ -495,35 +502,132 @@ void Executor::run_action(Step& step, size_t index) {
   step.result.events.push_back({rank_, s, mb, a.kind, ms(started), ms(ended)});
 }
 
-void Executor::sync_replicated_gradients() {
-  for (const auto& [s, stage] : stages_) {
-    const std::vector<int> holders = placement_.ranks_of_stage(s);
-    if (holders.size() < 2) continue;
-    BATON_CHECK(holders.size() == 2, "[runtime.executor] stage ", s, " is held by ", holders.size(),
-                " ranks; replicated stages are supported on two ranks (Chimera)");
-    const int other_rank = peer(holders[0] == rank_ ? holders[1] : holders[0]);
-    std::vector<torch::Tensor> grads;
-    for (auto& p : stage->parameters()) {
+void Executor::build_tie_groups() {
+  // Which tied weight (slot "tied/<i>") each named copy of this rank is, and
+  // the stages holding copies of each tied weight.
+  std::map<std::pair<int, std::string>, std::string> slot_of;
+  std::vector<std::vector<int>> tied_stages;
+  for (size_t i = 0; i < options_.tied.size(); ++i) {
+    tied_stages.emplace_back();
+    for (const auto& copy : options_.tied[i]) {
+      slot_of[{copy.stage, copy.name}] = "tied/" + std::to_string(i);
+      tied_stages.back().push_back(copy.stage);
+    }
+  }
+  // A rank shares a stage's slots when it computes the stage (a replicated
+  // stage) or, for a tied weight, any stage holding one of its copies.
+  auto holds = [&](int rank, int stage, const std::string& slot) {
+    auto computes = [&](int st) {
+      const auto ranks = placement_.ranks_of_stage(st);
+      return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+    };
+    if (slot.rfind("tied/", 0) == 0) {
+      for (int st : tied_stages[std::stoul(slot.substr(5))])
+        if (computes(st)) return true;
+      return false;
+    }
+    return computes(stage);
+  };
+  std::map<int, std::set<int>> ranks_of_group;  // every rank with a REDUCE_TIED of the group
+  for (int r = 0; r < schedule_.ranks; ++r) {
+    for (const Action& a : schedule_.actions[r])
+      if (a.kind == ActionKind::REDUCE_TIED) ranks_of_group[a.microbatch].insert(r);
+  }
+  std::map<int, int> tied_here;  // stage -> its REDUCE_TIED group on this rank
+  const auto& actions = schedule_.actions[rank_];
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const Action& a = actions[i];
+    if (a.kind != ActionKind::REDUCE_TIED) continue;
+    tied_here[a.stage] = a.microbatch;
+    TieGroup& group = tie_groups_[a.microbatch];
+    group.last = i;
+    const bool replicated = placement_.ranks_of_stage(a.stage).size() > 1;
+    for (const auto& item : stages_.at(a.stage)->module().named_parameters()) {
+      const auto tied = slot_of.find({a.stage, item.key()});
+      if (tied == slot_of.end() && !replicated) continue;
+      const std::string slot = tied != slot_of.end() ? tied->second : item.key();
+      group.copies[slot].push_back(item.value());
+      for (int r : ranks_of_group[a.microbatch]) {
+        if (r != rank_ && holds(r, a.stage, slot)) group.shared[r].push_back(slot);
+      }
+    }
+  }
+  for (auto& [g, group] : tie_groups_) {
+    for (auto& [r, slots] : group.shared) {
+      std::sort(slots.begin(), slots.end());
+      slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+    }
+  }
+  // Copies without a REDUCE_TIED would step apart: refuse the schedule.
+  for (const auto& [index, stage] : stages_) {
+    bool copied = placement_.ranks_of_stage(index).size() > 1;
+    for (const auto& [key, slot] : slot_of) copied |= key.first == index;
+    BATON_CHECK(!copied || tied_here.count(index), "[runtime.executor] rank ", rank_, ": stage ",
+                index, " holds parameters with copies elsewhere in the pipeline (a replicated stage or "
+                "a tied weight) but schedule \"", schedule_.name, "\" has no REDUCE_TIED of it on this "
+                "rank; add them with schedule::add_tied_reductions");
+  }
+}
+
+void Executor::wait_reductions(Step& step) {
+  if (step.reductions.empty()) return;
+  const auto from = Clock::now();
+  for (auto& reduction : step.reductions) reduction.wait();
+  step.reductions.clear();
+  step.result.reduction_wait_ms += std::chrono::duration<double, std::milli>(Clock::now() - from).count();
+}
+
+void Executor::reduce_tied(Step& step, int group_index) {
+  // dp first: the copy sum then adds the replicas' means, which equals the
+  // mean of the sums, and no all-reduce still writes these gradients.
+  wait_reductions(step);
+  TieGroup& group = tie_groups_.at(group_index);
+  // This rank's part of each slot: its copies' gradients, in stage order.
+  std::map<std::string, torch::Tensor> partial;
+  for (auto& [slot, copies] : group.copies) {
+    torch::Tensor sum;
+    for (auto& p : copies) {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-      grads.push_back(p.grad().reshape({-1}));
+      sum = sum.defined() ? sum + p.grad() : p.grad().clone();
     }
-    if (grads.empty()) continue;
-    torch::Tensor flat = torch::cat(grads);
-    // A tag no pipeline message uses (comm/tag.h).
-    const comm::Tag tag{s, comm::kReservedMicrobatch, comm::Direction::kBackward};
-    auto recv = comm_->irecv(other_rank, tag);
-    auto send = comm_->isend(flat, other_rank, tag);
-    const std::string what = "the gradient sum of stage " +
-                             std::to_string(s) + " with rank " + std::to_string(other_rank);
-    torch::Tensor other = on_device(recv.wait(what));
-    send.wait(what);
-    flat += other;
+    partial[slot] = sum;
+  }
+  // One message each way per other rank: the slots both hold, in slot order.
+  const comm::Tag tag{group_index, comm::kReservedMicrobatch, comm::Direction::kBackward};
+  std::map<int, comm::RecvHandle> received;
+  std::vector<comm::SendHandle> sends;
+  for (const auto& [r, slots] : group.shared) {
+    received.emplace(r, comm_->irecv(peer(r), tag));
+    std::vector<torch::Tensor> flat;
+    for (const auto& slot : slots) flat.push_back(partial.at(slot).reshape({-1}));
+    sends.push_back(comm_->isend(torch::cat(flat), peer(r), tag));
+  }
+  // Every holder adds the parts in rank order, so every copy gets the same bits.
+  std::map<std::string, torch::Tensor> total;
+  auto add = [&](const std::string& slot, const torch::Tensor& part) {
+    auto& t = total[slot];
+    t = t.defined() ? t + part : part.clone();
+  };
+  const std::string what = "the tied gradient sum of group " + std::to_string(group_index);
+  std::map<int, torch::Tensor> parts;
+  for (auto& [r, handle] : received) parts[r] = on_device(handle.wait(what + " with rank " + std::to_string(r)));
+  std::set<int> ranks{rank_};
+  for (const auto& [r, slots] : group.shared) ranks.insert(r);
+  for (int r : ranks) {
+    if (r == rank_) {
+      for (const auto& [slot, part] : partial) add(slot, part);
+      continue;
+    }
     int64_t offset = 0;
-    for (auto& p : stage->parameters()) {
-      const int64_t n = p.numel();
-      p.mutable_grad().copy_(flat.narrow(0, offset, n).view_as(p));
-      offset += n;
+    for (const auto& slot : group.shared.at(r)) {
+      const torch::Tensor& like = partial.at(slot);
+      add(slot, parts.at(r).narrow(0, offset, like.numel()).view_as(like));
+      offset += like.numel();
     }
+  }
+  for (auto& send : sends) send.wait(what);
+  for (auto& [slot, copies] : group.copies) {
+    for (auto& p : copies) p.mutable_grad().copy_(total.at(slot));
   }
 }
 

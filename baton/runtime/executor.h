@@ -19,9 +19,11 @@
 //
 // Gradients: each micro-batch's loss is the model's mean loss times
 // size_i / B, so the gradients accumulated over a step equal those of the
-// whole mini-batch on one device. Stages that appear on several ranks
-// (Chimera) have their gradients summed across those ranks at the end of the
-// step, so every replica steps identically. REDUCE_GRAD starts the
+// whole mini-batch on one device. Parameters with several copies in the
+// pipeline (a stage on several ranks, as in Chimera; a tied weight, as a
+// GPT's embedding and LM head) have their copies' gradients summed by the
+// schedule's REDUCE_TIED actions (schedule/tied_reduction.h), after the
+// step's REDUCE_GRADs, so every copy steps identically. REDUCE_GRAD starts the
 // all-reduce of one gradient bucket over the dp group without blocking
 // (Gloo reduces on its own threads) and the step waits for all of them at its
 // end, so the gradients after run_step() are the dp group's average.
@@ -103,6 +105,15 @@ struct ExecutorOptions {
   // drops by t; the gather runs on the (fast, intra-node) tp links.
   comm::Communicator* tp_group = nullptr;
   bool scatter_gather = true;
+  // Tied weights: each entry lists the copies of one weight as (stage,
+  // parameter name as Stage::module().named_parameters() gives it, e.g.
+  // "0.token.weight"). REDUCE_TIED sums their gradients; a replicated
+  // stage's parameters need no entry. Every rank is given the same list.
+  struct TiedCopy {
+    int stage;
+    std::string name;
+  };
+  std::vector<std::vector<TiedCopy>> tied;
 };
 
 struct StepResult {
@@ -193,7 +204,12 @@ class Executor {
   };
   StepResult run(const torch::Tensor& inputs, const torch::Tensor& targets, bool drain_only);
   void run_action(Step& step, size_t index);
-  void sync_replicated_gradients();
+  // REDUCE_TIED of group `group`: at this rank's last one of the group, sums
+  // the copies' gradients over the group's ranks into every local copy.
+  void reduce_tied(Step& step, int group);
+  void build_tie_groups();
+  // Waits for the step's REDUCE_GRADs (once), counting the wait.
+  void wait_reductions(Step& step);
   void send_loss(Step& step);
   void gather_loss(Step& step);
   std::string describe(const schedule::Action& action, int peer) const;
@@ -223,6 +239,16 @@ class Executor {
   // Per stage of this rank: its buckets' parameter indices (into
   // Stage::parameters()), in reduction order.
   std::map<int, std::vector<std::vector<int>>> buckets_;
+  // Per tie group of this rank: its copies here by slot ("tied/<i>" for
+  // tied weight i, else the parameter's name), the slots each other rank of
+  // the group shares with this one, and the index of this rank's last
+  // REDUCE_TIED of the group.
+  struct TieGroup {
+    std::map<std::string, std::vector<torch::Tensor>> copies;
+    std::map<int, std::vector<std::string>> shared;  // other rank -> slots, sorted
+    size_t last = 0;
+  };
+  std::map<int, TieGroup> tie_groups_;
   // Schedules without a flush: which of this rank's actions are carried, the
   // cells they carry, what the last step left them, and the weight versions.
   std::vector<bool> carried_;

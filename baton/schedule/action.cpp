@@ -11,7 +11,7 @@ namespace baton::schedule {
 namespace {
 
 constexpr std::array<std::string_view, kActionKindCount> kNames = {
-    "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "REDUCE_GRAD"};
+    "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "REDUCE_GRAD", "REDUCE_TIED"};
 
 // Reads the digits at `pos`, advancing past all of them. Returns their value,
 // -1 if there are none, or `limit` + 1 if the value exceeds `limit`.
@@ -66,7 +66,7 @@ Action parse_action(std::string_view token) {
   }
   BATON_CHECK(kind_index >= 0, "[schedule.parse] action ", quoted, " has unknown kind \"",
               printable(kind_text),
-              "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B or REDUCE_GRAD)");
+              "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE_GRAD or REDUCE_TIED)");
   // PyTorch's "1REDUCE_GRAD" reduces the stage's gradients: bucket 0 of one.
   if (kind_index == static_cast<int>(ActionKind::REDUCE_GRAD) && pos == token.size())
     return Action{ActionKind::REDUCE_GRAD, static_cast<int>(stage), 0};

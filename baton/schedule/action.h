@@ -8,6 +8,11 @@
 // its data-parallel group: for REDUCE_GRAD the micro-batch slot holds the
 // bucket index (bucket 0 holds the stage's last layers, reduced first, as in
 // DDP). PyTorch writes it without a number ("1REDUCE_GRAD"), read as bucket 0.
+// "0REDUCE_TIED0" = stage 0 sums the gradients of its tied copies with the
+// other copies of tie group 0 within the pipeline: a tied weight's copies on
+// other stages (a GPT's embedding and LM head) and a replicated stage's copy
+// on another rank (Chimera). The number is the group: the lowest stage of
+// the group's stages. See tied_reduction.h.
 #pragma once
 
 #include <cstdint>
@@ -26,18 +31,24 @@ enum class ActionKind : std::uint8_t {
   SEND_B,  // send input gradient to stage - 1
   RECV_B,  // receive output gradient from stage + 1
   REDUCE_GRAD,  // all-reduce one gradient bucket of the stage over the dp group
+  REDUCE_TIED,  // sum the stage's tied gradient copies within the pipeline
 };
 
-inline constexpr int kActionKindCount = 9;
+inline constexpr int kActionKindCount = 10;
 
 // "F", "B", "I", "W", "SEND_F", ...
 std::string_view to_string(ActionKind kind);
 
 bool is_compute(ActionKind kind);        // F, B, I, W
 bool is_communication(ActionKind kind);  // SEND_*, RECV_* (point to point)
-// A rank-local collective over the stage's dp group; it runs on the rank's
-// communication stream and does not hold up the compute after it.
-inline bool is_reduction(ActionKind kind) { return kind == ActionKind::REDUCE_GRAD; }
+// A gradient reduction: REDUCE_GRAD (a collective over the stage's dp group
+// on the rank's communication stream, which does not hold up the compute
+// after it) or REDUCE_TIED (a sum with the stage's copies on other stages or
+// ranks, after all of the rank's compute). Its number is a bucket or a
+// group, never a micro-batch.
+inline bool is_reduction(ActionKind kind) {
+  return kind == ActionKind::REDUCE_GRAD || kind == ActionKind::REDUCE_TIED;
+}
 // The backwards that produce weight gradients (what REDUCE_GRAD reduces).
 inline bool is_weight_backward(ActionKind kind) {
   return kind == ActionKind::B || kind == ActionKind::W;
@@ -50,7 +61,7 @@ inline bool is_input_backward(ActionKind kind) {
 struct Action {
   ActionKind kind = ActionKind::F;
   int stage = 0;
-  int microbatch = 0;  // REDUCE_GRAD: the bucket index
+  int microbatch = 0;  // REDUCE_GRAD: the bucket index; REDUCE_TIED: the group
 
   friend bool operator==(const Action& a, const Action& b) {
     return a.kind == b.kind && a.stage == b.stage && a.microbatch == b.microbatch;

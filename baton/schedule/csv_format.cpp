@@ -273,11 +273,11 @@ std::string format_csv(const Schedule& schedule, CsvFormat format) {
     // A stage reduced in one bucket is written as PyTorch does, "1REDUCE_GRAD".
     std::unordered_map<int, int> buckets;
     for (const Action& a : list)
-      if (is_reduction(a.kind)) ++buckets[a.stage];
+      if (a.kind == ActionKind::REDUCE_GRAD) ++buckets[a.stage];
     bool first = true;
     auto write = [&](const Action& a, std::string_view kind) {
       out += first ? "" : ",";
-      if (is_reduction(a.kind) && buckets[a.stage] == 1 && a.microbatch == 0) {
+      if (a.kind == ActionKind::REDUCE_GRAD && buckets[a.stage] == 1 && a.microbatch == 0) {
         out += std::to_string(a.stage) + "REDUCE_GRAD";
       } else {
         out += kind.empty()
@@ -287,6 +287,8 @@ std::string format_csv(const Schedule& schedule, CsvFormat format) {
       first = false;
     };
     for (const Action& a : list) {
+      // PyTorch has no action for tied copies (its pipelining syncs them outside the schedule).
+      if (a.kind == ActionKind::REDUCE_TIED) continue;
       if (!comms && !is_compute(a.kind) && !is_reduction(a.kind)) continue;
       write(a, "");
       if (!comms) continue;

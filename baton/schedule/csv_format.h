@@ -18,6 +18,8 @@
 //    of stage 1, and a stage reduced in one bucket is written back that way
 //    (several buckets as "1REDUCE_GRAD0", "1REDUCE_GRAD1", which PyTorch's
 //    _Action parser reads too).
+//  - REDUCE_TIED (tied weights, Chimera's replicated stages): not written;
+//    PyTorch's format has no such action.
 //  - UNSHARD, RESHARD (FSDP), WAIT_REDUCE_GRAD: dropped; baton has no sharded
 //    stages, and its runtime waits for reductions at the end of the step.
 //  - "(0F3;4B1)OVERLAP_F_B": its sub-actions, in order.

@@ -43,7 +43,14 @@ bool Schedule::has_communication() const {
 bool Schedule::has_grad_reductions() const {
   for (const auto& list : actions)
     for (const auto& a : list)
-      if (is_reduction(a.kind)) return true;
+      if (a.kind == ActionKind::REDUCE_GRAD) return true;
+  return false;
+}
+
+bool Schedule::has_tied_reductions() const {
+  for (const auto& list : actions)
+    for (const auto& a : list)
+      if (a.kind == ActionKind::REDUCE_TIED) return true;
   return false;
 }
 

@@ -48,6 +48,7 @@ struct Schedule {
   int stages_per_rank() const;
   bool has_communication() const;   // any SEND/RECV
   bool has_grad_reductions() const;  // any REDUCE_GRAD
+  bool has_tied_reductions() const;  // any REDUCE_TIED
   bool splits_backward() const;  // any I or W action
   size_t action_count() const;
 };

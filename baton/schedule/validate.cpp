@@ -68,6 +68,17 @@ void check_shape(const Schedule& schedule) {
   for (int r = 0; r < schedule.ranks; ++r) {
     for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
       const Action& a = schedule.actions[r][i];
+      if (a.kind == ActionKind::REDUCE_TIED) {
+        if (a.stage < 0 || a.stage >= schedule.stages || a.microbatch < 0 ||
+            a.microbatch > a.stage) {
+          fail(schedule,
+               detail::concat("rank ", r, ": ", to_string(a), " is out of range (stages 0..",
+                              schedule.stages - 1, "; a tie group is named by its lowest stage, "
+                              "so it is at most the stage)"),
+               {{r, i}});
+        }
+        continue;
+      }
       if (is_reduction(a.kind)) {
         if (a.stage < 0 || a.stage >= schedule.stages || a.microbatch < 0 ||
             a.microbatch >= kMaxMicrobatches) {
@@ -237,7 +248,7 @@ void check_grad_reductions(const Schedule& schedule) {
     }
     for (size_t i = 0; i < list.size(); ++i) {
       const Action& a = list[i];
-      if (!is_reduction(a.kind)) continue;
+      if (a.kind != ActionKind::REDUCE_GRAD) continue;
       const auto held = reduced.find(a.stage);
       if (held == reduced.end()) {
         fail(schedule,
@@ -294,6 +305,57 @@ void check_grad_reductions(const Schedule& schedule) {
   }
 }
 
+// REDUCE_TIED: on a rank that computes its stage, once per (rank, stage),
+// after every compute, point-to-point action and REDUCE_GRAD of the rank (its
+// sum waits for the other copies, so nothing the others need may follow it),
+// and every REDUCE_TIED of one stage names the same group.
+void check_tied_reductions(const Schedule& schedule) {
+  if (!schedule.has_tied_reductions()) return;
+  std::map<int, std::pair<int, std::pair<int, size_t>>> group_of;  // stage -> (group, where)
+  for (int r = 0; r < schedule.ranks; ++r) {
+    const auto& list = schedule.actions[r];
+    std::map<int, size_t> computes;  // stage -> index of a compute action here
+    size_t last_other = 0;           // one past the last action that is not a REDUCE_TIED
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (is_compute(list[i].kind)) computes.emplace(list[i].stage, i);
+      if (list[i].kind != ActionKind::REDUCE_TIED) last_other = i + 1;
+    }
+    std::map<int, size_t> seen;  // stage -> its REDUCE_TIED here
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Action& a = list[i];
+      if (a.kind != ActionKind::REDUCE_TIED) continue;
+      if (computes.count(a.stage) == 0) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " sums the tied gradients of stage ",
+                            a.stage, ", which rank ", r, " does not compute"),
+             {{r, i}});
+      }
+      if (i < last_other) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " comes before ",
+                            to_string(list[last_other - 1]), "; a REDUCE_TIED waits for the "
+                            "other copies, so it must follow all of its rank's other actions"),
+             {{r, i}, {r, last_other - 1}});
+      }
+      const auto [at, first] = seen.emplace(a.stage, i);
+      if (!first) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a),
+                            " appears twice; a rank sums a stage's tied copies once"),
+             {{r, at->second}, {r, i}});
+      }
+      const auto [known, new_stage] = group_of.emplace(a.stage, std::make_pair(a.microbatch, std::make_pair(r, i)));
+      if (!new_stage && known->second.first != a.microbatch) {
+        fail(schedule,
+             detail::concat("stage ", a.stage, " is in tie group ", known->second.first, " on rank ",
+                            known->second.second.first, " but in group ", a.microbatch, " on rank ", r,
+                            "; every copy of a stage belongs to one group"),
+             {known->second.second, {r, i}});
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void validate(const Schedule& schedule) {
@@ -304,12 +366,13 @@ void validate(const Schedule& schedule) {
   const Placement placement(schedule);
   check_communication(schedule, placement, seen);
   check_grad_reductions(schedule);
+  check_tied_reductions(schedule);
   if (schedule.carries) {
     // No flush: prove the order over consecutive steps. Three steps and the
     // drain hold every pairing of a step's carried actions with the next's.
-    if (schedule.has_grad_reductions() || schedule.forward_only) {
+    if (schedule.has_grad_reductions() || schedule.has_tied_reductions() || schedule.forward_only) {
       fail(schedule,
-           "a schedule without a flush (carries) has no REDUCE_GRAD and is not forward-only",
+           "a schedule without a flush (carries) has no REDUCE_GRAD or REDUCE_TIED and is not forward-only",
            {});
     }
     validate(unroll(schedule, 3));

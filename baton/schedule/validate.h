@@ -12,6 +12,9 @@
 //    its stage, after that stage's last B or W there, each bucket once; every
 //    stage on every rank reduced in buckets 0..n-1, with the same n on every
 //    rank holding the stage;
+//  - tied reductions (REDUCE_TIED, if any): each on a rank that computes its
+//    stage, once per (rank, stage), after all of the rank's other actions,
+//    and one group per stage;
 //  - order and deadlock: a dry run (walk()) must run every action. A rank
 //    stuck on an action of its own (B before F, W before I, F of stage 3
 //    before stage 2 on the same rank, F before its RECV) is an order error;

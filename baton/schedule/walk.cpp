@@ -89,6 +89,10 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
       // stage's backwards on its rank; every dp replica runs the same list.
       case ActionKind::REDUCE_GRAD:
         return true;
+      // Sums with the other copies; the validator puts it after all of its
+      // rank's other actions, so no action of the step waits for it.
+      case ActionKind::REDUCE_TIED:
+        return true;
     }
     return false;
   };

@@ -37,6 +37,9 @@ struct StageCost {
   std::vector<double> bucket_bytes;
   // Time an F, and a B or I, spends in tensor-parallel all-reduces.
   double tp_comm = 0;
+  // Bytes of the stage's tied gradient copies (a tied weight's, or the whole
+  // stage's when it is replicated) that its REDUCE_TIED exchanges.
+  double tied_bytes = 0;
 
   int bucket_count() const { return bucket_bytes.empty() ? 1 : static_cast<int>(bucket_bytes.size()); }
   double bucket(int k) const { return bucket_bytes.empty() ? parameter_bytes : bucket_bytes[k]; }
@@ -76,6 +79,13 @@ struct CostModel {
   // REDUCE_GRAD of bucket `bucket` of `stage`. REQUIRES: bucket < bucket_count().
   double reduce_grad_time(int stage, int bucket) const {
     return ring_allreduce_time(dp, stages[stage].bucket(bucket), dp_link);
+  }
+  // REDUCE_TIED of `stage` between ranks: one message of its tied bytes over
+  // the pipeline link (each rank of a group sends its partial sum to the
+  // others at once).
+  double reduce_tied_time(int stage) const {
+    const double bytes = stages[stage].tied_bytes;
+    return comm_latency + (comm_bytes_per_time > 0 ? bytes / comm_bytes_per_time : 0);
   }
 };
 

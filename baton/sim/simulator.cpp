@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
@@ -31,12 +32,13 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
     const StageCost& c = costs.stages[s];
     BATON_CHECK(fine(c.forward) && fine(c.input_backward) && fine(c.weight_backward) &&
                     fine(c.activation_bytes) && fine(c.weight_stash_bytes) &&
-                    fine(c.boundary_bytes) && fine(c.parameter_bytes) && fine(c.tp_comm),
+                    fine(c.boundary_bytes) && fine(c.parameter_bytes) && fine(c.tp_comm) &&
+                    fine(c.tied_bytes),
                 "[sim.costs] stage ", s, ": costs must be finite and non-negative (F=", c.forward,
                 ", I=", c.input_backward, ", W=", c.weight_backward, ", activation bytes=",
                 c.activation_bytes, ", stash bytes=", c.weight_stash_bytes, ", boundary bytes=",
                 c.boundary_bytes, ", parameter bytes=", c.parameter_bytes, ", tp comm=",
-                c.tp_comm, ")");
+                c.tp_comm, ", tied bytes=", c.tied_bytes, ")");
     for (size_t k = 0; k < c.bucket_bytes.size(); ++k) {
       BATON_CHECK(fine(c.bucket_bytes[k]), "[sim.costs] stage ", s, " bucket ", k,
                   ": bytes must be finite and non-negative, got ", c.bucket_bytes[k]);
@@ -49,6 +51,10 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
   for (const auto& list : schedule.actions) {
     for (const Action& a : list) {
       const StageCost& c = costs.stages[a.stage];
+      if (a.kind == ActionKind::REDUCE_TIED) {
+        time += costs.reduce_tied_time(a.stage);
+        continue;
+      }
       if (schedule::is_reduction(a.kind)) {
         BATON_CHECK(a.microbatch < c.bucket_count(), "[sim.costs] ", schedule::to_string(a),
                     " reduces bucket ", a.microbatch, " but the cost model gives stage ", a.stage,
@@ -66,6 +72,7 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
   for (const StageCost& c : costs.stages) {
     bytes += c.parameter_bytes;
     for (double b : c.bucket_bytes) bytes += b;
+    bytes += c.tied_bytes;
   }
   BATON_CHECK(time <= kMaxTotalCost, "[sim.costs] schedule \"", printable(schedule.name),
               "\": the times of its ", schedule.action_count(),
@@ -92,6 +99,12 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
   std::vector<double> activations(p, 0);
   std::vector<int> inflight(p, 0);
   std::vector<double> comm_free = free_at;  // each rank's communication stream
+  struct Tied {
+    int rank;
+    size_t index;
+    double start;
+  };
+  std::vector<Tied> tied;  // REDUCE_TIEDs reached, timed once the walk is over
 
   auto run = [&](int r, size_t index, int producer) {
     const Action& a = schedule.actions[r][index];
@@ -114,6 +127,14 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
         if ((*first_start)[r] < 0) (*first_start)[r] = start;
         result->timeline.events.push_back({r, s, mb, a.kind, start, comm_free[r]});
         result->stats.reduce_grad[r] += comm_free[r] - start;
+        return;
+      }
+      case ActionKind::REDUCE_TIED: {
+        // The executor waits for the rank's REDUCE_GRADs first; the exchange
+        // ends once every member has arrived (below: every REDUCE_TIED ends
+        // its rank's list, so nothing in the walk waits for it).
+        free_at[r] = std::max(free_at[r], comm_free[r]);
+        tied.push_back({r, index, free_at[r]});
         return;
       }
       default: break;
@@ -143,6 +164,27 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
   const schedule::WalkResult walked = schedule::walk(schedule, placement, run);
   BATON_CHECK(walked.complete, "[sim.simulate] schedule \"", schedule.name,
               "\" cannot run to the end; validate it first");
+  // Each tie group: its members exchange once the last of them is there; a
+  // group on one rank sums locally, in no time.
+  std::map<int, std::vector<const Tied*>> groups;
+  for (const Tied& t : tied) groups[schedule.actions[t.rank][t.index].microbatch].push_back(&t);
+  for (const auto& [group, members] : groups) {
+    double ready = 0, cost = 0;
+    bool several_ranks = false;
+    for (const Tied* t : members) {
+      ready = std::max(ready, t->start);
+      cost = std::max(cost, costs.reduce_tied_time(schedule.actions[t->rank][t->index].stage));
+      several_ranks |= t->rank != members.front()->rank;
+    }
+    const double end = ready + (several_ranks ? cost : 0);
+    for (const Tied* t : members) {
+      comm_free[t->rank] = std::max(comm_free[t->rank], end);
+      if (!result) continue;
+      const Action& a = schedule.actions[t->rank][t->index];
+      if ((*first_start)[t->rank] < 0) (*first_start)[t->rank] = t->start;
+      result->timeline.events.push_back({t->rank, a.stage, a.microbatch, a.kind, t->start, end});
+    }
+  }
   for (int r = 0; r < p; ++r) {
     if (result) result->stats.exposed_reduction[r] = std::max(0.0, comm_free[r] - free_at[r]);
     free_at[r] = std::max(free_at[r], comm_free[r]);

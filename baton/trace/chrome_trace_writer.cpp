@@ -56,7 +56,10 @@ std::string to_chrome_trace(const Timeline& timeline) {
                       {"dur", (e.end - e.start) * scale},
                       {"args",
                        {{"stage", e.stage},
-                        {schedule::is_reduction(e.kind) ? "bucket" : "microbatch", e.microbatch},
+                        {e.kind == schedule::ActionKind::REDUCE_TIED ? "group"
+                         : schedule::is_reduction(e.kind)              ? "bucket"
+                                                                       : "microbatch",
+                         e.microbatch},
                         {"kind", kind}}}});
   }
   nlohmann::json trace = {{"traceEvents", std::move(events)},

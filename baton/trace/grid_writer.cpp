@@ -18,10 +18,12 @@ constexpr double kMaxColumns = 1000;
 // every later cell of its rank.
 bool drawn(const Event& e) { return schedule::is_compute(e.kind) && e.end > e.start; }
 
-// "R0": REDUCE_GRAD of bucket 0 ("1R0" with the stage), kept short so that
-// the columns stay as narrow as the compute labels.
+// "R0": REDUCE_GRAD of bucket 0 ("1R0" with the stage); "T0": REDUCE_TIED of
+// tie group 0. Kept short so that the columns stay as narrow as the compute
+// labels.
 std::string reduction_label(const Event& e, bool with_stage) {
-  return (with_stage ? std::to_string(e.stage) : std::string()) + "R" + std::to_string(e.microbatch);
+  return (with_stage ? std::to_string(e.stage) : std::string()) +
+         (e.kind == schedule::ActionKind::REDUCE_TIED ? "T" : "R") + std::to_string(e.microbatch);
 }
 
 // The shortest drawn event's duration, or 0 when none is drawn.

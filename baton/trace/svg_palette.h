@@ -27,6 +27,7 @@ inline const KindStyle& svg_style(schedule::ActionKind kind) {
       {"#8c8580", "#ffffff", "send gradient"},
       {"#a59d98", "#222222", "receive gradient"},
       {"#b07aa1", "#ffffff", "gradient all-reduce (dp)"},
+      {"#76b7b2", "#222222", "tied copies' gradient sum"},
   }};
   return kStyles[static_cast<size_t>(kind)];
 }

@@ -57,6 +57,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"hidden", field(&TrainConfig::hidden, "hidden")},
       {"heads", field(&TrainConfig::heads, "heads")},
       {"context", field(&TrainConfig::context, "context")},
+      {"tie_embeddings", field(&TrainConfig::tie_embeddings, "tie_embeddings")},
       {"in_features", field(&TrainConfig::in_features, "in_features")},
       {"classes", field(&TrainConfig::classes, "classes")},
       {"text", field(&TrainConfig::text, "text")},

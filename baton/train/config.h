@@ -27,6 +27,7 @@ struct TrainConfig {
   int hidden = 256;           // mlp, gpt
   int heads = 4;              // gpt
   int context = 64;           // gpt: tokens per sample
+  bool tie_embeddings = false;  // gpt: the LM head's weight is the token embedding's
   int in_features = 64;       // mlp (synthetic data)
   int classes = 10;           // mlp (synthetic data)
   std::string text;           // gpt corpus; empty: /usr/share/common-licenses/GPL-3

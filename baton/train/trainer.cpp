@@ -37,6 +37,7 @@ using Clock = std::chrono::steady_clock;
 nn::ModelOptions model_options(const TrainConfig& c) {
   nn::ModelOptions options;
   options.layers(c.layers).hidden(c.hidden).heads(c.heads).context(c.context);
+  options.tie_embeddings(c.tie_embeddings);
   options.in_features(c.in_features).classes(c.classes).vocab(256);
   return options;
 }
@@ -95,6 +96,9 @@ void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule&
   BATON_CHECK(c.save.empty() && c.resume.empty(), "[train.config] ", which, " cannot --save or "
               "--resume: its weight versions and carried backwards are not checkpointed "
               "(use a schedule with a flush, e.g. 1f1b)");
+  BATON_CHECK(!c.tie_embeddings, "[train.config] ", which, " cannot --tie-embeddings: the tied "
+              "copies' gradients are summed where a step's gradients are whole, and it has no such "
+              "point (use a schedule with a flush, e.g. 1f1b)");
   BATON_CHECK(!c.compare_sim, "[train.config] --compare-sim compares one flushed step; ", which,
               " carries backwards between steps (compare its median step with `baton simulate`'s "
               "steady_step)");

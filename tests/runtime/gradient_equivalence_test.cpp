@@ -22,6 +22,7 @@
 #include "baton/runtime/microbatch.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
+#include "baton/schedule/tied_reduction.h"
 
 namespace baton::runtime {
 namespace {
@@ -221,8 +222,9 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
   at::set_num_threads(1);
   const Case& c = GetParam();
   const nn::ModelSpec model = small_mlp();
-  const schedule::Schedule lowered = schedule::lower(schedule::generate(
-      c.schedule, schedule::GeneratorOptions{}.set_ranks(c.p).set_microbatches(c.m)));
+  // Chimera's replicated stages sum their copies' gradients (REDUCE_TIED).
+  const schedule::Schedule lowered = schedule::add_tied_reductions(schedule::lower(schedule::generate(
+      c.schedule, schedule::GeneratorOptions{}.set_ranks(c.p).set_microbatches(c.m))));
   static const std::map<std::string, torch::Tensor> flushed = train_single_device(false);
   static const std::map<std::string, torch::Tensor> stale = train_single_device(true);
   const schedule::Placement placement(lowered);

@@ -241,6 +241,11 @@ Action add_train(CLI::App& app) {
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   flag(cmd, *f, "--resume", &train::TrainConfig::resume,
        "Continue from the checkpoint in this folder (--steps stays the total)");
+  CLI::Option* tie = cmd->add_flag("--tie-embeddings", f->values.tie_embeddings,
+                                   "gpt: one matrix for the token embedding and the LM head; on "
+                                   "different stages each holds a copy and REDUCE_TIED sums their "
+                                   "gradients");
+  f->given.emplace_back(tie, [f](train::TrainConfig& c) { c.tie_embeddings = f->values.tie_embeddings; });
   CLI::Option* barrier =
       cmd->add_flag("--step-barrier", f->values.step_barrier,
                     "End every step with a blocking all-reduce of the loss (no overlap of "
