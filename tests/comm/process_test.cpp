@@ -38,8 +38,9 @@ std::string peer_program() {
   return peer;
 }
 
-// The names in /dev/shm that the inboxes of processes `pids` used ("baton.<pid>.").
-// Other tests run in parallel and create their own segments, so only these count.
+// The names in /dev/shm of processes `pids` ("baton.<pid>.", as inboxes were
+// named before they became memfds). Other tests run in parallel, and other
+// checkouts' may create such names, so only these processes' count.
 std::vector<std::string> baton_shm_names(const std::vector<pid_t>& pids) {
   std::vector<std::string> names;
   if (DIR* dir = opendir("/dev/shm")) {
