@@ -5,8 +5,9 @@
 // must know a payload's size before posting it. So every tensor's header
 // goes first over a CPU control channel (a Gloo group over the same store,
 // through shared memory on one host), on one tag per peer, which keeps the
-// send order; the receiver posts the NCCL receives in that order as the
-// headers arrive. Headers are built from sizes on the host: no device sync.
+// send order. A receiver's waits read those headers in that order and post
+// each one's NCCL receive as they read it (not as it arrives: see await).
+// Headers are built from sizes on the host: no device sync.
 #include "baton/comm/nccl.h"
 
 #ifndef USE_C10D_NCCL

@@ -30,35 +30,29 @@ std::uint64_t layout_bytes(int world_size, std::uint64_t ring_bytes, std::uint64
 
 Inbox::~Inbox() {
   if (base_ != nullptr) munmap(base_, bytes_);
-  if (owner_) unlink();
+  if (fd_ >= 0) close(fd_);
 }
 
 void Inbox::map(int fd, std::uint64_t bytes) {
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int err = errno;
-  close(fd);
   BATON_CHECK(base != MAP_FAILED, "[comm.shm] cannot map ", name_, " (", bytes,
-              " bytes): ", std::strerror(err));
+              " bytes): ", std::strerror(errno));
   base_ = base;
   bytes_ = bytes;
 }
 
-void Inbox::create(const std::string& name, int world_size, std::uint64_t ring_bytes) {
-  name_ = name;
+void Inbox::create(int world_size, std::uint64_t ring_bytes) {
   std::uint64_t controls_at = 0, rings_at = 0;
   const std::uint64_t bytes = layout_bytes(world_size, ring_bytes, &controls_at, &rings_at);
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  BATON_CHECK(fd >= 0, "[comm.shm] cannot create shared memory ", name, ": ", std::strerror(errno));
-  owner_ = true;
-  // Reserve the pages now, so a full /dev/shm fails here and not as SIGBUS later.
-  const int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  if (err != 0) {
-    close(fd);
-    unlink();
-    BATON_CHECK(false, "[comm.shm] /dev/shm has no room for ", bytes, " bytes of ", name, " (",
-                std::strerror(err), "); set BATON_SHM_RING_KB lower or use --transport gloo");
-  }
-  map(fd, bytes);
+  fd_ = memfd_create("baton.inbox", MFD_CLOEXEC);
+  BATON_CHECK(fd_ >= 0, "[comm.shm] cannot create a shared-memory inbox: ", std::strerror(errno),
+              "; use --transport gloo");
+  name_ = path();
+  // Reserve the pages now, so a lack of memory fails here and not as SIGBUS later.
+  const int err = posix_fallocate(fd_, 0, static_cast<off_t>(bytes));
+  BATON_CHECK(err == 0, "[comm.shm] no room for ", bytes, " bytes of shared memory (",
+              std::strerror(err), "); set BATON_SHM_RING_KB lower or use --transport gloo");
+  map(fd_, bytes);
   header_ = new (base_) InboxHeader();
   header_->owner_pid = static_cast<std::int32_t>(getpid());
   header_->world_size = world_size;
@@ -71,29 +65,38 @@ void Inbox::create(const std::string& name, int world_size, std::uint64_t ring_b
   header_->magic = kInboxMagic;
 }
 
-void Inbox::open(const std::string& name) {
-  name_ = name;
-  const int fd = shm_open(name.c_str(), O_RDWR, 0600);
-  BATON_CHECK(fd >= 0, "[comm.shm] cannot open a peer's shared memory ", name, ": ",
-              std::strerror(errno));
+std::string Inbox::path() const {
+  BATON_ASSERT(fd_ >= 0, "path() of an inbox this process did not create");
+  return ::baton::detail::concat("/proc/", getpid(), "/fd/", fd_);
+}
+
+void Inbox::open(const std::string& path, int owner_pid) {
+  name_ = path;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  BATON_CHECK(fd >= 0, "[comm.shm] cannot open a peer's shared memory ", path, ": ",
+              std::strerror(errno),
+              " (its process must be alive, of the same user and dumpable; or use --transport gloo)");
   struct stat st {};
-  fstat(fd, &st);
-  map(fd, static_cast<std::uint64_t>(st.st_size));
+  const bool sized = fstat(fd, &st) == 0;
+  try {
+    BATON_CHECK(sized, "[comm.shm] cannot read the size of ", path, ": ", std::strerror(errno));
+    map(fd, static_cast<std::uint64_t>(st.st_size));
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  close(fd);  // the mapping keeps the memory
   header_ = static_cast<InboxHeader*>(base_);
-  BATON_CHECK(bytes_ >= sizeof(InboxHeader) && header_->magic == kInboxMagic, "[comm.shm] ", name,
-              " is not a baton inbox");
+  BATON_CHECK(bytes_ >= sizeof(InboxHeader) && header_->magic == kInboxMagic &&
+                  header_->owner_pid == owner_pid,
+              "[comm.shm] ", path, " is not the baton inbox of process ", owner_pid);
   std::uint64_t controls_at = 0, rings_at = 0;
   const std::uint64_t expected =
       layout_bytes(header_->world_size, header_->ring_bytes, &controls_at, &rings_at);
-  BATON_CHECK(expected == bytes_, "[comm.shm] ", name, " has ", bytes_, " bytes, expected ", expected);
+  BATON_CHECK(expected == bytes_, "[comm.shm] ", path, " has ", bytes_, " bytes, expected ", expected);
   controls_ = reinterpret_cast<RingControl*>(static_cast<char*>(base_) + controls_at);
   rings_ = static_cast<char*>(base_) + rings_at;
   ring_bytes_ = header_->ring_bytes;
-}
-
-void Inbox::unlink() {
-  if (!name_.empty()) shm_unlink(name_.c_str());
-  owner_ = false;
 }
 
 void ring_doorbell(InboxHeader& header) {

@@ -1,8 +1,9 @@
 // A rank's shared-memory inbox: one ring per source rank, written by that
 // source and read by the owner, plus a doorbell futex that every writer rings.
-// The owner creates it; same-host peers map it. Names are unlinked as soon as
-// every peer has mapped it, so nothing is left in /dev/shm once the
-// rendezvous is over, however a rank exits afterwards.
+// The owner creates it as an anonymous file (memfd_create) and keeps it open;
+// same-host peers map it through /proc/<owner pid>/fd/<fd>. It never has a
+// name in /dev/shm, so however any rank exits, even killed in the middle of
+// setting up, its memory goes with the last process that maps it.
 #pragma once
 
 #include <atomic>
@@ -38,12 +39,16 @@ class Inbox {
   Inbox& operator=(const Inbox&) = delete;
   ~Inbox();
 
-  // Creates and maps /dev/shm/<name> with one ring of `ring_bytes` per rank.
-  // Throws baton::Error (naming the name and the bytes) when /dev/shm lacks room.
-  void create(const std::string& name, int world_size, std::uint64_t ring_bytes);
-  // Maps a peer's inbox. Throws baton::Error when it is missing or malformed.
-  void open(const std::string& name);
-  void unlink();
+  // Creates and maps an inbox with one ring of `ring_bytes` per rank.
+  // Throws baton::Error (naming the bytes) when the memory cannot be reserved.
+  void create(int world_size, std::uint64_t ring_bytes);
+  // Where a process on this host opens it while this owner is alive:
+  // "/proc/<pid>/fd/<fd>". REQUIRES: create() has succeeded.
+  std::string path() const;
+  // Maps the inbox that process `owner_pid` published as `path`. Throws
+  // baton::Error naming the path when it cannot be opened (the owner is gone,
+  // or /proc refuses: another user, a non-dumpable process) or is malformed.
+  void open(const std::string& path, int owner_pid);
 
   InboxHeader& header() const { return *header_; }
   RingControl& control(int source) const { return controls_[source]; }
@@ -53,8 +58,8 @@ class Inbox {
 
  private:
   void map(int fd, std::uint64_t bytes);
-  std::string name_;
-  bool owner_ = false;
+  std::string name_;  // for messages
+  int fd_ = -1;       // the owner's, open for the inbox's life so that peers can open it
   void* base_ = nullptr;
   std::uint64_t bytes_ = 0;
   InboxHeader* header_ = nullptr;

@@ -188,19 +188,19 @@ void ShmTransport::setup(c10d::Store& store, const std::string& prefix) {
   if (!any) return;
   std::mt19937_64 random(std::random_device{}() ^ static_cast<std::uint64_t>(pid_));
   probe_ = static_cast<std::int64_t>(random() >> 1);
-  const std::string name = concat("/baton.", pid_, ".", random() % 1000000007, ".", rank_);
-  inbox_.create(name, world_size_, options_.ring_bytes);
+  inbox_.create(world_size_, options_.ring_bytes);
   store.set(concat(prefix, "inbox/", rank_),
-            bytes_of(concat(name, " ", pid_, " ", reinterpret_cast<std::uintptr_t>(&probe_), " ", probe_)));
+            bytes_of(concat(inbox_.path(), " ", pid_, " ", reinterpret_cast<std::uintptr_t>(&probe_),
+                            " ", probe_)));
   for (int r = 0; r < world_size_; ++r) {
     if (r == rank_ || !peers_[r]) continue;
-    std::string peer_name;
+    std::string peer_path;
     std::uintptr_t address = 0;
     std::int64_t expected = 0;
     std::istringstream in(std_string(store.get(concat(prefix, "inbox/", r))));
-    in >> peer_name >> peer_pids_[r] >> address >> expected;
+    in >> peer_path >> peer_pids_[r] >> address >> expected;
     peer_inboxes_[r] = std::make_unique<Inbox>();
-    peer_inboxes_[r]->open(peer_name);
+    peer_inboxes_[r]->open(peer_path, peer_pids_[r]);
     // Can this rank copy out of r's memory? Then r may send large payloads by address.
     std::int64_t value = 0;
     struct iovec local {&value, sizeof(value)};
@@ -210,11 +210,11 @@ void ShmTransport::setup(c10d::Store& store, const std::string& prefix) {
         process_vm_readv(peer_pids_[r], &local, 1, &remote, 1, 0) == sizeof(value) && value == expected;
     inbox_.control(r).remote_ok.store(remote_ok ? 1 : 0, std::memory_order_release);
   }
+  // No rank sends before its peers have said whether they can read its memory.
   store.set(concat(prefix, "opened/", rank_), bytes_of("1"));
   for (int r = 0; r < world_size_; ++r) {
     if (r != rank_ && peers_[r]) store.get(concat(prefix, "opened/", r));
   }
-  inbox_.unlink();  // every peer has it mapped: nothing stays in /dev/shm
 }
 
 std::uint64_t ShmTransport::reserve(int dst, std::uint64_t length) {

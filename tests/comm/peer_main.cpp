@@ -4,8 +4,12 @@
 //           previous one, and all ranks all-reduce; prints "ok" on success.
 //   die   - rank 0 kills itself (SIGKILL) while rank 1 waits for a tensor
 //           from it; rank 1 reports the error and exits 2.
-// Usage: comm_peer ping|die [timeout_ms] [auto|shm|gloo]; the transport also
-// goes to stdout ("transport shm") so tests can check which one ran.
+//   inbox - rank 0 of 2 joins the TCPStore at MASTER_ADDR:MASTER_PORT (a
+//           client: the test hosts it) and sets up its shared-memory
+//           transport under "inbox-test/", where rank 1 never shows up: it
+//           holds its inbox, waiting for its peer's, until killed.
+// Usage: comm_peer ping|die|inbox [timeout_ms] [auto|shm|gloo]; the transport
+// also goes to stdout ("transport shm") so tests can check which one ran.
 // Any baton::Error is printed as one line on stderr with exit code 2.
 #include <signal.h>
 #include <unistd.h>
@@ -19,6 +23,7 @@
 
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_env.h"
+#include "baton/comm/shm_transport.h"
 #include "baton/core/error.h"
 
 namespace {
@@ -51,6 +56,16 @@ void die(Communicator& comm) {
   comm.irecv(0, Tag{0, 0, Direction::kForward}).wait("stage 1 micro-batch 0 RECV_F from rank 0");
 }
 
+void hold_inbox(const RankEnv& env, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(env.master_port);
+  options.isServer = false;
+  options.timeout = timeout;
+  c10d::TCPStore store(env.master_addr, options);
+  baton::comm::detail::make_shm_transport(store, "inbox-test/", 0, 2, {false, true}, {}, timeout,
+                                         baton::comm::detail::ShmOptions());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,6 +75,10 @@ int main(int argc, char** argv) {
   try {
     const auto env = rank_env_from_environment();
     BATON_CHECK(env.has_value(), "[comm_peer] RANK and WORLD_SIZE are not set");
+    if (scenario == "inbox") {
+      hold_inbox(*env, std::chrono::milliseconds(timeout_ms));
+      return 0;
+    }
     Communicator comm = connect(ConnectOptions()
                                     .set_rank(env->rank)
                                     .set_world_size(env->world_size)
@@ -74,7 +93,7 @@ int main(int argc, char** argv) {
     } else if (scenario == "die") {
       die(comm);
     } else {
-      std::cerr << "usage: comm_peer ping|die [timeout_ms] [auto|shm|gloo]" << std::endl;
+      std::cerr << "usage: comm_peer ping|die|inbox [timeout_ms] [auto|shm|gloo]" << std::endl;
       return 64;
     }
   } catch (const baton::Error& e) {

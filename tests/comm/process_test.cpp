@@ -2,6 +2,7 @@
 // comm_peer helper built next to this test.
 #include <signal.h>
 #include <dirent.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "baton/comm/c10d_compat.h"
 #include "baton/comm/communicator.h"
 #include "baton/comm/launcher.h"
 #include "baton/core/error.h"
@@ -36,8 +38,9 @@ std::string peer_program() {
   return peer;
 }
 
-// The names in /dev/shm that the inboxes of processes `pids` used ("baton.<pid>.").
-// Other tests run in parallel and create their own segments, so only these count.
+// The names in /dev/shm of processes `pids` ("baton.<pid>.", as inboxes were
+// named before they became memfds). Other tests run in parallel, and other
+// checkouts' may create such names, so only these processes' count.
 std::vector<std::string> baton_shm_names(const std::vector<pid_t>& pids) {
   std::vector<std::string> names;
   if (DIR* dir = opendir("/dev/shm")) {
@@ -67,9 +70,9 @@ TEST_P(ProcessTransportTest, LaunchedRanksExchangeTensorsAndAllReduceOverTcpStor
   }
 }
 
-// Starts rank `rank` of 2 with its stderr in `stderr_path`.
+// Starts rank `rank` of 2 running `scenario` with its stderr in `stderr_path`.
 pid_t start_rank(const std::string& program, int rank, int port, const std::string& stderr_path,
-                 const std::string& transport) {
+                 const std::string& transport, const std::string& scenario = "die") {
   const pid_t pid = fork();
   if (pid == 0) {
     setenv("RANK", std::to_string(rank).c_str(), 1);
@@ -78,7 +81,7 @@ pid_t start_rank(const std::string& program, int rank, int port, const std::stri
     setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
     freopen(stderr_path.c_str(), "w", stderr);
     freopen("/dev/null", "w", stdout);
-    execl(program.c_str(), program.c_str(), "die", "20000", transport.c_str(),
+    execl(program.c_str(), program.c_str(), scenario.c_str(), "20000", transport.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -111,6 +114,29 @@ TEST_P(ProcessTransportTest, KillingARankMidReceiveMakesItsPeerFailWellBeforeThe
   EXPECT_THAT(baton_shm_names({rank0, rank1}), testing::IsEmpty())
       << "a killed rank left shared memory behind";
   std::remove(log.c_str());
+}
+
+// The window between creating an inbox and every peer mapping it: a rank
+// killed there, its peer not yet arrived, leaves no name in /dev/shm either.
+TEST(ProcessTest, RankKilledBeforeItsPeerMappedItsInboxLeavesNoSharedMemory) {
+  const std::string program = peer_program();
+  const int port = find_free_port();
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(port);
+  options.isServer = true;
+  options.waitWorkers = false;
+  options.timeout = 20s;
+  c10d::TCPStore store("127.0.0.1", options);
+  const pid_t rank0 = start_rank(program, 0, port, "/dev/null", "shm", "inbox");
+  // Set once its inbox exists; it then waits for rank 1's, which never comes.
+  store.wait({"inbox-test/inbox/0"});
+  kill(rank0, SIGKILL);
+  int status = 0;
+  waitpid(rank0, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const std::vector<std::string> left = baton_shm_names({rank0});
+  for (const std::string& name : left) shm_unlink(("/" + name).c_str());
+  EXPECT_THAT(left, testing::IsEmpty()) << "a rank killed while setting up left shared memory behind";
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ProcessTransportTest, testing::Values("shm", "gloo"),

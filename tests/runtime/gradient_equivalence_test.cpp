@@ -5,7 +5,11 @@
 // small model stashing or not changes the result by less than 1e-5, which
 // tests/pipeline/pipedream_test.cpp tells apart), for every schedule,
 // p in {1, 2, 4}, m in {1, 2, 3, 8} (where the schedule is defined) and every
-// recomputation mode. Ranks run as threads over one c10d HashStore.
+// recomputation mode. Ranks run as threads over one c10d HashStore, their
+// point-to-point through shared memory (the default for ranks of one host);
+// a second pass sends it over Gloo instead, for every schedule at p in {2, 4}
+// and m = 8 without recomputation (the transports carry tensors, not
+// recomputation modes).
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/optim.h>
@@ -183,10 +187,12 @@ struct Case {
   std::string schedule;
   int p, m;
   Recompute recompute;
+  comm::TransportKind transport = comm::TransportKind::kAuto;
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.schedule << " p=" << c.p << " m=" << c.m << " recompute=" << to_string(c.recompute);
+  *out << c.schedule << " p=" << c.p << " m=" << c.m << " recompute=" << to_string(c.recompute)
+       << " transport=" << comm::to_string(c.transport);
 }
 
 std::string name_of(const testing::TestParamInfo<Case>& info) {
@@ -197,19 +203,21 @@ std::string name_of(const testing::TestParamInfo<Case>& info) {
   return n;
 }
 
-std::vector<Case> defined_cases() {
+// Every schedule at the (p, m) where it is defined, with `recomputes` over `transport`.
+std::vector<Case> defined_cases(const std::vector<int>& ps, const std::vector<int>& ms,
+                                const std::vector<Recompute>& recomputes,
+                                comm::TransportKind transport) {
   std::vector<Case> cases;
   for (const auto& name : schedule::schedule_names()) {
-    for (int p : {1, 2, 4}) {
-      for (int m : {1, 2, 3, 8}) {
+    for (int p : ps) {
+      for (int m : ms) {
         try {
           const auto s = schedule::generate(name, schedule::GeneratorOptions{}.set_ranks(p).set_microbatches(m));
           if (s.stages > small_mlp().num_layers()) continue;
         } catch (const Error&) {
           continue;  // not defined for (p, m): the generator says why elsewhere
         }
-        for (Recompute c : {Recompute::Never, Recompute::ExceptLast, Recompute::Always})
-          cases.push_back({name, p, m, c});
+        for (Recompute c : recomputes) cases.push_back({name, p, m, c, transport});
       }
     }
   }
@@ -244,7 +252,16 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
     ranks.emplace_back([&, r] {
       try {
         std::optional<comm::Communicator> communicator;
-        if (c.p > 1) communicator.emplace(comm::from_store(store, r, c.p, std::chrono::seconds(20)));
+        if (c.p > 1) {
+          communicator.emplace(comm::from_store(store, r, c.p, std::chrono::seconds(20), c.transport));
+          // Threads of one process share a host: auto picks shared memory.
+          const std::string expected = c.transport == comm::TransportKind::kGloo ? "gloo" : "shm";
+          for (int peer = 0; peer < c.p; ++peer) {
+            BATON_CHECK(peer == r || communicator->transport_name(peer) == expected, "rank ", r,
+                        " reaches rank ", peer, " over ", communicator->transport_name(peer),
+                        ", expected ", expected);
+          }
+        }
         ExecutorOptions options;
         options.recompute = c.recompute;
         Executor executor(lowered, r, build_stages(model, part, placement.stages_of_rank(r), kSeed),
@@ -291,7 +308,16 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
   EXPECT_EQ(seen.size(), reference.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(EverySchedule, GradientEquivalence, testing::ValuesIn(defined_cases()), name_of);
+INSTANTIATE_TEST_SUITE_P(EverySchedule, GradientEquivalence,
+                         testing::ValuesIn(defined_cases({1, 2, 4}, {1, 2, 3, 8},
+                                                         {Recompute::Never, Recompute::ExceptLast,
+                                                          Recompute::Always},
+                                                         comm::TransportKind::kAuto)),
+                         name_of);
+INSTANTIATE_TEST_SUITE_P(EveryScheduleOverGloo, GradientEquivalence,
+                         testing::ValuesIn(defined_cases({2, 4}, {8}, {Recompute::Never},
+                                                         comm::TransportKind::kGloo)),
+                         name_of);
 
 }  // namespace
 }  // namespace baton::runtime
