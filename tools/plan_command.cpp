@@ -120,10 +120,7 @@ void print_table(const plan::PlanResult& r, const PlanFlags& f) {
 }
 
 int run(const CLI::App& cmd, PlanFlags& f) {
-  for (const CLI::Option* option : cmd.get_options()) {
-    BATON_CHECK(option->get_expected_max() == 0 || option->count() <= 1, "[plan] ",
-                option->get_name(), " given more than once");
-  }
+  check_given_once(cmd);
   resolve_model(cmd, f);
   check_stdout_open();
   std::vector<NamedPath> outputs;
@@ -160,7 +157,7 @@ Action add_plan(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Search (t, p, d), micro-batch size, schedule and recomputation for a model on a "
               "cluster, by the cost model and the simulator");
-  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  take_repeated_options(cmd);  // reported by run(), by name
   const auto count = CLI::Range(1, 1 << 30);
   cmd->add_option("--model", f->model, "Model family (gpt)")->capture_default_str();
   cmd->add_option("--layers", q.shape.layers, "Transformer layers l")->check(count);

@@ -70,10 +70,7 @@ constexpr const char* kShapeFlags[] = {"--schedule", "--pp", "--microbatches", "
 // What CLI11 leaves to us: each option at most once (flags such as --json may
 // repeat), and no shape flags beside --schedule-file.
 void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
-  for (const CLI::Option* option : cmd.get_options()) {
-    BATON_CHECK(option->get_expected_max() == 0 || option->count() <= 1, "[simulate] ",
-                option->get_name(), " given more than once");
-  }
+  check_given_once(cmd);
   BATON_CHECK(cmd.count("--csv-format") == 0 || cmd.count("--export-csv") == 1,
               "[simulate] --csv-format needs --export-csv, the file it is the format of");
   schedule::parse_csv_format(f.csv_format);
@@ -207,8 +204,7 @@ const CLI::Validator kPositive = finite_number(true, "SIZE");
 Action add_simulate(CLI::App& app) {
   auto flags = std::make_shared<SimulateFlags>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate a pipeline schedule and draw its timeline");
-  // A repeated option is reported by check_flags(), by name.
-  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  take_repeated_options(cmd);  // reported by check_flags(), by name
   std::string names;
   for (const auto& n : schedule::schedule_names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--schedule", flags->schedule, "Schedule: " + names)->capture_default_str();

@@ -26,6 +26,7 @@ namespace baton::cli {
 namespace {
 
 struct TrainFlags {
+  CLI::App* cmd = nullptr;
   std::string config_file;
   int nproc = 0;
   train::TrainConfig values;  // what the flags said
@@ -103,6 +104,7 @@ int run_rank(const train::TrainConfig& config, const train::RankContext& context
 }
 
 int run(TrainFlags& f) {
+  check_given_once(*f.cmd);
   train::TrainConfig config;
   std::vector<std::string> deprecations;
   if (!f.config_file.empty()) train::load_toml(f.config_file, config, &deprecations);
@@ -168,6 +170,8 @@ int run(TrainFlags& f) {
 Action add_train(CLI::App& app) {
   auto f = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model with pipeline parallelism");
+  take_repeated_options(cmd);  // reported by run(), by name
+  f->cmd = cmd;
   cmd->add_option("--config", f->config_file, "TOML config; flags override its keys")
       ->check(CLI::ExistingFile);
   cmd->add_option("--nproc", f->nproc, "Start this many local ranks (dp * pp * tp)")
