@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace baton::train {
@@ -83,6 +84,11 @@ struct TrainConfig {
 // `recompute` and appends one line to *deprecations (when given).
 void load_toml(const std::string& path, TrainConfig& config,
                std::vector<std::string>* deprecations = nullptr);
+
+// load_toml for TOML text already in memory; `name` stands for the file in
+// messages. Throws only baton::Error (fuzz/config_toml_fuzz.cpp).
+void load_toml_text(std::string_view text, const std::string& name, TrainConfig& config,
+                    std::vector<std::string>* deprecations = nullptr);
 
 // Checks values that need no model or world: positive sizes, known names,
 // a finite lr and timeout, threads within available_cores().
