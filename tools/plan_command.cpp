@@ -122,15 +122,16 @@ void print_table(const plan::PlanResult& r, const PlanFlags& f) {
 int run(const CLI::App& cmd, PlanFlags& f) {
   check_given_once(cmd);
   resolve_model(cmd, f);
-  check_stdout_open();
+  check_stdout_open("[plan]");
   std::vector<NamedPath> outputs;
   if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
-  check_output_paths(outputs, {});
+  check_output_paths("[plan]", outputs, {});
   const plan::PlanResult result = plan::plan(f.request);
   for (const NamedPath& out : outputs) {
-    write_output(out, plan::plot_svg(result, f.request.cluster.memory_gb,
-                                     "baton plan: " + model_title(f) + " on " +
-                                         std::to_string(f.request.cluster.gpus) + " GPUs"));
+    write_output("[plan]", out,
+                 plan::plot_svg(result, f.request.cluster.memory_gb,
+                                "baton plan: " + model_title(f) + " on " +
+                                    std::to_string(f.request.cluster.gpus) + " GPUs"));
   }
   if (f.json) {
     nlohmann::json plans = nlohmann::json::array();
@@ -143,7 +144,7 @@ int run(const CLI::App& cmd, PlanFlags& f) {
     print_table(result, f);
     for (const NamedPath& out : outputs) std::cout << "wrote " << out.path << "\n";
   }
-  flush_stdout();
+  flush_stdout("[plan]");
   return 0;
 }
 

@@ -117,13 +117,13 @@ sim::CostModel grid_costs(const schedule::Schedule& s, const CLI::App& cmd, cons
 
 int run(const CLI::App& cmd, const SimulateFlags& f) {
   check_flags(cmd, f);
-  check_stdout_open();
+  check_stdout_open("[simulate]");
   std::vector<NamedPath> outputs;
   if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
   if (!f.trace.empty() || cmd.count("--trace")) outputs.push_back({"--trace", f.trace});
   if (!f.export_csv.empty() || cmd.count("--export-csv"))
     outputs.push_back({"--export-csv", f.export_csv});
-  check_output_paths(outputs, {{"--schedule-file", f.schedule_file}});
+  check_output_paths("[simulate]", outputs, {{"--schedule-file", f.schedule_file}});
 
   // The grid's sizes are checked before a large schedule is built.
   if (!cmd.count("--schedule-file")) topology::Topology(f.dp, f.pp, f.tp);
@@ -136,7 +136,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
     grid.buckets_per_stage = static_cast<int>(schedule::even_gradient_buckets(0, f.bucket_mb * kMiB).size());
     const nlohmann::json out = simulate_json(fast.shape, fast.stats, grid);
     std::cout << out.dump() << "\n";
-    flush_stdout();
+    flush_stdout("[simulate]");
     return 0;
   }
   schedule::Schedule s = load(f);
@@ -150,10 +150,12 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   const sim::Stats& st = result.stats;
   for (const NamedPath& out : outputs) {
     if (out.flag == "--export-csv") {
-      write_output(out, schedule::format_csv(s, schedule::parse_csv_format(f.csv_format)));
+      write_output("[simulate]", out,
+                   schedule::format_csv(s, schedule::parse_csv_format(f.csv_format)));
     } else {
-      write_output(out, out.flag == "--svg" ? trace::to_svg(result.timeline)
-                                            : trace::to_chrome_trace(result.timeline));
+      write_output("[simulate]", out,
+                   out.flag == "--svg" ? trace::to_svg(result.timeline)
+                                       : trace::to_chrome_trace(result.timeline));
     }
   }
   if (f.json) {
@@ -163,7 +165,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
                        costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm};
     const nlohmann::json out = simulate_json(shape, st, grid);
     std::cout << out.dump() << "\n";
-    flush_stdout();
+    flush_stdout("[simulate]");
     return 0;
   }
   std::cout << "schedule " << s.name << "  pp=" << s.ranks << "  microbatches=" << s.microbatches
@@ -191,7 +193,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   if (f.print) std::cout << schedule::format_schedule(s);
   if (f.grid) std::cout << trace::to_grid(result.timeline);
   for (const NamedPath& out : outputs) std::cout << "wrote " << out.path << "\n";
-  flush_stdout();
+  flush_stdout("[simulate]");
   return 0;
 }
 
