@@ -16,6 +16,7 @@
 #include "baton/comm/launcher.h"
 #include "baton/comm/rank_env.h"
 #include "baton/core/error.h"
+#include "baton/core/output_files.h"
 #include "baton/schedule/runnable_file.h"
 #include "baton/train/config.h"
 #include "baton/train/profile_output.h"
@@ -87,6 +88,7 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 int run_rank(const train::TrainConfig& config, const train::RankContext& context) {
   try {
     train::train(config, context);
+    flush_stdout("[train]");
     return 0;
   } catch (const Error& e) {
     print_error(naming_rank(context.rank, e.what()));
@@ -105,6 +107,8 @@ int run_rank(const train::TrainConfig& config, const train::RankContext& context
 
 int run(TrainFlags& f) {
   check_given_once(*f.cmd);
+  // Before the launcher's pipes or any output file could take descriptor 1.
+  check_stdout_open("[train]");
   train::TrainConfig config;
   std::vector<std::string> deprecations;
   if (!f.config_file.empty()) train::load_toml(f.config_file, config, &deprecations);
@@ -139,6 +143,7 @@ int run(TrainFlags& f) {
     train::write_profile(config);
     std::cout << "baton train: wrote the profile of " << config.model << " to "
               << config.profile_out << "\n";
+    flush_stdout("[train]");
     return 0;
   }
   if (env) {
@@ -162,6 +167,7 @@ int run(TrainFlags& f) {
   argv[0] = exe;
   comm::LaunchOptions options;
   setenv(kWarnedVariable, "1", 1);
+  // A failed write of the ranks' lines the launcher reports itself.
   return comm::launch_local(nproc, argv, options);
 }
 
@@ -256,7 +262,12 @@ Action add_train(CLI::App& app) {
   f->given.emplace_back(compare, [f](train::TrainConfig& c) { c.compare_sim = f->values.compare_sim; });
   return [f] {
     f->argv = command_line();
-    return run(*f);
+    try {
+      return run(*f);
+    } catch (const WriteError& e) {
+      print_error(e.what());  // a failure while running, not bad input
+      return 1;
+    }
   };
 }
 
