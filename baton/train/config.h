@@ -32,7 +32,7 @@ struct TrainConfig {
   int classes = 10;           // mlp (synthetic data)
   std::string text;           // gpt corpus; empty: /usr/share/common-licenses/GPL-3
   std::string data_dir;       // cnn: Fashion-MNIST .gz folder; empty: the Debian package's
-  std::string cache_dir;      // where decompressed data goes; empty: ~/.cache/baton
+  std::string cache_dir;      // cache root, a folder per data_dir in it; empty: ~/.cache/baton
   // Pipeline, data and tensor parallelism: dp * pp * tp ranks
   int pp = 2;
   int dp = 1;              // replicas of the pipeline; batch is the global batch over them

@@ -191,7 +191,8 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--classes", &train::TrainConfig::classes, "Classes (mlp, synthetic data)");
   flag(cmd, *f, "--text", &train::TrainConfig::text, "UTF-8 text file for gpt (default: GPL-3 text)");
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
-  flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir, "Where decompressed data is kept");
+  flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir,
+       "Where decompressed data is kept (default ~/.cache/baton), a folder per --data-dir");
   flag(cmd, *f, "--pp", &train::TrainConfig::pp, "Pipeline ranks");
   flag(cmd, *f, "--dp", &train::TrainConfig::dp,
        "Data-parallel replicas of the pipeline (--nproc dp*pp; --batch is the global batch)");
