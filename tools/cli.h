@@ -22,6 +22,14 @@ void print_error(const std::string& message);
 // for the value, e.g. "TIME". tools/validators.cpp.
 CLI::Validator finite_number(bool positive, const std::string& type);
 
+// A repeated option (`--pp 2 --pp 3`), which CLI11 reports as "At Most 1
+// required but received 2", as one line naming it: take_repeated_options()
+// lets CLI11 accept it (call it before adding options), check_given_once()
+// then throws baton::Error "[<command>] --pp given more than once". Flags
+// without a value (--json) may repeat. tools/repeated_options.cpp.
+void take_repeated_options(CLI::App* cmd);
+void check_given_once(const CLI::App& cmd);
+
 // A subcommand's action, run after parsing; returns the process exit code.
 using Action = std::function<int()>;
 

@@ -120,20 +120,18 @@ void print_table(const plan::PlanResult& r, const PlanFlags& f) {
 }
 
 int run(const CLI::App& cmd, PlanFlags& f) {
-  for (const CLI::Option* option : cmd.get_options()) {
-    BATON_CHECK(option->get_expected_max() == 0 || option->count() <= 1, "[plan] ",
-                option->get_name(), " given more than once");
-  }
+  check_given_once(cmd);
   resolve_model(cmd, f);
-  check_stdout_open();
+  check_stdout_open("[plan]");
   std::vector<NamedPath> outputs;
   if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
-  check_output_paths(outputs, {});
+  check_output_paths("[plan]", outputs, {});
   const plan::PlanResult result = plan::plan(f.request);
   for (const NamedPath& out : outputs) {
-    write_output(out, plan::plot_svg(result, f.request.cluster.memory_gb,
-                                     "baton plan: " + model_title(f) + " on " +
-                                         std::to_string(f.request.cluster.gpus) + " GPUs"));
+    write_output("[plan]", out,
+                 plan::plot_svg(result, f.request.cluster.memory_gb,
+                                "baton plan: " + model_title(f) + " on " +
+                                    std::to_string(f.request.cluster.gpus) + " GPUs"));
   }
   if (f.json) {
     nlohmann::json plans = nlohmann::json::array();
@@ -146,7 +144,7 @@ int run(const CLI::App& cmd, PlanFlags& f) {
     print_table(result, f);
     for (const NamedPath& out : outputs) std::cout << "wrote " << out.path << "\n";
   }
-  flush_stdout();
+  flush_stdout("[plan]");
   return 0;
 }
 
@@ -160,7 +158,7 @@ Action add_plan(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "Search (t, p, d), micro-batch size, schedule and recomputation for a model on a "
               "cluster, by the cost model and the simulator");
-  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  take_repeated_options(cmd);  // reported by run(), by name
   const auto count = CLI::Range(1, 1 << 30);
   cmd->add_option("--model", f->model, "Model family (gpt)")->capture_default_str();
   cmd->add_option("--layers", q.shape.layers, "Transformer layers l")->check(count);

@@ -71,10 +71,7 @@ constexpr const char* kShapeFlags[] = {"--schedule", "--pp", "--microbatches", "
 // What CLI11 leaves to us: each option at most once (flags such as --json may
 // repeat), and no shape flags beside --schedule-file.
 void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
-  for (const CLI::Option* option : cmd.get_options()) {
-    BATON_CHECK(option->get_expected_max() == 0 || option->count() <= 1, "[simulate] ",
-                option->get_name(), " given more than once");
-  }
+  check_given_once(cmd);
   BATON_CHECK(cmd.count("--csv-format") == 0 || cmd.count("--export-csv") == 1,
               "[simulate] --csv-format needs --export-csv, the file it is the format of");
   schedule::parse_csv_format(f.csv_format);
@@ -121,13 +118,13 @@ sim::CostModel grid_costs(const schedule::Schedule& s, const CLI::App& cmd, cons
 
 int run(const CLI::App& cmd, const SimulateFlags& f) {
   check_flags(cmd, f);
-  check_stdout_open();
+  check_stdout_open("[simulate]");
   std::vector<NamedPath> outputs;
   if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
   if (!f.trace.empty() || cmd.count("--trace")) outputs.push_back({"--trace", f.trace});
   if (!f.export_csv.empty() || cmd.count("--export-csv"))
     outputs.push_back({"--export-csv", f.export_csv});
-  check_output_paths(outputs, {{"--schedule-file", f.schedule_file}});
+  check_output_paths("[simulate]", outputs, {{"--schedule-file", f.schedule_file}});
 
   // The grid's sizes are checked before a large schedule is built.
   if (!cmd.count("--schedule-file")) topology::Topology(f.dp, f.pp, f.tp);
@@ -142,7 +139,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
     grid.buckets_per_stage = static_cast<int>(schedule::even_gradient_buckets(0, f.bucket_mb * kMiB).size());
     const nlohmann::json out = simulate_json(fast.shape, fast.stats, grid);
     std::cout << out.dump() << "\n";
-    flush_stdout();
+    flush_stdout("[simulate]");
     return 0;
   }
   schedule::Schedule s = load(f);
@@ -165,10 +162,12 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   const sim::Stats& st = result.stats;
   for (const NamedPath& out : outputs) {
     if (out.flag == "--export-csv") {
-      write_output(out, schedule::format_csv(s, schedule::parse_csv_format(f.csv_format)));
+      write_output("[simulate]", out,
+                   schedule::format_csv(s, schedule::parse_csv_format(f.csv_format)));
     } else {
-      write_output(out, out.flag == "--svg" ? trace::to_svg(result.timeline)
-                                            : trace::to_chrome_trace(result.timeline));
+      write_output("[simulate]", out,
+                   out.flag == "--svg" ? trace::to_svg(result.timeline)
+                                       : trace::to_chrome_trace(result.timeline));
     }
   }
   if (f.json) {
@@ -178,7 +177,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
                        costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm};
     const nlohmann::json out = simulate_json(shape, st, grid);
     std::cout << out.dump() << "\n";
-    flush_stdout();
+    flush_stdout("[simulate]");
     return 0;
   }
   std::cout << "schedule " << s.name << "  pp=" << s.ranks << "  microbatches=" << s.microbatches
@@ -206,7 +205,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   if (f.print) std::cout << schedule::format_schedule(s);
   if (f.grid) std::cout << trace::to_grid(result.timeline);
   for (const NamedPath& out : outputs) std::cout << "wrote " << out.path << "\n";
-  flush_stdout();
+  flush_stdout("[simulate]");
   return 0;
 }
 
@@ -219,8 +218,7 @@ const CLI::Validator kPositive = finite_number(true, "SIZE");
 Action add_simulate(CLI::App& app) {
   auto flags = std::make_shared<SimulateFlags>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate a pipeline schedule and draw its timeline");
-  // A repeated option is reported by check_flags(), by name.
-  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  take_repeated_options(cmd);  // reported by check_flags(), by name
   std::string names;
   for (const auto& n : schedule::schedule_names()) names += (names.empty() ? "" : ", ") + n;
   cmd->add_option("--schedule", flags->schedule, "Schedule: " + names)->capture_default_str();

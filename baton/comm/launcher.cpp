@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 
@@ -115,8 +116,8 @@ void emit(Rank& rank, int r, int s, const std::string& line, std::ostream& sink)
 }
 
 // Reads what is available of rank r's stream s; writes complete lines, or
-// everything at EOF.
-void pump(Rank& rank, int r, int s, std::ostream& sink) {
+// everything at EOF. The first failed write leaves its errno in *write_error.
+void pump(Rank& rank, int r, int s, std::ostream& sink, int* write_error) {
   Stream& stream = rank.streams[s];
   char buffer[4096];
   while (stream.fd >= 0) {
@@ -129,15 +130,22 @@ void pump(Rank& rank, int r, int s, std::ostream& sink) {
         stream.partial.erase(0, newline + 1);
       }
       sink.flush();
+      if (!sink.good() && *write_error == 0) *write_error = errno ? errno : EIO;
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (!stream.partial.empty()) emit(rank, r, s, stream.partial, sink);
     sink.flush();
+    if (!sink.good() && *write_error == 0) *write_error = errno ? errno : EIO;
     stream.partial.clear();
     close(stream.fd);
     stream.fd = -1;
   }
+}
+
+std::string lost_output(int error) {
+  return ::baton::detail::concat("cannot write the ranks' output to standard output",
+                                 error ? ": " : "", error ? std::strerror(error) : "");
 }
 
 std::string describe(int status) {
@@ -195,6 +203,7 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
   std::vector<Rank> ranks(static_cast<size_t>(nproc));
   for (int r = 0; r < nproc; ++r) spawn(r, nproc, port, argv, ranks[static_cast<size_t>(r)]);
   auto sink = [&](int s) -> std::ostream& { return s == 0 ? *options.out : *options.err; };
+  int write_errors[2] = {0, 0};  // the errno of the first failed write to out, err
 
   int result = 0;
   int first_failed = -1;
@@ -230,7 +239,7 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
     for (size_t i = 0; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       const auto [r, s] = owners[i];
-      pump(ranks[static_cast<size_t>(r)], r, s, sink(s));
+      pump(ranks[static_cast<size_t>(r)], r, s, sink(s), &write_errors[s]);
     }
     for (int r = 0; r < nproc; ++r) {
       Rank& rank = ranks[static_cast<size_t>(r)];
@@ -240,7 +249,7 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
       const bool failed = !(WIFEXITED(rank.status) && WEXITSTATUS(rank.status) == 0);
       if (!failed || kill_at) continue;
       // Everything it wrote is in its pipes now: read its error first.
-      for (int s = 0; s < 2; ++s) pump(rank, r, s, sink(s));
+      for (int s = 0; s < 2; ++s) pump(rank, r, s, sink(s), &write_errors[s]);
       const bool waited = WIFEXITED(rank.status) && reports_wait_failure(rank);
       if (first_failed < 0) {
         first_failed = r;
@@ -254,6 +263,17 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
         // Let the other waiting ranks report whom they waited on too.
         blame_at = Clock::now() + options.blame_window;
       }
+    }
+    // The ranks' output is lost (a full disk): stop them now rather than
+    // train on unseen.
+    if (!options.out->good() && !kill_at) {
+      result = 1;
+      *options.err << ("[launch] " + lost_output(write_errors[0]) + "; stopping the " +
+                       std::to_string(running) + " running rank(s)\n")
+                   << std::flush;
+      terminate_all(ranks);
+      kill_at = Clock::now() + options.grace_period;
+      blame_at.reset();
     }
     if (g_interrupted && !kill_at) {
       result = 130;
@@ -275,7 +295,7 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
     Rank& rank = ranks[static_cast<size_t>(r)];
     for (int s = 0; s < 2; ++s) {
       Stream& stream = rank.streams[s];
-      pump(rank, r, s, sink(s));
+      pump(rank, r, s, sink(s), &write_errors[s]);
       if (stream.fd >= 0) {
         if (!stream.partial.empty()) emit(rank, r, s, stream.partial, sink(s));
         sink(s).flush();
@@ -285,6 +305,10 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  if (result == 0 && !options.out->good()) {
+    *options.err << ("[launch] " + lost_output(write_errors[0]) + "\n") << std::flush;
+    result = 1;
+  }
   return result;
 }
 

@@ -62,7 +62,9 @@ struct LaunchOptions {
 // others report for options.blame_window, then names the rank they waited on
 // (see blame.h): "rank 2 stopped responding (ranks 0, 1, 3 timed out waiting
 // for it)". SIGINT or SIGTERM to the launcher stops the ranks the same way and
-// returns 130.
+// returns 130. When options.out fails (its stream goes bad: a full disk),
+// writes "[launch] cannot write the ranks' output to standard output: <why>"
+// to options.err, stops the ranks the same way and returns 1.
 // Not thread-safe: it installs SIGINT/SIGTERM handlers while it runs, and the
 // calling thread must outlive the ranks (their parent-death signal follows it).
 int launch_local(int nproc, const std::vector<std::string>& argv,

@@ -31,11 +31,6 @@ constexpr IdxFile kFiles[] = {
     {"t10k-labels-idx1-ubyte", 8 + 10000ULL},
 };
 
-std::string cache_dir_of(const FashionMnistOptions& options) {
-  return options.cache_dir().empty() ? default_fashion_mnist_cache_dir(options.source_dir())
-                                     : options.cache_dir();
-}
-
 // FNV-1a, 64 bits: stable across runs and builds, unlike std::hash.
 uint64_t fnv1a(const std::string& text) {
   uint64_t hash = 0xcbf29ce484222325ULL;
@@ -88,14 +83,15 @@ void decompress(const fs::path& source, const fs::path& destination, uintmax_t s
 
 }  // namespace
 
-std::string default_fashion_mnist_cache_dir(const std::string& source_dir) {
+std::string fashion_mnist_cache_dir(const FashionMnistOptions& options) {
   std::string name = "fashion-mnist";
-  const fs::path source = canonical_folder(source_dir);
+  const fs::path source = canonical_folder(options.source_dir());
   if (source != canonical_folder(kFashionMnistSourceDir)) {
     char key[17];
     std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a(source.string())));
     name += std::string("-") + key;
   }
+  if (!options.cache_dir().empty()) return (fs::path(options.cache_dir()) / name).string();
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && *xdg != '\0') {
     return (fs::path(xdg) / "baton" / name).string();
@@ -106,6 +102,10 @@ std::string default_fashion_mnist_cache_dir(const std::string& source_dir) {
   return (fs::path(home) / ".cache" / "baton" / name).string();
 }
 
+std::string default_fashion_mnist_cache_dir(const std::string& source_dir) {
+  return fashion_mnist_cache_dir(FashionMnistOptions().source_dir(source_dir));
+}
+
 int prepare_fashion_mnist(const FashionMnistOptions& options) {
   if (canonical_folder(options.source_dir()) != canonical_folder(kFashionMnistSourceDir)) {
     std::error_code error;
@@ -114,7 +114,7 @@ int prepare_fashion_mnist(const FashionMnistOptions& options) {
                 " the .gz files, or leave it out and install it with: apt-get install",
                 " dataset-fashion-mnist");
   }
-  const fs::path cache = cache_dir_of(options);
+  const fs::path cache = fashion_mnist_cache_dir(options);
   int decompressed = 0;
   for (const IdxFile& file : kFiles) {
     const fs::path destination = cache / file.name;
@@ -136,7 +136,7 @@ int prepare_fashion_mnist(const FashionMnistOptions& options) {
 
 Examples load_fashion_mnist(Split split, const FashionMnistOptions& options) {
   prepare_fashion_mnist(options);
-  torch::data::datasets::MNIST mnist(cache_dir_of(options),
+  torch::data::datasets::MNIST mnist(fashion_mnist_cache_dir(options),
                                      split == Split::kTrain
                                          ? torch::data::datasets::MNIST::Mode::kTrain
                                          : torch::data::datasets::MNIST::Mode::kTest);

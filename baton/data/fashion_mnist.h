@@ -15,20 +15,23 @@ inline constexpr const char* kFashionMnistSourceDir = "/usr/share/datasets/fashi
 inline constexpr double kFashionMnistMean = 0.2860;
 inline constexpr double kFashionMnistStd = 0.3530;
 
-// The cache of the files decompressed from `source_dir`, keyed by it so that
-// another source never reads this one's cache: $XDG_CACHE_HOME/baton (else
-// $HOME/.cache/baton) / "fashion-mnist" for kFashionMnistSourceDir, and
-// "fashion-mnist-<16 hex digits of a hash of its canonical path>" for others.
-std::string default_fashion_mnist_cache_dir(const std::string& source_dir = kFashionMnistSourceDir);
-
 struct FashionMnistOptions {
   // Holds {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz. Any folder other
   // than kFashionMnistSourceDir must exist, even when its files are cached.
   TORCH_ARG(std::string, source_dir) = kFashionMnistSourceDir;
-  // Where the decompressed files live, used as given (the caller keys it);
-  // empty: default_fashion_mnist_cache_dir(source_dir).
+  // The cache's root: the files go into a folder of it keyed by source_dir
+  // (fashion_mnist_cache_dir), so another source never reads them; empty:
+  // $XDG_CACHE_HOME/baton, else $HOME/.cache/baton.
   TORCH_ARG(std::string, cache_dir) = "";
 };
+
+// Where the files decompressed from options.source_dir live: the cache root /
+// "fashion-mnist" for kFashionMnistSourceDir, and
+// "fashion-mnist-<16 hex digits of a hash of its canonical path>" for others.
+std::string fashion_mnist_cache_dir(const FashionMnistOptions& options);
+
+// fashion_mnist_cache_dir of `source_dir` under the default root.
+std::string default_fashion_mnist_cache_dir(const std::string& source_dir = kFashionMnistSourceDir);
 
 enum class Split { kTrain, kTest };
 

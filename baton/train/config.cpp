@@ -5,14 +5,22 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
+#include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "baton/core/error.h"
+#include "baton/core/printable.h"
 #include "baton/schedule/generator.h"
+#include "baton/train/toml_characters.h"
 
 namespace baton::train {
 namespace {
@@ -36,8 +44,10 @@ std::function<void(const toml::node&, TrainConfig&)> field(
       BATON_CHECK(v.has_value(), "key \"", key, "\" must be a number");
       config.*member = static_cast<T>(*v);
     } else {
-      auto v = node.value<int64_t>();
-      BATON_CHECK(v.has_value() && node.is_integer(), "key \"", key, "\" must be an integer");
+      // value<int64_t>() of a float casts it, undefined beyond int64: ask first.
+      BATON_CHECK(node.is_integer(), "key \"", key, "\" must be an integer");
+      const std::optional<int64_t> v = node.value<int64_t>();
+      BATON_CHECK(v.has_value(), "key \"", key, "\" must be an integer");
       // TOML integers are int64: only a narrower type's top needs checking.
       const int64_t low = std::max<int64_t>(minimum, std::numeric_limits<T>::min());
       const int64_t high = std::is_same_v<T, uint64_t>
@@ -102,6 +112,41 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
   return map;
 }
 
+// A parse error as one line: the file, line, column and toml++'s description.
+Error malformed(const std::string& path, const toml::parse_error& e) {
+  const auto& where = e.source().begin;
+  return Error(detail::concat("[train.config] ", printable(path, 256), ":", where.line, ":",
+                              where.column, ": malformed TOML: ", printable(e.description(), 256)));
+}
+
+void apply_table(const toml::table& table, const std::string& path, TrainConfig& config,
+                 std::vector<std::string>* deprecations) {
+  const std::string file = printable(path, 256);
+  BATON_CHECK(
+      !(table.contains("checkpoint") && table.contains("recompute")), "[train.config] ", file,
+      ": keys \"checkpoint\" and \"recompute\" both given; \"checkpoint\" is the deprecated "
+      "name of \"recompute\", keep only that");
+  if (table.contains("checkpoint") && deprecations) {
+    deprecations->push_back(
+        detail::concat(file, ": key \"checkpoint\" is deprecated, use \"recompute\""));
+  }
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    const auto it = fields().find(name);
+    if (it == fields().end()) {
+      std::string known;
+      for (const auto& [k, unused] : fields()) known += (known.empty() ? "" : ", ") + k;
+      BATON_CHECK(false, "[train.config] ", file, ": unknown key \"", printable(name),
+                  "\" (known: ", known, ")");
+    }
+    try {
+      it->second(node, config);
+    } catch (const Error& e) {
+      throw Error(detail::concat("[train.config] ", file, ": ", e.what()));
+    }
+  }
+}
+
 }  // namespace
 
 int available_cores() {
@@ -111,53 +156,50 @@ int available_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-void load_toml(const std::string& path, TrainConfig& config, std::vector<std::string>* deprecations) {
+void load_toml(const std::string& path, TrainConfig& config,
+               std::vector<std::string>* deprecations) {
+  std::ifstream in(path, std::ios::binary);
+  BATON_CHECK(in.is_open(), "[train.config] ", printable(path, 256), " cannot be read: ",
+              std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  BATON_CHECK(!in.bad(), "[train.config] ", printable(path, 256), " cannot be read: ",
+              std::strerror(errno));
+  load_toml_text(text.str(), path, config, deprecations);
+}
+
+void load_toml_text(std::string_view text, const std::string& name, TrainConfig& config,
+                    std::vector<std::string>* deprecations) {
+  check_toml_characters(text, name);
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    table = toml::parse(text, name);
   } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    BATON_CHECK(false, "[train.config] ", path, ":", where.line, ":", where.column,
-                ": malformed TOML: ", e.description());
+    throw malformed(name, e);
   }
-  BATON_CHECK(!(table.contains("checkpoint") && table.contains("recompute")), "[train.config] ", path,
-              ": keys \"checkpoint\" and \"recompute\" both given; \"checkpoint\" is the deprecated "
-              "name of \"recompute\", keep only that");
-  if (table.contains("checkpoint") && deprecations) {
-    deprecations->push_back(detail::concat(path, ": key \"checkpoint\" is deprecated, use \"recompute\""));
-  }
-  for (const auto& [key, node] : table) {
-    const std::string name(key.str());
-    const auto it = fields().find(name);
-    if (it == fields().end()) {
-      std::string known;
-      for (const auto& [k, unused] : fields()) known += (known.empty() ? "" : ", ") + k;
-      BATON_CHECK(false, "[train.config] ", path, ": unknown key \"", name, "\" (known: ", known, ")");
-    }
-    try {
-      it->second(node, config);
-    } catch (const Error& e) {
-      throw Error(detail::concat("[train.config] ", path, ": ", e.what()));
-    }
-  }
+  apply_table(table, name, config, deprecations);
 }
 
 void check_config(const TrainConfig& c) {
   const char* models[] = {"mlp", "cnn", "gpt"};
   BATON_CHECK(std::find(std::begin(models), std::end(models), c.model) != std::end(models),
-              "[train.config] unknown model \"", c.model, "\" (expected mlp, cnn or gpt)");
+              "[train.config] unknown model \"", printable(c.model),
+              "\" (expected mlp, cnn or gpt)");
   const auto& names = schedule::schedule_names();
   if (std::find(names.begin(), names.end(), c.schedule) == names.end()) {
     std::string known;
     for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    BATON_CHECK(false, "[train.config] unknown schedule \"", c.schedule, "\" (known: ", known, ")");
+    BATON_CHECK(false, "[train.config] unknown schedule \"", printable(c.schedule),
+                "\" (known: ", known, ")");
   }
   const char* optimizers[] = {"sgd", "adam", "adamw"};
-  BATON_CHECK(std::find(std::begin(optimizers), std::end(optimizers), c.optimizer) !=
-                  std::end(optimizers),
-              "[train.config] unknown optimizer \"", c.optimizer, "\" (expected sgd, adam or adamw)");
+  BATON_CHECK(
+      std::find(std::begin(optimizers), std::end(optimizers), c.optimizer) != std::end(optimizers),
+      "[train.config] unknown optimizer \"", printable(c.optimizer),
+      "\" (expected sgd, adam or adamw)");
   BATON_CHECK(c.lr_schedule == "constant" || c.lr_schedule == "cosine",
-              "[train.config] unknown lr schedule \"", c.lr_schedule, "\" (expected constant or cosine)");
+              "[train.config] unknown lr schedule \"", printable(c.lr_schedule),
+              "\" (expected constant or cosine)");
   auto positive = [](const char* name, double value) {
     BATON_CHECK(value >= 1, "[train.config] ", name, " must be at least 1, got ", value);
   };
@@ -191,9 +233,10 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.threads <= cores, "[train.config] threads must be at most the ", cores,
               " core(s) this process may run on, got ", c.threads);
   BATON_CHECK(c.transport == "auto" || c.transport == "shm" || c.transport == "gloo",
-              "[train.config] unknown transport \"", c.transport, "\" (expected auto, shm or gloo)");
-  BATON_CHECK(c.device == "cpu" || c.device == "cuda", "[train.config] unknown device \"", c.device,
-              "\" (expected cpu or cuda)");
+              "[train.config] unknown transport \"", printable(c.transport),
+              "\" (expected auto, shm or gloo)");
+  BATON_CHECK(c.device == "cpu" || c.device == "cuda", "[train.config] unknown device \"",
+              printable(c.device), "\" (expected cpu or cuda)");
   BATON_CHECK(c.save_every >= 0, "[train.config] save_every must be >= 1, got ", c.save_every);
   BATON_CHECK(c.zero == 0 || c.zero == 1, "[train.config] zero must be 0 or 1 (ZeRO stage 1 shards the "
               "optimizer state over the dp replicas), got ", c.zero);

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace baton::train {
@@ -32,7 +33,7 @@ struct TrainConfig {
   int classes = 10;           // mlp (synthetic data)
   std::string text;           // gpt corpus; empty: /usr/share/common-licenses/GPL-3
   std::string data_dir;       // cnn: Fashion-MNIST .gz folder; empty: the Debian package's
-  std::string cache_dir;      // where decompressed data goes; empty: ~/.cache/baton
+  std::string cache_dir;      // cache root, a folder per data_dir in it; empty: ~/.cache/baton
   // Pipeline, data and tensor parallelism: dp * pp * tp ranks
   int pp = 2;
   int dp = 1;              // replicas of the pipeline; batch is the global batch over them
@@ -84,6 +85,11 @@ struct TrainConfig {
 // `recompute` and appends one line to *deprecations (when given).
 void load_toml(const std::string& path, TrainConfig& config,
                std::vector<std::string>* deprecations = nullptr);
+
+// load_toml for TOML text already in memory; `name` stands for the file in
+// messages. Throws only baton::Error (fuzz/config_toml_fuzz.cpp).
+void load_toml_text(std::string_view text, const std::string& name, TrainConfig& config,
+                    std::vector<std::string>* deprecations = nullptr);
 
 // Checks values that need no model or world: positive sizes, known names,
 // a finite lr and timeout, threads within available_cores().

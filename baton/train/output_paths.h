@@ -8,8 +8,10 @@
 namespace baton::train {
 
 // Throws baton::Error naming the flag and the path when an output path is a
-// folder, its folder does not exist or is not writable, the file exists and
-// is not writable, or two outputs name the same file. Creates nothing.
+// folder, its folder does not exist, it cannot be created or opened for
+// writing (tried, as baton/core/output_files.h does), or two outputs, or an
+// output and the --schedule-file or --text input, name the same file.
+// Creates nothing.
 void check_output_paths(const TrainConfig& config);
 
 }  // namespace baton::train

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/core/error.h"
+#include "baton/core/output_files.h"
 
 namespace baton::train {
 
@@ -44,7 +45,7 @@ void Progress::step_done(int64_t step, double loss, double step_s, double reduct
   if ((step + 1) % config_.log_every == 0 || step + 1 == total_) {
     std::printf("step %lld/%lld  loss %.4f  samples/s %.1f  ETA %s\n", static_cast<long long>(step + 1),
                 static_cast<long long>(total_), loss, samples_per_s, format_eta(eta).c_str());
-    std::fflush(stdout);
+    flush_stdout("[train]");  // every progress line: a lost one stops the run
   }
   nlohmann::json line{{"step", step + 1},
                       {"loss", loss},
@@ -61,7 +62,7 @@ void Progress::finish(double loss, double accuracy, const std::vector<RankMemory
   std::printf("final loss %.4f, %.1f s\n", loss,
               std::chrono::duration<double>(Clock::now() - started_).count());
   for (const RankMemory& m : memory) std::printf("%s\n", format_memory(m).c_str());
-  std::fflush(stdout);
+  flush_stdout("[train]");
   nlohmann::json final_line{{"final", true}, {"loss", loss}, {"steps", total_}};
   if (accuracy >= 0) final_line["test_accuracy"] = accuracy;
   final_line["memory"] = nlohmann::json::array();

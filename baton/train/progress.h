@@ -26,7 +26,8 @@ class Progress {
 
   // After step `step` (0-based) took `step_s` seconds and had mean `loss`.
   // `reduction_wait_ms` (dp > 1, else negative: not written): the step's
-  // wait for its gradient all-reduces.
+  // wait for its gradient all-reduces. Throws WriteError (output_files.h)
+  // when a progress line or a metrics line is lost.
   void step_done(int64_t step, double loss, double step_s, double reduction_wait_ms = -1);
 
   // The summary: accuracy < 0 means none. Writes the final metrics line with

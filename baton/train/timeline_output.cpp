@@ -4,9 +4,10 @@
 #include <map>
 #include <string>
 
+#include "baton/core/output_files.h"
+#include "baton/trace/writers.h"
 #include "baton/train/compare_sim.h"
 #include "baton/train/timeline_gather.h"
-#include "baton/trace/writers.h"
 
 namespace baton::train {
 
@@ -28,7 +29,7 @@ void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm:
     compare_with_simulation(lowered, timeline, stage_bytes, boundary_bytes, link,
                             last.peak_activation_bytes, 0);
   }
-  std::fflush(stdout);
+  flush_stdout("[train]");
 }
 
 }  // namespace baton::train

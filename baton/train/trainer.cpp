@@ -12,6 +12,7 @@
 
 #include "baton/comm/p2p_probe.h"
 #include "baton/core/error.h"
+#include "baton/core/output_files.h"
 #include "baton/core/printable.h"
 #include "baton/nn/models.h"
 #include "baton/partition/balance.h"
@@ -200,12 +201,12 @@ void train(const TrainConfig& c, const RankContext& ctx) {
                 c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp, pipeline.schedule().stages,
                 c.microbatches, c.batch, c.balance.c_str(), pipeline.partition().to_string().c_str(),
                 c.recompute.c_str(), threads, static_cast<long long>(total));
-    std::fflush(stdout);
+    flush_stdout("[train]");
   }
   const int64_t first = resume_if_asked(c, pipeline, *optimizer, total);
   if (leader && first > 0) {
     std::printf("baton train: resumed from %s at step %lld\n", c.resume.c_str(), static_cast<long long>(first));
-    std::fflush(stdout);
+    flush_stdout("[train]");
   }
   Progress progress(c, total, leader, first);
 

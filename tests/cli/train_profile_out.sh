@@ -5,9 +5,9 @@
 source "$(dirname "$0")/lib/common.sh"
 P=(--model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --pp 1 --threads 1)
 
-expect_bad_input "--profile-out $tmp/no/p.json: folder $tmp/no does not exist" \
+expect_bad_input "--profile-out \"$tmp/no/p.json\": folder \"$tmp/no\" does not exist" \
   "${P[@]}" --profile-out "$tmp/no/p.json"
-expect_bad_input "--profile-out $tmp is a folder" "${P[@]}" --profile-out "$tmp"
+expect_bad_input "--profile-out \"$tmp\" is a folder" "${P[@]}" --profile-out "$tmp"
 expect_bad_input "--metrics and --profile-out name the same file" \
   "${P[@]}" --metrics "$tmp/x" --profile-out "$tmp/x"
 

@@ -73,6 +73,28 @@ TEST(LauncherTest, OneRankFailingStopsTheOthersQuicklyAndIsNamed) {
   EXPECT_THAT(c.err.str(), testing::Not(HasSubstr("[launch] rank 0")));
 }
 
+// Issue 7.6: `baton train --nproc 2 > /dev/full` trained on and exited 0.
+TEST(LauncherTest, LostOutputStopsTheRanksAndReturnsOne) {
+  Captured c;
+  c.out.setstate(std::ios::badbit);  // as std::cout after a write to a full disk
+  // A rank that is not stopped lives to leave its marker.
+  const std::string marker =
+      testing::TempDir() + "/launcher_test_lived_" + std::to_string(getpid());
+  std::remove(marker.c_str());
+  EXPECT_EQ(launch_sh(2, "echo step 1; sleep 30; touch " + marker, c), 1);
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "a rank ran to its end";
+  std::remove(marker.c_str());
+  EXPECT_THAT(c.err.str(), HasSubstr("[launch] cannot write the ranks' output to standard output"));
+  EXPECT_THAT(c.err.str(), HasSubstr("; stopping the 2 running rank(s)\n"));
+}
+
+TEST(LauncherTest, OutputLostAsTheRanksExitStillReturnsOne) {
+  Captured c;
+  c.out.setstate(std::ios::badbit);
+  EXPECT_EQ(launch_sh(2, "echo done", c), 1);
+  EXPECT_THAT(c.err.str(), HasSubstr("[launch] cannot write the ranks' output to standard output"));
+}
+
 TEST(LauncherTest, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   Captured c;
   // Rank 0 fails only once rank 1 ignores SIGTERM.

@@ -69,7 +69,9 @@ TEST(FashionMnistTest, DecompressesOnceAndReusesTheCache) {
   TemporaryDir cache;
   const auto options = FashionMnistOptions().cache_dir(cache.path().string());
   EXPECT_EQ(prepare_fashion_mnist(options), 4);
-  const fs::path images = cache.path() / "train-images-idx3-ubyte";
+  const fs::path folder = fashion_mnist_cache_dir(options);
+  EXPECT_EQ(folder, cache.path() / "fashion-mnist");
+  const fs::path images = folder / "train-images-idx3-ubyte";
   ASSERT_TRUE(fs::exists(images));
   const auto written = fs::last_write_time(images);
 
@@ -78,9 +80,9 @@ TEST(FashionMnistTest, DecompressesOnceAndReusesTheCache) {
   EXPECT_EQ(fs::last_write_time(images), written);
 
   // A truncated cache file is replaced, the others are kept.
-  fs::resize_file(cache.path() / "t10k-labels-idx1-ubyte", 100);
+  fs::resize_file(folder / "t10k-labels-idx1-ubyte", 100);
   EXPECT_EQ(prepare_fashion_mnist(options), 1);
-  EXPECT_EQ(fs::file_size(cache.path() / "t10k-labels-idx1-ubyte"), 10008u);
+  EXPECT_EQ(fs::file_size(folder / "t10k-labels-idx1-ubyte"), 10008u);
 }
 
 TEST(FashionMnistTest, AMissingDatasetSaysHowToInstallIt) {
@@ -112,6 +114,26 @@ TEST(FashionMnistTest, ADataFolderThatDoesNotExistIsRejectedEvenWhenItsCacheIsFu
   } catch (const baton::Error& error) {
     EXPECT_THAT(error.what(), testing::HasSubstr("data folder /nonexistent/fashion-mnist does not "
                                                  "exist or is not a folder"));
+  }
+}
+
+// Issue 7.11: a --cache-dir filled from one --data-dir was read for another.
+TEST(FashionMnistTest, AGivenCacheFolderKeepsEachDataFolderApart) {
+  if (!dataset_installed()) {
+    GTEST_SKIP() << "apt-get install dataset-fashion-mnist";
+  }
+  TemporaryDir cache, empty;
+  ASSERT_EQ(prepare_fashion_mnist(FashionMnistOptions().cache_dir(cache.path().string())), 4);
+  const auto other =
+      FashionMnistOptions().source_dir(empty.path().string()).cache_dir(cache.path().string());
+  EXPECT_NE(fashion_mnist_cache_dir(other), (cache.path() / "fashion-mnist").string());
+  EXPECT_EQ(fs::path(fashion_mnist_cache_dir(other)).parent_path(), cache.path());
+  try {
+    prepare_fashion_mnist(other);
+    FAIL() << "expected baton::Error: the empty folder borrowed the Debian data's cache";
+  } catch (const baton::Error& error) {
+    const fs::path missing = empty.path() / "train-images-idx3-ubyte.gz";
+    EXPECT_THAT(error.what(), testing::HasSubstr(missing.string() + " not found"));
   }
 }
 

@@ -16,6 +16,7 @@
 #include "baton/comm/launcher.h"
 #include "baton/comm/rank_env.h"
 #include "baton/core/error.h"
+#include "baton/core/output_files.h"
 #include "baton/schedule/runnable_file.h"
 #include "baton/train/config.h"
 #include "baton/train/profile_output.h"
@@ -26,6 +27,7 @@ namespace baton::cli {
 namespace {
 
 struct TrainFlags {
+  CLI::App* cmd = nullptr;
   std::string config_file;
   int nproc = 0;
   train::TrainConfig values;  // what the flags said
@@ -86,6 +88,7 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 int run_rank(const train::TrainConfig& config, const train::RankContext& context) {
   try {
     train::train(config, context);
+    flush_stdout("[train]");
     return 0;
   } catch (const Error& e) {
     print_error(naming_rank(context.rank, e.what()));
@@ -103,6 +106,9 @@ int run_rank(const train::TrainConfig& config, const train::RankContext& context
 }
 
 int run(TrainFlags& f) {
+  check_given_once(*f.cmd);
+  // Before the launcher's pipes or any output file could take descriptor 1.
+  check_stdout_open("[train]");
   train::TrainConfig config;
   std::vector<std::string> deprecations;
   if (!f.config_file.empty()) train::load_toml(f.config_file, config, &deprecations);
@@ -137,6 +143,7 @@ int run(TrainFlags& f) {
     train::write_profile(config);
     std::cout << "baton train: wrote the profile of " << config.model << " to "
               << config.profile_out << "\n";
+    flush_stdout("[train]");
     return 0;
   }
   if (env) {
@@ -160,6 +167,7 @@ int run(TrainFlags& f) {
   argv[0] = exe;
   comm::LaunchOptions options;
   setenv(kWarnedVariable, "1", 1);
+  // A failed write of the ranks' lines the launcher reports itself.
   return comm::launch_local(nproc, argv, options);
 }
 
@@ -168,6 +176,8 @@ int run(TrainFlags& f) {
 Action add_train(CLI::App& app) {
   auto f = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model with pipeline parallelism");
+  take_repeated_options(cmd);  // reported by run(), by name
+  f->cmd = cmd;
   cmd->add_option("--config", f->config_file, "TOML config; flags override its keys")
       ->check(CLI::ExistingFile);
   cmd->add_option("--nproc", f->nproc, "Start this many local ranks (dp * pp * tp)")
@@ -181,7 +191,8 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--classes", &train::TrainConfig::classes, "Classes (mlp, synthetic data)");
   flag(cmd, *f, "--text", &train::TrainConfig::text, "UTF-8 text file for gpt (default: GPL-3 text)");
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
-  flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir, "Where decompressed data is kept");
+  flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir,
+       "Where decompressed data is kept (default ~/.cache/baton), a folder per --data-dir");
   flag(cmd, *f, "--pp", &train::TrainConfig::pp, "Pipeline ranks");
   flag(cmd, *f, "--dp", &train::TrainConfig::dp,
        "Data-parallel replicas of the pipeline (--nproc dp*pp; --batch is the global batch)");
@@ -257,7 +268,12 @@ Action add_train(CLI::App& app) {
   f->given.emplace_back(compare, [f](train::TrainConfig& c) { c.compare_sim = f->values.compare_sim; });
   return [f] {
     f->argv = command_line();
-    return run(*f);
+    try {
+      return run(*f);
+    } catch (const WriteError& e) {
+      print_error(e.what());  // a failure while running, not bad input
+      return 1;
+    }
   };
 }
 
