@@ -49,7 +49,8 @@ void check_split(const char* layer, const char* dimension, int64_t size_of_dim, 
   BATON_CHECK(size >= 1 && rank >= 0 && rank < size, "[nn.", layer, "] tensor-parallel rank ", rank,
               " of ", size, " is out of range");
   BATON_CHECK(parts >= 1 && size_of_dim % (parts * size) == 0, "[nn.", layer, "] tp=", size, " must divide the ",
-              dimension, " features (", size_of_dim, parts > 1 ? ::baton::detail::concat(" in ", parts, " blocks") : "", ")");
+              dimension, " features (", size_of_dim,
+              parts > 1 ? ::baton::detail::concat(" in ", parts, " blocks") : "", ")");
 }
 
 }  // namespace

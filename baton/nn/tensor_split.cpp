@@ -26,7 +26,9 @@ torch::Tensor take_slice(const torch::Tensor& whole, TensorSplit split, int rank
   const int64_t slice = slice_length(whole, split, rank, size);
   const int64_t block = slice * size;
   std::vector<torch::Tensor> pieces;
-  for (int p = 0; p < split.parts; ++p) pieces.push_back(whole.detach().narrow(split.dim, p * block + rank * slice, slice));
+  for (int p = 0; p < split.parts; ++p) {
+    pieces.push_back(whole.detach().narrow(split.dim, p * block + rank * slice, slice));
+  }
   return torch::cat(pieces, split.dim);  // a copy, even of one piece
 }
 

@@ -134,7 +134,8 @@ void restore_layer(const Listed& file, int layer, const NamedTensors& live, cons
     const torch::Tensor part = local_part(to_local, path, layer, name, it->second);
     BATON_CHECK(part.sizes() == tensor.sizes() && part.scalar_type() == tensor.scalar_type(),
                 "[checkpoint] file ", path, ": layer ", layer, " \"", name, "\" is ", shape_text(it->second),
-                " in the checkpoint", part.sizes() == it->second.sizes() ? "" : " (" + shape_text(part) + " on this rank)",
+                " in the checkpoint",
+                part.sizes() == it->second.sizes() ? "" : " (" + shape_text(part) + " on this rank)",
                 " but ", shape_text(tensor), " in the model");
     parts.emplace_back(name, part);
     by_name.erase(it);

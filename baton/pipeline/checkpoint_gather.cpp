@@ -63,7 +63,9 @@ std::vector<NamedTensors> gather_from_owners(comm::Communicator* group, const st
     if (owner[i] < 0) continue;
     if (owner[i] == group->rank()) {
       // On the CPU, as the zeros are (the group reduces there anyway).
-      for (const auto& [name, tensor] : held[i]) values.push_back(tensor.detach().to(torch::kCPU, false, /*copy=*/true));
+      for (const auto& [name, tensor] : held[i]) {
+        values.push_back(tensor.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
+      }
       continue;
     }
     for (const auto& entry : layout[i]) {

@@ -149,7 +149,8 @@ TEST_P(TensorParallelSplits, GatherTheOneDeviceBlockBitwiseAndSliceItBack) {
     const std::vector<torch::Tensor> gathered = gather_slices(slices, how, &group, "the test's gather");
     ASSERT_EQ(split_names.size(), names.size());
     for (size_t i = 0; i < split_names.size(); ++i) {
-      EXPECT_TRUE(torch::equal(gathered[i], whole.at(split_names[i]))) << split_names[i] << " on tp rank " << group.rank();
+      EXPECT_TRUE(torch::equal(gathered[i], whole.at(split_names[i])))
+          << split_names[i] << " on tp rank " << group.rank();
     }
   });
 }
