@@ -45,11 +45,12 @@ struct ReduceFromTensorParallel : torch::autograd::Function<ReduceFromTensorPara
 
 int64_t handle(comm::Communicator* group) { return reinterpret_cast<int64_t>(group); }
 
-void check_split(const char* layer, const char* dimension, int64_t size_of_dim, int rank, int size) {
+void check_split(const char* layer, const char* dimension, int64_t size_of_dim, int rank, int size, int parts = 1) {
   BATON_CHECK(size >= 1 && rank >= 0 && rank < size, "[nn.", layer, "] tensor-parallel rank ", rank,
               " of ", size, " is out of range");
-  BATON_CHECK(size_of_dim % size == 0, "[nn.", layer, "] tp=", size, " must divide the ", dimension,
-              " features (", size_of_dim, ")");
+  BATON_CHECK(parts >= 1 && size_of_dim % (parts * size) == 0, "[nn.", layer, "] tp=", size, " must divide the ",
+              dimension, " features (", size_of_dim,
+              parts > 1 ? ::baton::detail::concat(" in ", parts, " blocks") : "", ")");
 }
 
 }  // namespace
@@ -65,12 +66,11 @@ torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, comm::Communic
 }
 
 ColumnParallelLinearImpl::ColumnParallelLinearImpl(const torch::Tensor& full_weight, const torch::Tensor& full_bias,
-                                                   int rank, int size, comm::Communicator* group)
-    : group_(group) {
-  check_split("column_parallel_linear", "output", full_weight.size(0), rank, size);
-  const int64_t rows = full_weight.size(0) / size;
-  weight = register_parameter("weight", full_weight.detach().narrow(0, rank * rows, rows).clone());
-  if (full_bias.defined()) bias = register_parameter("bias", full_bias.detach().narrow(0, rank * rows, rows).clone());
+                                                   int rank, int size, comm::Communicator* group, int parts)
+    : group_(group), parts_(parts) {
+  check_split("column_parallel_linear", "output", full_weight.size(0), rank, size, parts);
+  weight = register_parameter("weight", take_slice(full_weight, weight_split(), rank, size));
+  if (full_bias.defined()) bias = register_parameter("bias", take_slice(full_bias, bias_split(), rank, size));
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
@@ -81,8 +81,7 @@ RowParallelLinearImpl::RowParallelLinearImpl(const torch::Tensor& full_weight, c
                                              int rank, int size, comm::Communicator* group)
     : group_(group) {
   check_split("row_parallel_linear", "input", full_weight.size(1), rank, size);
-  const int64_t columns = full_weight.size(1) / size;
-  weight = register_parameter("weight", full_weight.detach().narrow(1, rank * columns, columns).clone());
+  weight = register_parameter("weight", take_slice(full_weight, weight_split(), rank, size));
   if (full_bias.defined()) bias = register_parameter("bias", full_bias.detach().clone());
 }
 
@@ -98,7 +97,6 @@ TensorParallelBlockImpl::TensorParallelBlockImpl(const TransformerBlock& full, i
   torch::NoGradGuard no_grad;
   const TransformerBlockImpl& f = *full;
   const int64_t hidden = f.ln1->options.normalized_shape()[0];
-  const int64_t slice = hidden / size;
   local_heads = f.heads / size;
   head_dim = hidden / f.heads;
   ln1 = register_module("ln1", torch::nn::LayerNorm(f.ln1->options));
@@ -107,17 +105,8 @@ TensorParallelBlockImpl::TensorParallelBlockImpl(const TransformerBlock& full, i
   ln2 = register_module("ln2", torch::nn::LayerNorm(f.ln2->options));
   ln2->weight.copy_(f.ln2->weight);
   ln2->bias.copy_(f.ln2->bias);
-  // The fused QKV rows are [q; k; v], each by head. Reordered rank by rank
-  // as [q_r; k_r; v_r], rank r's contiguous slice holds its heads of all three.
-  std::vector<torch::Tensor> weight_rows, bias_rows;
-  for (int r = 0; r < size; ++r) {
-    for (int part = 0; part < 3; ++part) {
-      weight_rows.push_back(f.qkv->weight.narrow(0, part * hidden + r * slice, slice));
-      bias_rows.push_back(f.qkv->bias.narrow(0, part * hidden + r * slice, slice));
-    }
-  }
-  qkv = register_module("qkv", ColumnParallelLinear(torch::cat(weight_rows), torch::cat(bias_rows), rank, size,
-                                                    group));
+  // The fused QKV rows are [q; k; v], each by head: rank r keeps [q_r; k_r; v_r], its heads of all three.
+  qkv = register_module("qkv", ColumnParallelLinear(f.qkv->weight, f.qkv->bias, rank, size, group, /*parts=*/3));
   proj = register_module("proj", RowParallelLinear(f.proj->weight, f.proj->bias, rank, size, group));
   fc1 = register_module("fc1", ColumnParallelLinear(f.fc1->weight, f.fc1->bias, rank, size, group));
   fc2 = register_module("fc2", RowParallelLinear(f.fc2->weight, f.fc2->bias, rank, size, group));

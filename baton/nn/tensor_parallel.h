@@ -29,6 +29,7 @@
 
 #include "baton/comm/communicator.h"
 #include "baton/nn/layer_spec.h"
+#include "baton/nn/tensor_split.h"
 #include "baton/nn/transformer.h"
 
 namespace baton::nn {
@@ -38,22 +39,27 @@ torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, comm::Communicator
 // g: `x` summed over `group` in forward; identity backward.
 torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, comm::Communicator* group);
 
-// Both keep only their slice (copies): the full tensors they were built from
-// can be freed.
+// Both keep only their slice (copies, cut by take_slice): the full tensors
+// they were built from can be freed. weight_split() and bias_split() say how
+// (tensor_split.h), for whatever puts the whole layer back together.
 class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   // `weight` [out, in] and `bias` [out] (may be undefined) of the full layer;
-  // this rank keeps rows of slice `rank` of `size`. Throws baton::Error when
-  // `size` does not divide out.
+  // this rank keeps rows of slice `rank` of `size`, of each of `parts` equal
+  // blocks of rows when the layer fuses several (QKV: 3). Throws
+  // baton::Error when parts x size does not divide out.
   ColumnParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, int rank, int size,
-                           comm::Communicator* group);
+                           comm::Communicator* group, int parts = 1);
   // x [..., in] -> this rank's slice of the output [..., out / size].
   torch::Tensor forward(const torch::Tensor& x);
+  TensorSplit weight_split() const { return {0, parts_}; }
+  TensorSplit bias_split() const { return {0, parts_}; }
 
   torch::Tensor weight, bias;
 
  private:
   comm::Communicator* group_;
+  int parts_;
 };
 TORCH_MODULE(ColumnParallelLinear);
 
@@ -66,6 +72,8 @@ class RowParallelLinearImpl : public torch::nn::Module {
                         comm::Communicator* group);
   // x [..., in / size] (this rank's slice) -> the whole output [..., out].
   torch::Tensor forward(const torch::Tensor& x);
+  // The bias is whole on every rank.
+  TensorSplit weight_split() const { return {1, 1}; }
 
   torch::Tensor weight, bias;
 
@@ -76,7 +84,7 @@ TORCH_MODULE(RowParallelLinear);
 
 // A gpt TransformerBlock split over t ranks as Megatron splits it: each rank
 // computes heads/t of the attention heads (its q, k and v rows of the fused
-// QKV projection, column-parallel) and feeds them to its columns of the
+// QKV projection, column-parallel in 3 blocks) and feeds them to its columns of the
 // output projection (row-parallel); the MLP's first Linear is column- and its
 // second row-parallel (4h/t hidden units each). The LayerNorms are whole on
 // every rank. Two all-reduces forward (after attention and after the MLP) and

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "baton/core/error.h"
+#include "baton/pipeline/checkpoint_gather.h"
 #include "baton/pipeline/optimizer_state.h"
 
 namespace baton::checkpoint {
@@ -40,32 +41,6 @@ std::string choose_folder(const std::string& dir, int64_t step) {
   const std::string plain = step_folder(step);
   if (current.is_object() && current.value("folder", "") == plain) return plain + "-1";
   return plain;
-}
-
-// Every rank's `local`, in rank order, on every rank. A JSON string per rank
-// travels as bytes in two all-reduces (lengths, then the bytes at each rank's
-// offset); it also tells every rank that all have finished their files.
-std::vector<json> all_gather(comm::Communicator* comm, int rank, const json& local) {
-  if (comm == nullptr) return {local};
-  const std::string text = local.dump();
-  const int world = comm->world_size();
-  std::vector<torch::Tensor> lengths{torch::zeros({world}, torch::kLong)};
-  lengths[0][rank] = static_cast<int64_t>(text.size());
-  comm->all_reduce_sum(lengths, "the checkpoint's file lists (lengths)");
-  std::vector<int64_t> offsets(world + 1, 0);
-  for (int r = 0; r < world; ++r) offsets[r + 1] = offsets[r] + lengths[0][r].item<int64_t>();
-  std::vector<torch::Tensor> bytes{torch::zeros({offsets[world]}, torch::kInt)};
-  int32_t* data = bytes[0].data_ptr<int32_t>();
-  for (size_t i = 0; i < text.size(); ++i) data[offsets[rank] + i] = static_cast<unsigned char>(text[i]);
-  comm->all_reduce_sum(bytes, "the checkpoint's file lists");
-  data = bytes[0].data_ptr<int32_t>();
-  std::vector<json> out;
-  for (int r = 0; r < world; ++r) {
-    std::string part(static_cast<size_t>(offsets[r + 1] - offsets[r]), '\0');
-    for (size_t i = 0; i < part.size(); ++i) part[i] = static_cast<char>(data[offsets[r] + i]);
-    out.push_back(json::parse(part));
-  }
-  return out;
 }
 
 json file_entry(const std::string& path, const char* kind, int layer, const FileRecord& record, json tensors) {
@@ -135,32 +110,46 @@ Listed listed(const std::string& dir, const json& entry) {
   return out;
 }
 
-void restore_layer(const Listed& file, int layer, const NamedTensors& live) {
+// `whole` as this rank holds it (to_local's part, or itself), for `name` of `layer` in `path`.
+torch::Tensor local_part(const ToLocal& to_local, const std::string& path, int layer, const std::string& name,
+                         const torch::Tensor& whole) {
+  if (!to_local) return whole;
+  try {
+    return to_local(layer, name, whole);
+  } catch (const Error& e) {
+    BATON_CHECK(false, "[checkpoint] file ", path, ": layer ", layer, " \"", name, "\" is ", shape_text(whole),
+                ", which this rank cannot take its part of: ", e.what());
+  }
+}
+
+void restore_layer(const Listed& file, int layer, const NamedTensors& live, const ToLocal& to_local) {
   const std::string& path = file.path;
-  const NamedTensors saved = read_tensors(path, file.crc32);
-  std::map<std::string, torch::Tensor> by_name(saved.begin(), saved.end());
+  std::map<std::string, torch::Tensor> by_name;
+  for (const auto& [name, value] : read_tensors(path, file.crc32)) by_name[name] = value;
+  NamedTensors parts;
   for (const auto& [name, tensor] : live) {
     auto it = by_name.find(name);
     BATON_CHECK(it != by_name.end(), "[checkpoint] file ", path, ": layer ", layer, " has no \"", name,
                 "\" (the model's layer ", layer, " has it; another model?)");
-    BATON_CHECK(it->second.sizes() == tensor.sizes() && it->second.scalar_type() == tensor.scalar_type(),
-                "[checkpoint] file ", path, ": layer ", layer, " \"", name, "\" is ",
-                shape_text(it->second), " in the checkpoint but ", shape_text(tensor), " in the model");
+    const torch::Tensor part = local_part(to_local, path, layer, name, it->second);
+    BATON_CHECK(part.sizes() == tensor.sizes() && part.scalar_type() == tensor.scalar_type(),
+                "[checkpoint] file ", path, ": layer ", layer, " \"", name, "\" is ", shape_text(it->second),
+                " in the checkpoint",
+                part.sizes() == it->second.sizes() ? "" : " (" + shape_text(part) + " on this rank)",
+                " but ", shape_text(tensor), " in the model");
+    parts.emplace_back(name, part);
     by_name.erase(it);
   }
   BATON_CHECK(by_name.empty(), "[checkpoint] file ", path, ": layer ", layer, " has \"",
               by_name.empty() ? "" : by_name.begin()->first, "\", which the model's layer ", layer,
               " does not have (another model?)");
   torch::NoGradGuard no_grad;
-  for (const auto& [name, tensor] : live) {
-    for (const auto& [saved_name, value] : saved) {
-      if (saved_name == name) tensor.copy_(value);
-    }
-  }
+  for (size_t i = 0; i < live.size(); ++i) live[i].second.copy_(parts[i].second);
 }
 
-void restore_optimizer(const Listed& file, int layer, const NamedTensors& live,
-                       torch::optim::Optimizer& optimizer) {
+// Restores the state of the parameters of `live` that `optimizer` steps.
+void restore_optimizer(const Listed& file, int layer, const NamedTensors& live, torch::optim::Optimizer& optimizer,
+                       const ToLocal& to_local) {
   const std::string& path = file.path;
   const NamedTensors saved = read_tensors(path, file.crc32);
   std::map<std::string, NamedTensors> by_parameter;
@@ -168,12 +157,20 @@ void restore_optimizer(const Listed& file, int layer, const NamedTensors& live,
     const size_t dot = key.rfind('.');
     BATON_CHECK(dot != std::string::npos, "[checkpoint] file ", path, ": entry \"", key,
                 "\" is not <parameter>.<state>");
-    by_parameter[key.substr(0, dot)].emplace_back(key.substr(dot + 1), value);
+    const std::string parameter = key.substr(0, dot);
+    // A scalar (Adam's step) is the same on every rank.
+    by_parameter[parameter].emplace_back(
+        key.substr(dot + 1), value.dim() == 0 ? value : local_part(to_local, path, layer, parameter, value));
+  }
+  std::set<const void*> stepped;
+  for (const auto& group : optimizer.param_groups()) {
+    for (const auto& p : group.params()) stepped.insert(p.unsafeGetTensorImpl());
   }
   for (const auto& [name, tensor] : live) {
     auto it = by_parameter.find(name);
-    set_optimizer_state(optimizer, tensor, it == by_parameter.end() ? NamedTensors{} : it->second,
-                        path, name);
+    if (stepped.count(tensor.unsafeGetTensorImpl()) != 0) {
+      set_optimizer_state(optimizer, tensor, it == by_parameter.end() ? NamedTensors{} : it->second, path, name);
+    }
     if (it != by_parameter.end()) by_parameter.erase(it);
   }
   BATON_CHECK(by_parameter.empty(), "[checkpoint] file ", path, ": optimizer state for \"",
@@ -202,13 +199,9 @@ void save(const SaveRequest& r) {
   for (const auto& [layer, tensors] : r.layers) {
     write(layer_file(folder, layer), "layer", layer, tensors);
     if (r.optimizer == nullptr) continue;
-    NamedTensors state;
-    for (const auto& [name, tensor] : tensors) {
-      for (auto& [key, value] : optimizer_state_of(*r.optimizer, tensor)) {
-        state.emplace_back(name + "." + key, value);
-      }
-    }
-    write(optimizer_file(folder, layer), "optimizer", layer, state);
+    const auto state = r.optimizer_states.find(layer);
+    write(optimizer_file(folder, layer), "optimizer", layer,
+          state == r.optimizer_states.end() ? NamedTensors{} : state->second);
   }
   if (r.rank == 0) {
     const std::string relative = rng_file(folder);
@@ -219,7 +212,7 @@ void save(const SaveRequest& r) {
   }
   sync_folder((fs::path(r.dir) / folder).string());
 
-  const std::vector<json> all = all_gather(r.comm, r.rank, files);
+  const std::vector<json> all = all_gather_json(r.comm, files, "the checkpoint's file lists");
   if (r.rank == 0) {
     json manifest{{"format", "baton-checkpoint"}, {"version", kFormatVersion}, {"step", r.step},
                   {"folder", folder},             {"model", r.model},         {"pipeline", r.pipeline},
@@ -285,7 +278,7 @@ json check(const std::string& dir) {
 }
 
 LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Optimizer* optimizer,
-                const json& model) {
+                const json& model, const ToLocal& to_local) {
   const json manifest = check(dir);
   const std::string path = (fs::path(dir) / kManifest).string();
   const json& saved = manifest["model"];
@@ -306,11 +299,11 @@ LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Opti
     const json* f = find_file(manifest, "layer", layer);
     BATON_CHECK(f != nullptr, "[checkpoint] ", path, " lists no file for layer ", layer, " (it holds ",
                 describe_layers(manifest), ")");
-    restore_layer(listed(dir, *f), layer, tensors);
+    restore_layer(listed(dir, *f), layer, tensors, to_local);
     if (optimizer == nullptr) continue;
     const json* o = find_file(manifest, "optimizer", layer);
     BATON_CHECK(o != nullptr, "[checkpoint] ", path, " lists no optimizer file for layer ", layer);
-    restore_optimizer(listed(dir, *o), layer, tensors, *optimizer);
+    restore_optimizer(listed(dir, *o), layer, tensors, *optimizer, to_local);
   }
   const json* rng = find_file(manifest, "rng", -1);
   BATON_CHECK(rng != nullptr, "[checkpoint] ", path, " lists no rng file");

@@ -29,6 +29,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -54,10 +55,15 @@ struct SaveRequest {
   // save() with the same dir and step (a collective).
   int rank = 0;
   comm::Communicator* comm = nullptr;
-  // The layers this rank writes; over all ranks, each layer exactly once.
+  // The layers this rank writes, whole; over all ranks, each layer exactly
+  // once.
   Layers layers;
-  // Null: no optimizer state is saved.
+  // Null: no optimizer state is saved. Otherwise its kind and lr go into the
+  // manifest, and every layer of `layers` gets an optimizer file holding
+  // optimizer_states[layer] ("<parameter>.<state>" tensors, whole; nothing
+  // where absent).
   torch::optim::Optimizer* optimizer = nullptr;
+  std::map<int, NamedTensors> optimizer_states;
   // {"name": ..., "layers": <count>}; the manifest's "model".
   nlohmann::json model;
   // What the saving pipeline looked like (informational).
@@ -82,14 +88,23 @@ struct LoadResult {
   nlohmann::json extra;
 };
 
+// This rank's part of `whole`, the checkpoint's tensor `name` of layer
+// `layer` (a parameter's or buffer's name inside the layer; for optimizer
+// state, the parameter's), e.g. its tensor-parallel slice.
+using ToLocal = std::function<torch::Tensor(int layer, const std::string& name, const torch::Tensor& whole)>;
+
 // Restores `layers` (copying into the live tensors) and, when `optimizer`
-// is given, their parameters' optimizer state; sets the CPU generator's
-// state. `model` is {"name", "layers"} of the model loading it. Not a
-// collective: each rank reads the files of its own layers. Throws
-// baton::Error naming the file and the mismatch for another model, a layer
-// count, a missing layer, parameter names, shapes or dtypes that differ, an
-// optimizer of another kind, or a file that does not load.
+// is given, the optimizer state of those of their parameters that
+// `optimizer` steps (with ZeRO-1, this replica's share); sets the CPU
+// generator's state. `to_local`, when given, maps each tensor of a layer
+// file and each non-scalar optimizer state entry to the part this rank
+// holds before it is checked and copied. `model` is {"name", "layers"} of
+// the model loading it. Not a collective: each rank reads the files of its
+// own layers. Throws baton::Error naming the file and the mismatch for
+// another model, a layer count, a missing layer, parameter names, shapes or
+// dtypes that differ, an optimizer of another kind, or a file that does not
+// load.
 LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Optimizer* optimizer,
-                const nlohmann::json& model);
+                const nlohmann::json& model, const ToLocal& to_local = nullptr);
 
 }  // namespace baton::checkpoint

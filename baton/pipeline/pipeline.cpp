@@ -11,7 +11,7 @@
 #include "baton/core/printable.h"
 #include "baton/nn/tensor_parallel.h"
 #include "baton/partition/balance.h"
-#include "baton/pipeline/checkpoint.h"
+#include "baton/pipeline/pipeline_state.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/profile.h"
 #include "baton/runtime/stage.h"
@@ -23,36 +23,6 @@
 #include "baton/topology/topology.h"
 
 namespace baton {
-
-struct Pipeline::State {
-  PipelineOptions options;
-  nn::ModelSpec model;
-  std::optional<comm::Communicator> owned;
-  comm::Communicator* comm = nullptr;
-  int rank = 0;  // in the world
-  int world_size = 1;
-  int dp = 1, pp = 1, tp = 1;
-  int tp_rank = 0;        // this rank's index in its tensor-parallel group
-  std::optional<comm::Communicator> tp_group;
-  int pipeline_rank = 0;  // this rank's pp index: its rank in the schedule
-  int dp_rank = 0;        // which replica of the pipeline
-  std::vector<int> world_ranks;  // the world rank of each pipeline rank of this replica
-  std::optional<comm::Communicator> dp_group;
-  int local_rank = 0;  // this process's index on its machine: its GPU
-  torch::Device device = torch::kCPU;
-  schedule::Schedule schedule;
-  partition::Partition partition;
-  std::unique_ptr<runtime::Executor> executor;
-  std::optional<std::vector<partition::LayerCost>> profiled;
-  runtime::StepResult last;
-  int64_t steps = 0;
-  // ZeRO-1 (options.zero() == 1, dp > 1): the parameters this replica
-  // steps, and the others, which it receives from their owners.
-  bool zero = false;
-  std::vector<torch::Tensor> zero_owned, zero_others;
-  std::vector<bool> zero_owns;  // per executor parameter, in its order
-  int64_t zero_gathered_at = 0;  // the step count at the last gather
-};
 
 namespace {
 
@@ -488,88 +458,6 @@ bool Pipeline::updates_inside_step() const { return state_->executor->updates_pe
 runtime::StepResult Pipeline::flush() {
   State& s = *state_;
   return s.executor->carrying() ? s.executor->drain() : runtime::StepResult{};
-}
-
-namespace {
-
-// This rank's layers by global index, each with its parameters and buffers;
-// with `writers_only`, only the layers this rank writes (a replicated
-// stage's by the lower of its ranks).
-checkpoint::Layers checkpoint_layers(const runtime::Executor& executor, const schedule::Schedule& schedule,
-                                     int rank, bool writers_only) {
-  const schedule::Placement placement(schedule);
-  checkpoint::Layers layers;
-  for (const auto& [index, stage] : executor.stages()) {
-    const std::vector<int> ranks = placement.ranks_of_stage(index);
-    if (writers_only && !ranks.empty() && *std::min_element(ranks.begin(), ranks.end()) != rank) continue;
-    for (int i = 0; i < stage->layer_count(); ++i) layers[stage->first_layer() + i];
-    auto add = [&](const std::string& key, const torch::Tensor& tensor) {
-      const size_t dot = key.find('.');  // "<global index>.<name inside the layer>"
-      layers[std::stoi(key.substr(0, dot))].emplace_back(key.substr(dot + 1), tensor);
-    };
-    for (const auto& item : stage->module().named_parameters()) add(item.key(), item.value());
-    for (const auto& item : stage->module().named_buffers()) add(item.key(), item.value());
-  }
-  return layers;
-}
-
-}  // namespace
-
-void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
-                    const nlohmann::json& extra) const {
-  const State& s = *state_;
-  BATON_CHECK(!s.schedule.carries, "[pipeline] save with schedule ", s.schedule.name,
-              ": its weights are double-buffered with backwards carried between steps, which "
-              "checkpoints do not hold yet; save a run with a flush (e.g. 1f1b)");
-  BATON_CHECK(s.tp == 1, "[pipeline] save with tp=", s.tp,
-              ": checkpoints hold whole layers, and the blocks are split over the tp ranks (not yet "
-              "gathered); save with tp=1");
-  BATON_CHECK(!s.zero || optimizer == nullptr, "[pipeline] save with zero=1 and dp=", s.dp,
-              " cannot write the optimizer state: it is sharded over the replicas (save without the "
-              "optimizer, or train with zero=0)");
-  gather_parameters();
-  checkpoint::SaveRequest request;
-  request.dir = dir;
-  request.step = s.steps;
-  request.rank = s.rank;
-  request.comm = s.comm;
-  // Replicas hold the same layers: the first one writes them.
-  if (s.dp_rank == 0) {
-    request.layers = checkpoint_layers(*s.executor, s.schedule, s.pipeline_rank, /*writers_only=*/true);
-  }
-  request.optimizer = optimizer;
-  request.model = {{"name", s.model.name}, {"layers", s.model.num_layers()}};
-  request.pipeline = {
-      {"pp", s.pp},
-      {"dp", s.dp},
-      {"schedule", s.options.schedule_file().empty() ? s.options.schedule()
-                                                     : "file " + s.options.schedule_file()},
-      {"microbatches", s.options.microbatches()},
-      {"stages", s.schedule.stages},
-      {"balance", s.options.balance()},
-      {"partition", s.partition.to_string()},
-      {"seed", s.options.seed()}};
-  request.extra = extra;
-  checkpoint::save(request);
-}
-
-nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* optimizer) {
-  State& s = *state_;
-  BATON_CHECK(!s.schedule.carries, "[pipeline] load with schedule ", s.schedule.name,
-              ": its weights are double-buffered with backwards carried between steps, which "
-              "checkpoints do not hold yet; resume with a flushed schedule (e.g. 1f1b)");
-  BATON_CHECK(s.tp == 1, "[pipeline] load with tp=", s.tp,
-              ": checkpoints hold whole layers, and the blocks are split over the tp ranks (not yet "
-              "scattered); load with tp=1");
-  BATON_CHECK(!s.zero || optimizer == nullptr, "[pipeline] load with zero=1 and dp=", s.dp,
-              " cannot restore optimizer state into a sharded optimizer (load without the optimizer, "
-              "or train with zero=0)");
-  const checkpoint::LoadResult result = checkpoint::load(
-      dir, checkpoint_layers(*s.executor, s.schedule, s.pipeline_rank, /*writers_only=*/false), optimizer,
-      {{"name", s.model.name}, {"layers", s.model.num_layers()}});
-  s.steps = result.step;
-  s.executor->set_steps_run(result.step);
-  return result.extra;
 }
 
 int Pipeline::rank() const { return state_->rank; }

@@ -135,12 +135,17 @@ class Pipeline {
   // per global layer), `optimizer`'s state for their parameters (SGD, Adam
   // or AdamW built on parameters(); null: none), steps(), rank 0's CPU RNG
   // state and `extra`, the caller's JSON (e.g. an lr schedule's or a data
-  // loader's position). A collective: every rank calls it at the same point;
-  // atomic: a save that dies leaves the previous checkpoint in `dir` whole.
-  // load() restores all of it from a checkpoint that any pp, balance or
-  // schedule of the same model saved, into this Pipeline and `optimizer`
-  // (built on parameters(), its lr set to the saved one), sets steps() and
-  // returns `extra`. It reads only this rank's files (no collective). Both
+  // loader's position). The files hold whole layers and their whole
+  // optimizer state whatever the layout: tensor-parallel slices are gathered
+  // over the tp group, and with zero(1) each parameter's state is gathered
+  // from the replica that steps it. A collective: every rank calls it at the
+  // same point; atomic: a save that dies leaves the previous checkpoint in
+  // `dir` whole. load() restores all of it from a checkpoint that any pp,
+  // dp, tp, zero, balance or schedule of the same model saved, into this
+  // Pipeline (each tp rank its slice) and `optimizer` (built on parameters(),
+  // its lr set to the saved one; with zero(1), the state of this replica's
+  // share), sets steps() and returns `extra`. It reads only this rank's
+  // files (no collective). Both
   // throw baton::Error naming the file and what is wrong: a missing or
   // truncated file, another model, layer count, parameter name, shape,
   // dtype or optimizer kind, a file that cannot be written.

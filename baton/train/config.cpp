@@ -210,8 +210,6 @@ void check_config(const TrainConfig& c) {
               "Transformer blocks; model ", c.model, " has none (use --tp 1)");
   BATON_CHECK(c.tp == 1 || c.heads % c.tp == 0, "[train.config] --tp ", c.tp, " must divide --heads ",
               c.heads, " (each tensor-parallel rank computes heads / tp attention heads)");
-  BATON_CHECK(c.tp == 1 || (c.save.empty() && c.resume.empty()), "[train.config] --tp ", c.tp,
-              " cannot --save or --resume: checkpoints hold whole layers (use --tp 1)");
   BATON_CHECK(c.tp == 1 || !c.compare_sim, "[train.config] --compare-sim with tp=", c.tp,
               " is not supported yet (it compares one pipeline of whole layers); use --tp 1");
   BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
@@ -240,9 +238,6 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.save_every >= 0, "[train.config] save_every must be >= 1, got ", c.save_every);
   BATON_CHECK(c.zero == 0 || c.zero == 1, "[train.config] zero must be 0 or 1 (ZeRO stage 1 shards the "
               "optimizer state over the dp replicas), got ", c.zero);
-  BATON_CHECK(c.zero == 0 || c.dp == 1 || (c.save.empty() && c.resume.empty()), "[train.config] --zero 1 with --dp ",
-              c.dp, " cannot --save or --resume: the optimizer state is sharded over the replicas and "
-              "checkpoints hold it whole (use --zero 0)");
   BATON_CHECK(c.save_every == 0 || !c.save.empty(), "[train.config] --save-every ", c.save_every,
               " needs --save DIR to say where");
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every file a checkpoint's manifest names loads with Python's torch.load
 # (/usr/bin/python3, Debian's torch 1.13), with the manifest's shapes and
-# dtypes; skipped (77) when that Python cannot import torch.
+# dtypes, also those of a tp x dp ZeRO-1 run; skipped (77) when that Python
+# cannot import torch.
 source "$(dirname "$0")/lib/common.sh"
 python=/usr/bin/python3
 [ -x "$python" ] || { echo "skipped: no $python"; exit 77; }
@@ -17,4 +18,9 @@ timeout 300 "$baton" train --model gpt --layers 2 --hidden 32 --heads 2 --contex
   --microbatches 2 --batch 4 --steps 1 --threads 1 --save "$tmp/gpt" > "$tmp/gpt.out" 2>&1 \
   || fail "gpt run: $(tail -3 "$tmp/gpt.out")"
 "$python" "$(dirname "$0")/lib/load_checkpoint.py" "$tmp/gpt" || fail "torch.load of the gpt checkpoint"
+# Split over tp ranks and with the optimizer state sharded over dp replicas: the files of whole layers.
+timeout 300 "$baton" train --model gpt --layers 2 --hidden 32 --heads 2 --context 16 --dp 2 --tp 2 --pp 1 \
+  --nproc 4 --zero 1 --microbatches 2 --batch 4 --steps 1 --threads 1 --save "$tmp/gpt_tp" > "$tmp/gpt_tp.out" 2>&1 \
+  || fail "gpt tp run: $(tail -3 "$tmp/gpt_tp.out")"
+"$python" "$(dirname "$0")/lib/load_checkpoint.py" "$tmp/gpt_tp" || fail "torch.load of the tp x zero gpt checkpoint"
 echo "ok"

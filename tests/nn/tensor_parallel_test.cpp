@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "baton/comm/local_group.h"
@@ -109,6 +111,61 @@ TEST_P(TensorParallelTransformerBlock, EqualsOneDeviceInOutputAndEveryGradient) 
 }
 
 INSTANTIATE_TEST_SUITE_P(T, TensorParallelTransformerBlock, testing::Values(1, 2, 4));
+
+// What checkpoints rely on: gathering every split parameter of a block's t
+// slices gives back the one-device block's parameters bitwise (the fused QKV
+// rows in their [q; k; v] order), and take_slice of those gives each rank's
+// slice bitwise; the unsplit ones (LayerNorms, the row-parallel biases) are
+// not listed.
+class TensorParallelSplits : public testing::TestWithParam<int> {};
+
+TEST_P(TensorParallelSplits, GatherTheOneDeviceBlockBitwiseAndSliceItBack) {
+  const int t = GetParam();
+  torch::manual_seed(5);
+  TransformerBlock full(16, 4);
+  std::map<std::string, torch::Tensor> whole;
+  for (const auto& item : full->named_parameters()) whole[item.key()] = item.value();
+  comm::run_local_group(t, kTimeout, [&](comm::Communicator& group) {
+    TensorParallelBlock block(full, group.rank(), t, &group);
+    const std::map<std::string, TensorSplit> splits = tensor_parallel_splits(*block);
+    std::vector<std::string> names;
+    for (const auto& [name, split] : splits) names.push_back(name);
+    EXPECT_EQ(names, (std::vector<std::string>{"fc1.bias", "fc1.weight", "fc2.weight", "proj.weight", "qkv.bias",
+                                               "qkv.weight"}));
+    std::vector<std::string> split_names;
+    std::vector<torch::Tensor> slices;
+    std::vector<TensorSplit> how;
+    for (const auto& item : block->named_parameters()) {
+      if (splits.count(item.key()) == 0) {
+        EXPECT_TRUE(torch::equal(item.value(), whole.at(item.key()))) << item.key();
+        continue;
+      }
+      split_names.push_back(item.key());
+      slices.push_back(item.value());
+      how.push_back(splits.at(item.key()));
+      EXPECT_TRUE(torch::equal(take_slice(whole.at(item.key()), how.back(), group.rank(), t), item.value()))
+          << item.key() << " on tp rank " << group.rank();
+    }
+    const std::vector<torch::Tensor> gathered = gather_slices(slices, how, &group, "the test's gather");
+    ASSERT_EQ(split_names.size(), names.size());
+    for (size_t i = 0; i < split_names.size(); ++i) {
+      EXPECT_TRUE(torch::equal(gathered[i], whole.at(split_names[i])))
+          << split_names[i] << " on tp rank " << group.rank();
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(T, TensorParallelSplits, testing::Values(1, 2, 4));
+
+TEST(TensorParallelSplits, ASliceThatDoesNotDivideIsRefusedNamingTheSizes) {
+  try {
+    take_slice(torch::zeros({9, 4}), TensorSplit{0, 3}, 0, 2);
+    FAIL() << "3 blocks of 9 rows over tp=2 were accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("tp=2 does not divide the 3 block(s) of dimension 0 (9) of a tensor "
+                                             "of shape [9, 4]"));
+  }
+}
 
 TEST(TensorParallelOperators, FSumsOnlyTheGradientAndGOnlyTheValue) {
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& group) {
