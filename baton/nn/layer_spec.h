@@ -33,14 +33,14 @@ struct TiedParameter {
 struct ModelSpec {
   std::string name;
   std::vector<LayerSpec> layers;
+  // The MEAN loss over the (micro-)batch, so the runtime can scale each
+  // micro-batch's loss by its share of the mini-batch.
+  std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)> loss;
   // Tied weights (a GPT's embedding and LM head): each entry is one weight
   // held by several layers. build_layer() starts every copy from the first
   // one's initial value; training sums the copies' gradients (REDUCE_TIED),
   // so they stay identical, as one shared parameter would.
   std::vector<std::vector<TiedParameter>> tied;
-  // The MEAN loss over the (micro-)batch, so the runtime can scale each
-  // micro-batch's loss by its share of the mini-batch.
-  std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)> loss;
 
   int num_layers() const { return static_cast<int>(layers.size()); }
 };
