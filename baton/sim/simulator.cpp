@@ -133,8 +133,7 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
         // The executor waits for the rank's REDUCE_GRADs first; the exchange
         // ends once every member has arrived (below: every REDUCE_TIED ends
         // its rank's list, so nothing in the walk waits for it).
-        free_at[r] = std::max(free_at[r], comm_free[r]);
-        tied.push_back({r, index, free_at[r]});
+        tied.push_back({r, index, std::max(free_at[r], comm_free[r])});
         return;
       }
       default: break;

@@ -6,7 +6,10 @@
 // A REDUCE_GRAD runs on its rank's communication stream: it starts when the
 // rank's compute reaches it and the stream is free, takes the ring all-reduce
 // time of its bucket (cost_model.h), and holds up no compute; a rank's part of
-// the step ends when both its compute and its reductions are done.
+// the step ends when both its compute and its reductions are done. A
+// REDUCE_TIED (the last actions of a rank) starts once the rank's compute and
+// REDUCE_GRADs are done; its tie group's exchange ends reduce_tied_time()
+// after the group's last member starts (at once for a group on one rank).
 #pragma once
 
 #include <vector>
@@ -36,7 +39,8 @@ struct Stats {
   std::vector<double> peak_activation_bytes;  // per rank
   std::vector<double> parameter_bytes;        // per rank: the stages it holds
   // Per rank: time its REDUCE_GRADs take in all, and how much of it is
-  // exposed (the reductions' end past the rank's last compute; 0 if none).
+  // exposed (the end of its reductions, REDUCE_TIED included, past the
+  // rank's last compute; 0 if none).
   std::vector<double> reduce_grad;
   std::vector<double> exposed_reduction;
 };
