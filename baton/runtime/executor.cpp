@@ -399,15 +399,10 @@ void Executor::run_action(Step& step, size_t index) {
       return;
     case ActionKind::REDUCE_TIED: {
       // The group rides in the micro-batch slot; its sum runs at this rank's
-      // last REDUCE_TIED of the group, and every member records its span.
+      // last REDUCE_TIED of the group, and every member records its span (below).
       const auto found = tie_groups_.find(mb);
       if (found != tie_groups_.end() && found->second.last == index) reduce_tied(step, mb);
-      const auto ended = Clock::now();
-      auto ms = [&](Clock::time_point t) {
-        return std::chrono::duration<double, std::milli>(t - step.start).count();
-      };
-      step.result.events.push_back({rank_, s, mb, a.kind, ms(started), ms(ended)});
-      return;
+      break;
     }
     case ActionKind::F: {
       if (s == 0) {
