@@ -12,6 +12,9 @@ find_path(GLOO_INCLUDE_DIR gloo/config.h)
 file(GLOB BATON_TORCH_SOURCES CONFIGURE_DEPENDS
   baton/comm/*.cpp baton/runtime/*.cpp baton/parallel/*.cpp
   baton/nn/*.cpp baton/data/*.cpp baton/pipeline/*.cpp baton/train/*.cpp)
+foreach(unit ${BATON_TORCH_FREE_UNITS})
+  list(FILTER BATON_TORCH_SOURCES EXCLUDE REGEX "/${unit}$")
+endforeach()
 # CUDA-only sources end in _cuda.cpp and build only against a CUDA LibTorch.
 if(NOT TORCH_CUDA_LIBRARIES AND NOT CUDA_FOUND)
   list(FILTER BATON_TORCH_SOURCES EXCLUDE REGEX "_cuda\\.cpp$")

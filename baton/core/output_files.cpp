@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <map>
+#include <utility>
 
 #include "baton/core/printable.h"
 
@@ -36,6 +36,45 @@ std::string resolved(const std::string& path) {
   }
   const fs::path canonical = fs::weakly_canonical(p, ec);
   return ec ? p.lexically_normal().string() : canonical.string();
+}
+
+// Where a path is: its resolved name, and its device and inode if it exists.
+struct Identity {
+  std::string resolved;
+  bool exists = false;
+  dev_t device = 0;
+  ino_t inode = 0;
+};
+
+Identity identity_of(const std::string& path) {
+  Identity id{resolved(path)};
+  struct stat st {};
+  if (stat(id.resolved.c_str(), &st) == 0) {
+    id.exists = true;
+    id.device = st.st_dev;
+    id.inode = st.st_ino;
+  }
+  return id;
+}
+
+bool same(const Identity& a, const Identity& b) {
+  if (a.exists && b.exists) return a.device == b.device && a.inode == b.inode;
+  return a.resolved == b.resolved;
+}
+
+// `inner` is strictly inside the folder `outer`: one of inner's parents is outer.
+bool lies_inside(const Identity& inner, const Identity& outer) {
+  for (fs::path p = fs::path(inner.resolved).parent_path(); !p.empty(); p = p.parent_path()) {
+    if (same(identity_of(p.string()), outer)) return true;
+    if (p == p.parent_path()) break;
+  }
+  return false;
+}
+
+std::string other_role(const NamedPath& other, const std::vector<NamedPath>& inputs) {
+  for (const NamedPath& in : inputs)
+    if (&in == &other) return "reads";
+  return "writes";
 }
 
 void check_writable(const std::string& where, const NamedPath& out) {
@@ -66,15 +105,32 @@ void check_writable(const std::string& where, const NamedPath& out) {
 
 void check_output_paths(const std::string& where, const std::vector<NamedPath>& outputs,
                         const std::vector<NamedPath>& inputs) {
-  std::map<std::string, const NamedPath*> seen;
+  std::vector<std::pair<const NamedPath*, Identity>> seen;
   for (const NamedPath& in : inputs)
-    if (!in.path.empty()) seen.emplace(resolved(in.path), &in);
+    if (!in.path.empty()) seen.emplace_back(&in, identity_of(in.path));
   for (const NamedPath& out : outputs) {
-    check_writable(where, out);
-    const auto [it, fresh] = seen.emplace(resolved(out.path), &out);
-    BATON_CHECK(fresh, where, " ", it->second->flag, " and ", out.flag, " name the same file ",
-                quoted(out.path), "; give each its own");
+    if (out.path.empty()) continue;
+    if (!out.folder) check_writable(where, out);
+    const Identity mine = identity_of(out.path);
+    for (const auto& [other, theirs] : seen) {
+      const std::string pair = detail::concat(where, " ", other->flag, " and ", out.flag);
+      BATON_CHECK(!same(mine, theirs), pair, " name the same ", out.folder ? "folder " : "file ",
+                  quoted(out.path), "; give each its own");
+      BATON_CHECK(!(other->folder && lies_inside(mine, theirs)), where, " ", out.flag, " ",
+                  quoted(out.path), " lies inside the ", other->flag, " folder ",
+                  quoted(other->path), ", which baton ", other_role(*other, inputs),
+                  "; write it elsewhere");
+      BATON_CHECK(!(out.folder && lies_inside(theirs, mine)), where, " ", other->flag, " ",
+                  quoted(other->path), " lies inside the ", out.flag, " folder ",
+                  quoted(out.path), ", which baton writes; keep them apart");
+    }
+    seen.emplace_back(&out, mine);
   }
+}
+
+bool path_within(const std::string& path, const std::string& folder) {
+  const Identity inner = identity_of(path), outer = identity_of(folder);
+  return same(inner, outer) || lies_inside(inner, outer);
 }
 
 void flush_stdout(const std::string& where) {

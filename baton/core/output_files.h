@@ -11,10 +11,13 @@
 
 namespace baton {
 
-// A path given with the flag that named it, for messages.
+// A path given with the flag that named it, for messages. A folder is
+// taken whole: nothing else may lie inside it (an input folder such as
+// --data-dir or --resume, an output folder such as --save).
 struct NamedPath {
   std::string flag;  // "--svg"
   std::string path;
+  bool folder = false;
 };
 
 // A write that failed after the paths were checked (a full disk, a closed
@@ -26,14 +29,22 @@ class WriteError : public Error {
 
 // `where` starts every message below, e.g. "[simulate]".
 
-// Throws baton::Error (one line) when two outputs name the same file (after
-// resolving ".", ".." and symbolic links) or an output names an input, or an
-// output cannot be written: its folder is missing, it is a folder, or it
-// cannot be created or opened for writing (tried, not guessed from
-// permissions, which root passes even for /proc). Creates nothing: a probe
-// file made to test creation is removed again. Empty inputs are skipped.
+// Throws baton::Error (one line) when an output is the same file as an
+// input or another output, lies inside an input or output folder, or (an
+// output folder) holds an input or another output; or when an output file
+// cannot be written: its folder is missing, it is a folder, or it cannot be
+// created or opened for writing (tried, not guessed from permissions, which
+// root passes even for /proc). Paths are compared by identity: by device
+// and inode where they exist (so a hard link is caught), else by the path
+// with ".", ".." and symbolic links resolved. Creates nothing: a probe file
+// made to test creation is removed again; output folders are only compared
+// (their owner checks them). Empty paths are skipped.
 void check_output_paths(const std::string& where, const std::vector<NamedPath>& outputs,
                         const std::vector<NamedPath>& inputs = {});
+
+// True when `path` is the folder `folder` or lies inside it, by identity
+// as check_output_paths compares.
+bool path_within(const std::string& path, const std::string& folder);
 
 // Flushes std::cout and C's stdout; throws WriteError if anything written to
 // either was lost, now or earlier (the stream's error state is sticky).

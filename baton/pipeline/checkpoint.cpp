@@ -2,9 +2,12 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -28,21 +31,6 @@ std::string step_folder(int64_t step) {
   return name;
 }
 
-// The manifest now in `dir`, or null when there is none that parses.
-json current_manifest(const std::string& dir) {
-  std::ifstream in(fs::path(dir) / kManifest);
-  if (!in.good()) return nullptr;
-  return json::parse(in, nullptr, /*allow_exceptions=*/false);
-}
-
-// step_<N>, unless the manifest in place names it: then step_<N>-1.
-std::string choose_folder(const std::string& dir, int64_t step) {
-  const json current = current_manifest(dir);
-  const std::string plain = step_folder(step);
-  if (current.is_object() && current.value("folder", "") == plain) return plain + "-1";
-  return plain;
-}
-
 json file_entry(const std::string& path, const char* kind, int layer, const FileRecord& record, json tensors) {
   json entry{{"path", path},
              {"kind", kind},
@@ -60,24 +48,106 @@ void sync_folder(const std::string& dir) {
   ::close(fd);
 }
 
-// After the new manifest landed: older step folders, and files of this one
-// that it does not name (what an interrupted save of the same folder left).
-void remove_stale(const std::string& dir, const json& manifest) {
-  const std::string folder = manifest["folder"];
-  std::set<std::string> listed;
-  for (const auto& f : manifest["files"]) listed.insert(f["path"].get<std::string>());
+std::string file_name(const std::string& path) { return fs::path(path).filename().string(); }
+
+void write_text(const fs::path& path, const std::string& text) {
+  write_atomically(path.string(), std::vector<char>(text.begin(), text.end()));
+}
+
+// Step folders left as <name>.partial by a save that was killed, when they
+// hold nothing but names baton writes: nothing else's is removed.
+void remove_partial_leftovers(const fs::path& dir) {
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("step_", 0) == 0 && name != folder && entry.is_directory(error)) {
-      fs::remove_all(entry.path(), error);
-    } else if (name.rfind(std::string(kManifest) + ".tmp.", 0) == 0) {
-      fs::remove(entry.path(), error);
+    const std::string suffix = kPartialSuffix;
+    const bool partial = name.rfind("step_", 0) == 0 && name.size() > suffix.size() &&
+                         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (!partial || !entry.is_directory(error) || entry.is_symlink(error)) continue;
+    bool ours = true;
+    for (const auto& inner : fs::directory_iterator(entry.path(), error)) {
+      ours = ours && inner.is_regular_file(error) && !inner.is_symlink(error) &&
+             is_baton_step_file(inner.path().filename().string());
+    }
+    if (ours && !error) fs::remove_all(entry.path(), error);
+  }
+}
+
+// Rank 0, before any rank writes: the folder is baton's, what killed saves
+// left is gone, and the new step's partial folder exists. Returns
+// {"folder": the step folder's name}, one that does not exist yet.
+json begin_save(const std::string& dir, int64_t step) {
+  prepare_save_folder("[checkpoint] save into", dir);
+  remove_partial_leftovers(dir);
+  const std::string plain = step_folder(step);
+  std::string folder = plain;
+  auto taken = [&](const std::string& name) {
+    std::error_code error;
+    return fs::exists(fs::symlink_status(fs::path(dir) / name, error)) ||
+           fs::exists(fs::symlink_status(fs::path(dir) / (name + kPartialSuffix), error));
+  };
+  for (int k = 1; taken(folder); ++k) folder = plain + "-" + std::to_string(k);
+  const fs::path partial = fs::path(dir) / (folder + kPartialSuffix);
+  BATON_CHECK(::mkdir(partial.c_str(), 0755) == 0, "[checkpoint] cannot create folder ",
+              partial.string(), ": ", std::strerror(errno));
+  return {{"folder", folder}};
+}
+
+// `path` is, or lies inside, one of `protect`.
+bool is_protected(const fs::path& path, const std::vector<std::string>& protect) {
+  std::error_code error;
+  for (const std::string& p : protect) {
+    for (fs::path q = fs::absolute(p, error); !q.empty(); q = q.parent_path()) {
+      if (fs::equivalent(q, path, error)) return true;
+      if (q == q.parent_path()) break;
     }
   }
-  for (const auto& entry : fs::directory_iterator(fs::path(dir) / folder, error)) {
-    const std::string path = folder + "/" + entry.path().filename().string();
-    if (listed.count(path) == 0) fs::remove(entry.path(), error);
+  return false;
+}
+
+// Rank 0, once every rank's files are on disk: the partial folder becomes
+// the step folder with its step manifest, the root manifest names it first
+// among the kept saves, and kept saves beyond r.keep_last go.
+void finish_save(const SaveRequest& r, json manifest) {
+  const fs::path dir(r.dir);
+  const std::string folder = manifest["folder"];
+  const fs::path partial = dir / (folder + kPartialSuffix), final_path = dir / folder;
+  sync_folder(partial.string());
+  BATON_CHECK(std::rename(partial.c_str(), final_path.c_str()) == 0, "[checkpoint] cannot rename ",
+              partial.string(), " to ", final_path.string(), ": ", std::strerror(errno));
+  sync_folder(r.dir);
+  json step = manifest;
+  step["folder"] = kStepManifestFolder;
+  for (json& f : step["files"]) f["path"] = f["path"].get<std::string>().substr(folder.size() + 1);
+  write_text(final_path / kManifest, step.dump(1));
+
+  // The previous root manifest says which folders are baton's (begin_save checked it parses).
+  std::vector<std::string> previous;
+  std::error_code error;
+  if (fs::is_regular_file(dir / kManifest, error)) {
+    std::ifstream in(dir / kManifest, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      previous = kept_folders(parse_manifest(text, (dir / kManifest).string()));
+    } catch (const Error&) {
+    }
+  }
+  std::vector<std::string> kept{folder}, dropped;
+  for (const std::string& k : previous) {
+    if (k == folder || !fs::is_directory(fs::symlink_status(dir / k, error))) continue;
+    (static_cast<int>(kept.size()) < r.keep_last ? kept : dropped).push_back(k);
+  }
+  manifest["kept"] = kept;
+  write_text(dir / kManifest, manifest.dump(1));
+  sync_folder(r.dir);
+  for (const std::string& k : dropped) {
+    if (!is_protected(dir / k, r.protect)) fs::remove_all(dir / k, error);
+  }
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(std::string(kManifest) + ".tmp.", 0) == 0 && entry.is_regular_file(error)) {
+      fs::remove(entry.path(), error);
+    }
   }
 }
 
@@ -181,36 +251,56 @@ void restore_optimizer(const Listed& file, int layer, const NamedTensors& live, 
 }  // namespace
 
 void save(const SaveRequest& r) {
-  std::error_code error;
-  fs::create_directories(r.dir, error);
-  BATON_CHECK(fs::is_directory(r.dir), "[checkpoint] cannot create folder ", r.dir, ": ",
-              error ? error.message() : "it is not a folder");
-  const std::string folder = choose_folder(r.dir, r.step);
-  fs::create_directories(fs::path(r.dir) / folder, error);
-  BATON_CHECK(fs::is_directory(fs::path(r.dir) / folder), "[checkpoint] cannot create folder ",
-              (fs::path(r.dir) / folder).string(), ": ", error.message());
+  BATON_CHECK(r.keep_last >= 1, "[checkpoint] keep_last must be at least 1, got ", r.keep_last);
+  // Rank 0 checks the folder and makes the new step's partial folder; every
+  // rank learns its name, or rank 0's refusal, from one gather.
+  json plan = nullptr;
+  if (r.rank == 0) {
+    try {
+      plan = begin_save(r.dir, r.step);
+    } catch (const Error& e) {
+      plan = {{"error", e.what()}};
+    }
+  }
+  plan = all_gather_json(r.comm, plan, "the checkpoint folder of step " + std::to_string(r.step))
+             .front();
+  if (plan.contains("error")) throw Error(plan["error"].get<std::string>());
+  const std::string folder = plan["folder"];
+  const fs::path partial = fs::path(r.dir) / (folder + kPartialSuffix);
 
   json files = json::array();
-  auto write = [&](const std::string& relative, const char* kind, int layer, const NamedTensors& tensors) {
-    const std::string path = (fs::path(r.dir) / relative).string();
-    files.push_back(file_entry(relative, kind, layer, write_tensors(path, tensors), describe(tensors)));
-    kill_if_asked(r.rank, r.step, path);
+  std::vector<fs::path> written;  // removed again if this rank's part fails
+  // Writes one file into the partial folder; the manifest names it in `folder`.
+  auto write = [&](const std::string& name, const char* kind, int layer, auto&& writer,
+                   json tensors) {
+    written.push_back(partial / name);
+    const FileRecord record = writer(written.back().string());
+    files.push_back(file_entry(folder + "/" + name, kind, layer, record, std::move(tensors)));
+    kill_if_asked(r.rank, r.step, written.back().string());
   };
-  for (const auto& [layer, tensors] : r.layers) {
-    write(layer_file(folder, layer), "layer", layer, tensors);
-    if (r.optimizer == nullptr) continue;
-    const auto state = r.optimizer_states.find(layer);
-    write(optimizer_file(folder, layer), "optimizer", layer,
-          state == r.optimizer_states.end() ? NamedTensors{} : state->second);
+  try {
+    for (const auto& [layer, tensors] : r.layers) {
+      const NamedTensors& t = tensors;
+      write(file_name(layer_file(".", layer)), "layer", layer,
+            [&](const std::string& path) { return write_tensors(path, t); }, describe(t));
+      if (r.optimizer == nullptr) continue;
+      const auto state = r.optimizer_states.find(layer);
+      const NamedTensors held = state == r.optimizer_states.end() ? NamedTensors{} : state->second;
+      write(file_name(optimizer_file(".", layer)), "optimizer", layer,
+            [&](const std::string& path) { return write_tensors(path, held); }, describe(held));
+    }
+    if (r.rank == 0) {
+      const torch::Tensor rng = at::detail::getDefaultCPUGenerator().get_state();
+      write(file_name(rng_file(".")), "rng", -1,
+            [&](const std::string& path) { return write_tensor(path, rng); },
+            json{{"", describe(rng)}});
+    }
+    sync_folder(partial.string());
+  } catch (...) {
+    std::error_code ignored;
+    for (const fs::path& path : written) fs::remove(path, ignored);
+    throw;
   }
-  if (r.rank == 0) {
-    const std::string relative = rng_file(folder);
-    const torch::Tensor rng = at::detail::getDefaultCPUGenerator().get_state();
-    files.push_back(file_entry(relative, "rng", -1,
-                               write_tensor((fs::path(r.dir) / relative).string(), rng),
-                               json{{"", describe(rng)}}));
-  }
-  sync_folder((fs::path(r.dir) / folder).string());
 
   const std::vector<json> all = all_gather_json(r.comm, files, "the checkpoint's file lists");
   if (r.rank == 0) {
@@ -226,55 +316,10 @@ void save(const SaveRequest& r) {
     }
     std::sort(manifest["files"].begin(), manifest["files"].end(),
               [](const json& a, const json& b) { return a["path"] < b["path"]; });
-    const std::string text = manifest.dump(1);
-    write_atomically((fs::path(r.dir) / kManifest).string(), std::vector<char>(text.begin(), text.end()));
-    sync_folder(r.dir);
-    remove_stale(r.dir, manifest);
+    finish_save(r, std::move(manifest));
   }
   // No rank reads or saves again before the manifest is in place.
   if (r.comm != nullptr) r.comm->barrier("the checkpoint manifest of step " + std::to_string(r.step));
-}
-
-json check(const std::string& dir) {
-  const std::string path = (fs::path(dir) / kManifest).string();
-  std::error_code error;
-  BATON_CHECK(fs::exists(dir, error), "[checkpoint] folder ", dir, " does not exist: no checkpoint there");
-  BATON_CHECK(fs::is_directory(dir, error), "[checkpoint] ", dir, " is a file, not a checkpoint's folder");
-  std::ifstream in(path);
-  BATON_CHECK(in.good(), "[checkpoint] ", path, " is missing: ", dir,
-              " holds no checkpoint (or its first save never finished)");
-  json manifest;
-  try {
-    manifest = json::parse(in);
-  } catch (const json::exception& e) {
-    BATON_CHECK(false, "[checkpoint] ", path, " is not valid JSON (truncated?): ", e.what());
-  }
-  BATON_CHECK(manifest.is_object() && manifest.value("format", "") == "baton-checkpoint", "[checkpoint] ",
-              path, " is not a baton checkpoint manifest (no \"format\": \"baton-checkpoint\")");
-  BATON_CHECK(manifest.value("version", -1) == kFormatVersion, "[checkpoint] ", path, " has version ",
-              manifest.value("version", -1), "; this baton reads version ", kFormatVersion);
-  try {
-    for (const char* key : {"step", "folder", "model", "files"}) {
-      BATON_CHECK(manifest.contains(key), "[checkpoint] ", path, " lacks \"", key, "\"");
-    }
-    manifest["step"].get<int64_t>();
-    manifest["model"]["layers"].get<int>();
-    for (const auto& f : manifest["files"]) {
-      const std::string file = (fs::path(dir) / f["path"].get<std::string>()).string();
-      const int64_t bytes = f["bytes"].get<int64_t>();
-      BATON_CHECK(fs::is_regular_file(file, error), "[checkpoint] file ", file, " is missing (", path,
-                  " lists it)");
-      const auto size = static_cast<int64_t>(fs::file_size(file, error));
-      BATON_CHECK(size == bytes, "[checkpoint] file ", file, " has ", size, " bytes but ", path,
-                  " says ", bytes, " (truncated or replaced)");
-      uint32_t crc = 0;
-      BATON_CHECK(f.contains("crc32") && parse_crc32(f["crc32"].get<std::string>(), &crc), "[checkpoint] ",
-                  path, " gives file ", file, " no \"crc32\" of 8 lower-case hex digits");
-    }
-  } catch (const json::exception& e) {
-    BATON_CHECK(false, "[checkpoint] ", path, " is malformed: ", e.what());
-  }
-  return manifest;
 }
 
 LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Optimizer* optimizer,
@@ -286,6 +331,11 @@ LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Opti
                   saved.value("layers", -1) == model.value("layers", -1),
               "[checkpoint] ", path, " holds ", describe_layers(manifest), " but this is model \"",
               model.value("name", ""), "\" with ", model.value("layers", -1), " layers");
+  const json saved_tied = saved.value("tied", json::array());
+  const json tied = model.value("tied", json::array());
+  BATON_CHECK(saved_tied == tied, "[checkpoint] ", path, " holds a model whose tied weights are ",
+              saved_tied.dump(), " but this model ties ", tied.dump(),
+              " (a checkpoint saved untied cannot be resumed tied, nor back: the copies differ)");
   if (optimizer != nullptr) {
     const std::string kind = optimizer_kind(*optimizer);
     BATON_CHECK(manifest["optimizer"].is_object(), "[checkpoint] ", path,

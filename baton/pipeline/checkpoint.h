@@ -4,26 +4,36 @@
 // the entry points; this is the format they share with `baton train`.
 //
 // A checkpoint folder DIR holds:
-//   DIR/manifest.json                     written last, by rank 0: names every file
-//   DIR/step_00000004/layer_00003.pt      {parameter or buffer name: tensor} of layer 3
-//   DIR/step_00000004/layer_00003.optim.pt {"<parameter>.<state>": tensor}, e.g.
-//                                         "weight.exp_avg", "weight.step" (Adam)
-//   DIR/step_00000004/rng.pt              the CPU generator's state (uint8 tensor)
+//   DIR/manifest.json                       the root manifest (manifest.h), written
+//                                           last, by rank 0: names every file of
+//                                           the newest save and the saves kept
+//   DIR/step_00000004/layer_00003.pt        {parameter or buffer name: tensor} of layer 3
+//   DIR/step_00000004/layer_00003.optim.pt  {"<parameter>.<state>": tensor}, e.g.
+//                                           "weight.exp_avg", "weight.step" (Adam)
+//   DIR/step_00000004/rng.pt                the CPU generator's state (uint8 tensor)
+//   DIR/step_00000004/manifest.json         the same save's step manifest: DIR/step_00000004
+//                                           is a checkpoint folder of its own
 // Every .pt file is a dict (or tensor) in the format of Python's torch.save,
 // so torch.load reads it. The manifest holds the format version, the step,
-// the model (name, layer count), the pipeline that saved it, the optimizer
-// (kind, lr), the caller's `extra` JSON, and for each file its path relative
-// to DIR, kind (layer | optimizer | rng), layer, size in bytes, CRC-32
-// (zlib's, 8 hex digits; checked before a file is parsed) and tensors'
-// shapes and dtypes.
+// the model (name, layer count, tied weights), the pipeline that saved it, the
+// optimizer (kind, lr), the caller's `extra` JSON, and for each file its path
+// relative to the manifest's folder, kind (layer | optimizer | rng), layer,
+// size in bytes, CRC-32 (zlib's, 8 hex digits; checked before a file is
+// parsed) and tensors' shapes and dtypes.
 //
-// Atomicity: each file is written to a temporary name and renamed; all ranks
-// finish their files (an all-gather of their file lists) before rank 0
-// renames the new manifest into place; only then are the folders of older
-// saves removed. A save killed at any point leaves the previous manifest and
-// every file it names. Successive saves to one DIR use a folder per step
-// (step_<N>, or step_<N>-1 when the current manifest already names step_<N>,
-// so re-saving a step never overwrites the files in use).
+// What a save may touch: DIR must be empty or hold a root manifest
+// (prepare_save_folder). A save writes a new step folder, never one that
+// exists, first under the name step_<N>.partial; once every rank's files are
+// on disk rank 0 renames it to step_<N> (step_<N>-1, -2, ... when that name
+// is taken), writes its step manifest, then the root manifest. Only then
+// are older step folders removed, and only those the previous root manifest
+// lists in "kept" beyond the newest `keep_last` (default 2, so a corrupt
+// newest save still leaves one), except `protect`ed ones (the folder a run
+// resumed from). A save that fails removes the files its rank wrote; one
+// killed leaves a step_<N>.partial folder, which no manifest names (so it is
+// never loaded) and which the next save into DIR removes when it holds only
+// names baton writes. A save killed at any point leaves the previous root
+// manifest and every file it names.
 #pragma once
 
 #include <torch/optim/optimizer.h>
@@ -31,18 +41,16 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "baton/comm/communicator.h"
 #include "baton/pipeline/checkpoint_files.h"
+#include "baton/pipeline/manifest.h"
 
 namespace baton::checkpoint {
-
-// 2: each file's entry has "crc32".
-inline constexpr int kFormatVersion = 2;
-inline constexpr const char* kManifest = "manifest.json";
 
 // Global layer index -> that layer's parameters and buffers (the live
 // tensors, keyed by their name inside the layer, e.g. "attn.qkv.weight").
@@ -64,24 +72,25 @@ struct SaveRequest {
   // where absent).
   torch::optim::Optimizer* optimizer = nullptr;
   std::map<int, NamedTensors> optimizer_states;
-  // {"name": ..., "layers": <count>}; the manifest's "model".
+  // {"name": ..., "layers": <count>, "tied": [[{"layer", "name"}, ...], ...]};
+  // the manifest's "model".
   nlohmann::json model;
   // What the saving pipeline looked like (informational).
   nlohmann::json pipeline;
   // The caller's, returned by load() as is.
   nlohmann::json extra = nlohmann::json::object();
+  // How many saves DIR keeps (this one included); at least 1.
+  int keep_last = 2;
+  // Folders never removed by this save (e.g. the checkpoint a run resumed
+  // from), by path; compared by identity.
+  std::vector<std::string> protect;
 };
 
-// Writes a checkpoint of request.step into request.dir (created if needed).
-// Throws baton::Error naming the path when a file cannot be written.
+// Writes a checkpoint of request.step into request.dir (created if needed),
+// as the header comment says. Throws baton::Error naming the path when the
+// folder is not baton's (prepare_save_folder) or a file cannot be written;
+// every rank throws when rank 0 refuses the folder.
 void save(const SaveRequest& request);
-
-// Reads DIR/manifest.json and checks that it is a checkpoint of this format
-// and that every file it names exists with its recorded size and has a
-// CRC-32 (load() checks it when it reads the file). Returns the manifest.
-// Throws baton::Error naming the file and what is wrong: missing manifest,
-// malformed JSON, a missing or truncated file.
-nlohmann::json check(const std::string& dir);
 
 struct LoadResult {
   int64_t step = 0;
@@ -99,7 +108,8 @@ using ToLocal = std::function<torch::Tensor(int layer, const std::string& name, 
 // generator's state. `to_local`, when given, maps each tensor of a layer
 // file and each non-scalar optimizer state entry to the part this rank
 // holds before it is checked and copied. `model` is {"name", "layers"} of
-// the model loading it. Not a collective: each rank reads the files of its
+// the model loading it (its "tied" groups must equal the saved ones, none
+// when absent). Not a collective: each rank reads the files of its
 // own layers. Throws baton::Error naming the file and the mismatch for
 // another model, a layer count, a missing layer, parameter names, shapes or
 // dtypes that differ, an optimizer of another kind, or a file that does not

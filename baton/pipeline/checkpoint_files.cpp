@@ -81,24 +81,6 @@ std::string numbered(const std::string& step_dir, const char* prefix, int layer,
 
 }  // namespace
 
-std::string crc32_text(uint32_t crc) {
-  char text[9];
-  std::snprintf(text, sizeof text, "%08x", crc);
-  return text;
-}
-
-bool parse_crc32(const std::string& text, uint32_t* crc) {
-  if (text.size() != 8) return false;
-  uint32_t value = 0;
-  for (char c : text) {
-    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (digit < 0) return false;
-    value = value << 4 | static_cast<uint32_t>(digit);
-  }
-  *crc = value;
-  return true;
-}
-
 FileRecord write_atomically(const std::string& path, const std::vector<char>& bytes) {
   const std::string temp = detail::concat(path, ".tmp.", ::getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

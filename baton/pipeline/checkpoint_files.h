@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "baton/pipeline/manifest.h"
+
 namespace baton::checkpoint {
 
 // Named tensors, in a stable order (a file's dict order).
@@ -22,11 +24,6 @@ struct FileRecord {
   int64_t bytes = 0;
   uint32_t crc32 = 0;
 };
-
-// "cbf43926": the form the manifest stores (Python: f"{zlib.crc32(data):08x}").
-std::string crc32_text(uint32_t crc);
-// Parses crc32_text's form; false unless `text` is 8 hex digits.
-bool parse_crc32(const std::string& text, uint32_t* crc);
 
 // Writes `bytes` to `path` so that a reader sees the old file or the whole
 // new one: a temporary file beside it, fsync, rename. Throws baton::Error

@@ -38,6 +38,15 @@
 
 namespace baton {
 
+// Which saves a checkpoint folder keeps (baton/pipeline/checkpoint.h): the
+// newest `keep_last` (at least 1; 2 by default, so that a corrupt newest
+// save still leaves one), and never a `protect`ed folder (e.g. the one a run
+// resumed from), whatever its age.
+struct SaveOptions {
+  int keep_last = 2;
+  std::vector<std::string> protect;
+};
+
 class Pipeline {
  public:
   // Both constructors throw baton::Error naming the parameter and value for:
@@ -147,10 +156,14 @@ class Pipeline {
   // share), sets steps() and returns `extra`. It reads only this rank's
   // files (no collective). Both
   // throw baton::Error naming the file and what is wrong: a missing or
-  // truncated file, another model, layer count, parameter name, shape,
-  // dtype or optimizer kind, a file that cannot be written.
+  // truncated file, another model, layer count, tied weights, parameter
+  // name, shape, dtype or optimizer kind, a file that cannot be written.
+  // save() writes only into an empty folder or a checkpoint folder of its
+  // own, never over an existing file, and removes only step folders that
+  // its own manifest lists beyond `options.keep_last`.
   void save(const std::string& dir, torch::optim::Optimizer* optimizer = nullptr,
-            const nlohmann::json& extra = nlohmann::json::object()) const;
+            const nlohmann::json& extra = nlohmann::json::object(),
+            const SaveOptions& options = {}) const;
   nlohmann::json load(const std::string& dir, torch::optim::Optimizer* optimizer = nullptr);
 
   // This rank in the world ((pp index * dp + dp index) * tp + tp index), and the world's size.

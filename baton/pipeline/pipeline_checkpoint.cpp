@@ -49,6 +49,17 @@ std::map<std::string, nn::TensorSplit> tensor_splits(const runtime::Executor& ex
   return out;
 }
 
+// The manifest's "model": what a checkpoint must agree on to load.
+nlohmann::json model_json(const nn::ModelSpec& model) {
+  nlohmann::json tied = nlohmann::json::array();
+  for (const auto& group : model.tied) {
+    nlohmann::json copies = nlohmann::json::array();
+    for (const nn::TiedParameter& copy : group) copies.push_back({{"layer", copy.layer}, {"name", copy.name}});
+    tied.push_back(copies);
+  }
+  return {{"name", model.name}, {"layers", model.num_layers()}, {"tied", tied}};
+}
+
 std::string split_key(int layer, const std::string& name) { return std::to_string(layer) + "." + name; }
 
 // `optimizer`'s state of each parameter of `layers` ({state: tensor}), one
@@ -112,7 +123,7 @@ void gather_whole(checkpoint::Layers& layers, std::map<int, checkpoint::NamedTen
 }  // namespace
 
 void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
-                    const nlohmann::json& extra) const {
+                    const nlohmann::json& extra, const SaveOptions& options) const {
   State& s = *state_;
   BATON_CHECK(!s.schedule.carries, "[pipeline] save with schedule ", s.schedule.name,
               ": its weights are double-buffered with backwards carried between steps, which "
@@ -137,7 +148,9 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
     request.optimizer_states = std::move(states);
   }
   request.optimizer = optimizer;
-  request.model = {{"name", s.model.name}, {"layers", s.model.num_layers()}};
+  request.model = model_json(s.model);
+  request.keep_last = options.keep_last;
+  request.protect = options.protect;
   request.pipeline = {
       {"pp", s.pp},
       {"dp", s.dp},
@@ -170,7 +183,7 @@ nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* o
   // With ZeRO-1 the optimizer steps this replica's share: load() restores only theirs.
   const checkpoint::LoadResult result = checkpoint::load(
       dir, checkpoint_layers(*s.executor, s.schedule, s.pipeline_rank, /*writers_only=*/false), optimizer,
-      {{"name", s.model.name}, {"layers", s.model.num_layers()}}, to_local);
+      model_json(s.model), to_local);
   s.steps = result.step;
   s.executor->set_steps_run(result.step);
   // Every replica loaded every parameter: nothing to gather before the next step.

@@ -1,9 +1,5 @@
 #include "baton/train/checkpoint_flags.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -20,7 +16,13 @@ using nlohmann::json;
 json model_keys(const TrainConfig& c) {
   return {{"model", c.model},   {"layers", c.layers},           {"hidden", c.hidden},
           {"heads", c.heads},   {"context", c.context},         {"in_features", c.in_features},
-          {"classes", c.classes}};
+          {"classes", c.classes}, {"tie_embeddings", c.tie_embeddings}};
+}
+
+// A saved config's value of `key`; checkpoints from before tie_embeddings are untied.
+json saved_value(const json& saved, const std::string& key) {
+  if (saved.contains(key)) return saved[key];
+  return key == "tie_embeddings" ? json(false) : json();
 }
 
 json config_json(const TrainConfig& c) {
@@ -48,23 +50,6 @@ std::string flag_of(const std::string& key) {
   return flag;
 }
 
-void check_save_folder(const std::string& dir) {
-  std::error_code error;
-  if (fs::exists(dir, error)) {
-    BATON_CHECK(fs::is_directory(dir, error), "[train] --save ", dir, " is a file; name a folder");
-    BATON_CHECK(access(dir.c_str(), W_OK) == 0, "[train] --save ", dir,
-                " cannot be written: ", std::strerror(errno));
-    return;
-  }
-  const fs::path parent = fs::path(dir).lexically_normal().parent_path().empty()
-                              ? fs::path(".")
-                              : fs::path(dir).lexically_normal().parent_path();
-  BATON_CHECK(fs::is_directory(parent, error), "[train] --save ", dir, ": folder ", parent.string(),
-              " does not exist");
-  BATON_CHECK(access(parent.c_str(), W_OK) == 0, "[train] --save ", dir, ": folder ", parent.string(),
-              " is not writable: ", std::strerror(errno));
-}
-
 void check_resume(const TrainConfig& c) {
   const json manifest = checkpoint::check(c.resume);
   const std::string path = (fs::path(c.resume) / checkpoint::kManifest).string();
@@ -73,9 +58,10 @@ void check_resume(const TrainConfig& c) {
               " holds no training configuration (saved by Pipeline::save, not baton train?)");
   const json model = model_keys(c);
   for (const auto& [key, value] : model.items()) {
-    BATON_CHECK(saved.contains(key) && saved[key] == value, "[train] --resume ", c.resume, ": ", path,
-                " was saved with ", flag_of(key), " ", saved.contains(key) ? saved[key].dump() : "(none)",
-                " but this run has ", flag_of(key), " ", value.dump(), "; the model must be the same");
+    const json was = saved_value(saved, key);
+    BATON_CHECK(was == value, "[train] --resume ", c.resume, ": ", path, " was saved with ",
+                flag_of(key), " ", was.is_null() ? "(none)" : was.dump(), " but this run has ",
+                flag_of(key), " ", value.dump(), "; the model must be the same");
   }
   BATON_CHECK(saved.value("optimizer", "") == c.optimizer, "[train] --resume ", c.resume, ": ", path,
               " holds the state of optimizer ", saved.value("optimizer", "?"), " but this run has --optimizer ",
@@ -88,8 +74,22 @@ void check_resume(const TrainConfig& c) {
 }  // namespace
 
 void check_checkpoint_flags(const TrainConfig& c) {
-  if (!c.save.empty()) check_save_folder(c.save);
+  // Resume first: it only reads, and a refused resume should leave no new folder behind.
   if (!c.resume.empty()) check_resume(c);
+  if (!c.save.empty()) checkpoint::prepare_save_folder("[train] --save", c.save);
+}
+
+SaveOptions save_options(const TrainConfig& c) {
+  SaveOptions options;
+  options.keep_last = c.keep_last;
+  if (c.resume.empty()) return options;
+  // The step folder a load of --resume read: its root manifest's newest, or itself.
+  options.protect.push_back(c.resume);
+  const json manifest = checkpoint::read_manifest(c.resume);
+  if (!checkpoint::is_step_manifest(manifest)) {
+    options.protect.push_back((fs::path(c.resume) / manifest["folder"].get<std::string>()).string());
+  }
+  return options;
 }
 
 int64_t resume_if_asked(const TrainConfig& c, Pipeline& pipeline, torch::optim::Optimizer& optimizer,
@@ -107,14 +107,14 @@ int64_t resume_if_asked(const TrainConfig& c, Pipeline& pipeline, torch::optim::
 }
 
 void save_if_due(const TrainConfig& c, const Pipeline& pipeline, torch::optim::Optimizer& optimizer,
-                 int64_t done, int64_t total) {
+                 int64_t done, int64_t total, const SaveOptions& options) {
   if (c.save.empty()) return;
   const bool due = done == total || (c.save_every > 0 && done % c.save_every == 0);
   if (!due) return;
   const json extra{{"config", config_json(c)},
                    {"lr_schedule", {{"kind", c.lr_schedule}, {"lr", c.lr}, {"step", done}, {"total_steps", total}}},
                    {"data", {{"next_batch", done}, {"batch", c.batch}, {"seed", c.seed}}}};
-  pipeline.save(c.save, &optimizer, extra);
+  pipeline.save(c.save, &optimizer, extra, options);
 }
 
 }  // namespace baton::train

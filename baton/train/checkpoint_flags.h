@@ -17,12 +17,18 @@
 
 namespace baton::train {
 
-// Before any rank starts: --save names a folder that exists or can be
-// created, and --resume a whole checkpoint (checkpoint::check) of this
-// model (same model, layers, hidden, heads, context, in_features, classes),
-// optimizer, and a step below --steps. Throws baton::Error naming the flag,
-// the file and the mismatch.
+// Before any rank starts: --resume names a whole checkpoint
+// (checkpoint::check: every file's size and CRC-32) of this model (same
+// model, layers, hidden, heads, context, in_features, classes,
+// tie_embeddings), optimizer, and a step below --steps; --save names a folder
+// baton may save into (checkpoint::prepare_save_folder: empty or baton's own;
+// created now when missing). Throws baton::Error naming the flag, the file
+// and the mismatch.
 void check_checkpoint_flags(const TrainConfig& config);
+
+// How this run's saves rotate: --keep-last, and the step folder --resume
+// read is never removed. Call before the run's first save.
+SaveOptions save_options(const TrainConfig& config);
 
 // With --resume, restores the pipeline and optimizer and returns the step to
 // continue from (collective-free); 0 without it.
@@ -32,6 +38,6 @@ int64_t resume_if_asked(const TrainConfig& config, Pipeline& pipeline, torch::op
 // After `steps_done` steps: saves into --save when --save-every divides it or
 // it is the last step (a collective).
 void save_if_due(const TrainConfig& config, const Pipeline& pipeline, torch::optim::Optimizer& optimizer,
-                 int64_t steps_done, int64_t total_steps);
+                 int64_t steps_done, int64_t total_steps, const SaveOptions& options);
 
 }  // namespace baton::train

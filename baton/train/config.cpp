@@ -34,6 +34,9 @@ std::function<void(const toml::node&, TrainConfig&)> field(
     if constexpr (std::is_same_v<T, std::string>) {
       auto v = node.value<std::string>();
       BATON_CHECK(v.has_value(), "key \"", key, "\" must be a string");
+      // An empty name is a mistake (an unset variable), never "not given".
+      BATON_CHECK(!v->empty(), "key \"", key, "\" is an empty string; give a value or leave the "
+                  "key out");
       config.*member = *v;
     } else if constexpr (std::is_same_v<T, bool>) {
       auto v = node.value<bool>();
@@ -108,6 +111,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"save", field(&TrainConfig::save, "save")},
       {"save_every", field(&TrainConfig::save_every, "save_every", 1)},
       {"resume", field(&TrainConfig::resume, "resume")},
+      {"keep_last", field(&TrainConfig::keep_last, "keep_last", 1)},
   };
   return map;
 }
@@ -212,8 +216,11 @@ void check_config(const TrainConfig& c) {
               c.heads, " (each tensor-parallel rank computes heads / tp attention heads)");
   BATON_CHECK(c.tp == 1 || !c.compare_sim, "[train.config] --compare-sim with tp=", c.tp,
               " is not supported yet (it compares one pipeline of whole layers); use --tp 1");
-  BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
-              "[train.config] bucket-mb must be a finite size above 0 MiB, got ", c.bucket_mb);
+  BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0 && c.bucket_mb <= kMaxBucketMb,
+              "[train.config] bucket-mb must be above 0 and at most ", kMaxBucketMb,
+              " MiB, got ", c.bucket_mb);
+  BATON_CHECK(c.keep_last >= 1, "[train.config] keep_last must be at least 1 (the newest save), "
+              "got ", c.keep_last);
   positive("microbatches", c.microbatches);
   positive("batch", c.batch);
   positive("layers", c.layers);

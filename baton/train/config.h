@@ -20,6 +20,8 @@ namespace baton::train {
 
 // The longest --timeout accepted: a week; beyond that it is a typo.
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
+// The largest --bucket-mb: 1 TiB, far above any stage's gradients.
+inline constexpr int kMaxBucketMb = 1 << 20;
 
 struct TrainConfig {
   // Model
@@ -76,6 +78,10 @@ struct TrainConfig {
   std::string save;         // folder to save into at the end (and every save_every steps)
   int save_every = 0;       // 0: only at the end; needs save
   std::string resume;       // folder of a checkpoint to continue from (up to steps in all)
+  int keep_last = 2;        // saves kept in `save` (SaveOptions::keep_last), at least 1
+  // The TOML file the config was read from (empty: none): an input that no
+  // output may overwrite.
+  std::string config_file;
 };
 
 // Reads a TOML file into `config` (only keys present change). Throws

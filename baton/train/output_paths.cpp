@@ -7,15 +7,20 @@
 namespace baton::train {
 
 void check_output_paths(const TrainConfig& c) {
-  std::vector<NamedPath> outputs;
-  for (const NamedPath& out : std::vector<NamedPath>{{"--metrics", c.metrics},
-                                                     {"--trace", c.trace},
-                                                     {"--svg", c.svg},
-                                                     {"--profile-out", c.profile_out}}) {
-    if (!out.path.empty()) outputs.push_back(out);
+  const std::vector<NamedPath> outputs{{"--metrics", c.metrics},
+                                       {"--trace", c.trace},
+                                       {"--svg", c.svg},
+                                       {"--profile-out", c.profile_out},
+                                       {"--save", c.save, /*folder=*/true}};
+  std::vector<NamedPath> inputs{{"--config", c.config_file},
+                                {"--schedule-file", c.schedule_file},
+                                {"--text", c.text},
+                                {"--data-dir", c.data_dir, /*folder=*/true}};
+  // Resuming from the folder a run saves into (or a kept step of it) is how a run continues.
+  if (!c.resume.empty() && (c.save.empty() || !path_within(c.resume, c.save))) {
+    inputs.push_back({"--resume", c.resume, /*folder=*/true});
   }
-  ::baton::check_output_paths("[train]", outputs,
-                              {{"--schedule-file", c.schedule_file}, {"--text", c.text}});
+  ::baton::check_output_paths("[train]", outputs, inputs);
 }
 
 }  // namespace baton::train

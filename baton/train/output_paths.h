@@ -1,17 +1,19 @@
-// The files `baton train` writes (--metrics, --trace, --svg, --profile-out), checked before
-// any rank starts, so a bad path fails at once with one line instead of on
-// rank 0 after the whole run.
+// What `baton train` writes (--metrics, --trace, --svg, --profile-out, the
+// --save folder), checked before any rank starts against what it reads
+// (--config, --text, --schedule-file, --data-dir, --resume), so that a bad
+// path fails at once with one line and no output ever overwrites an input.
 #pragma once
 
 #include "baton/train/config.h"
 
 namespace baton::train {
 
-// Throws baton::Error naming the flag and the path when an output path is a
-// folder, its folder does not exist, it cannot be created or opened for
-// writing (tried, as baton/core/output_files.h does), or two outputs, or an
-// output and the --schedule-file or --text input, name the same file.
-// Creates nothing.
+// Throws baton::Error naming the flags and the paths when an output file
+// cannot be written, or an output is the same file as an input or another
+// output, or lies inside the --data-dir, --resume or --save folder, or the
+// --save folder holds an input (baton/core/output_files.h). --resume may be
+// the --save folder or a step folder inside it (a run that continues where
+// it saves). Creates nothing.
 void check_output_paths(const TrainConfig& config);
 
 }  // namespace baton::train

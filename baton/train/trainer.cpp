@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "baton/comm/device_choice.h"
 #include "baton/comm/p2p_probe.h"
 #include "baton/core/error.h"
 #include "baton/core/output_files.h"
@@ -111,12 +112,7 @@ bool balance_profiles(const std::string& method) {
 
 // The façade's options for this configuration and rank.
 PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, DataSource& data) {
-  comm::RankEnv env;
-  env.rank = ctx.rank;
-  env.world_size = ctx.world_size;
-  env.local_world_size = ctx.local_world_size;
-  env.master_addr = ctx.master_addr;
-  env.master_port = ctx.master_port;
+  const comm::RankEnv env = ctx.rank_env();
   PipelineOptions options;
   options.schedule(c.schedule)
       .schedule_file(c.schedule_file)
@@ -127,7 +123,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
       .recompute(c.recompute)
       .timeout(std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000)))
       .transport(c.transport)
-      .device(c.device == "cuda" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU))
+      .device(comm::device_for_local_rank(torch::Device(c.device), env.local_rank))
       .seed(c.seed)
       .pp(c.pp)
       .dp(c.dp)
@@ -209,6 +205,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     flush_stdout("[train]");
   }
   Progress progress(c, total, leader, first);
+  const SaveOptions saving = save_options(c);
 
   double loss = 0;
   double peak_activation_bytes = 0;
@@ -230,7 +227,7 @@ void train(const TrainConfig& c, const RankContext& ctx) {
     peak_activation_bytes = std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
     weight_versions = std::max(weight_versions, pipeline.last_step().weight_versions);
     progress.step_done(step, loss, step_s, c.dp > 1 ? pipeline.last_step().reduction_wait_ms : -1);
-    save_if_due(c, pipeline, *optimizer, step + 1, total);
+    save_if_due(c, pipeline, *optimizer, step + 1, total, saving);
   }
   if (pipeline.schedule().carries && total > first) {
     // No flush between steps (2bw): the last step's gradients are whole once

@@ -66,6 +66,21 @@ const CLI::Validator kUint64([](std::string& text) -> std::string {
   return "must be an integer in [0, 18446744073709551615], got " + text;
 }, "UINT64");
 
+// A count of at least 1 that fits an int. CLI11's Range calls a word "not in
+// range"; this names what is wrong with it.
+const CLI::Validator kCount([](std::string& text) -> std::string {
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  const bool integer = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+  if (!integer) return "must be a whole number of at least 1, got \"" + text + "\"";
+  if (value < 1 || value > std::numeric_limits<int>::max()) {
+    return "must be an integer in [1, " + std::to_string(std::numeric_limits<int>::max()) +
+           "], got " + text;
+  }
+  return "";
+}, "COUNT");
+
 // True when `message` already names "rank <rank>" (not "rank <rank>0").
 bool names_rank(const std::string& message, int rank) {
   const std::string name = "rank " + std::to_string(rank);
@@ -105,6 +120,20 @@ int run_rank(const train::TrainConfig& config, const train::RankContext& context
   return 1;
 }
 
+// A path flag given an empty value (`--save "$UNSET"`) would silently mean
+// "not given": refuse it by name instead.
+void check_no_empty_paths(const CLI::App& cmd) {
+  for (const char* name : {"--config", "--text", "--data-dir", "--cache-dir", "--schedule-file",
+                           "--metrics", "--trace", "--svg", "--profile-out", "--save", "--resume"}) {
+    const CLI::Option* option = cmd.get_option_no_throw(name);
+    if (option == nullptr || option->count() == 0) continue;
+    for (const std::string& value : option->results()) {
+      BATON_CHECK(!value.empty(), "[train] ", name, " was given an empty value (an unset "
+                  "variable?); give a path or leave the flag out");
+    }
+  }
+}
+
 int run(TrainFlags& f) {
   check_given_once(*f.cmd);
   // Before the launcher's pipes or any output file could take descriptor 1.
@@ -112,6 +141,7 @@ int run(TrainFlags& f) {
   train::TrainConfig config;
   std::vector<std::string> deprecations;
   if (!f.config_file.empty()) train::load_toml(f.config_file, config, &deprecations);
+  config.config_file = f.config_file;
   for (auto& [option, copy] : f.given) {
     if (option->count() > 0) copy(config);
   }
@@ -147,8 +177,7 @@ int run(TrainFlags& f) {
     return 0;
   }
   if (env) {
-    train::RankContext context{env->rank, env->world_size, env->local_world_size, env->master_addr,
-                               env->master_port};
+    const train::RankContext context = train::RankContext::from_env(*env);
     return run_rank(config, context);
   }
   const int nproc = f.nproc > 0 ? f.nproc : 1;
@@ -223,9 +252,9 @@ Action add_train(CLI::App& app) {
       flag(cmd, *f, "--microbatches", &train::TrainConfig::microbatches, "Micro-batches per step");
   flag(cmd, *f, "--batch", &train::TrainConfig::batch, "Mini-batch size");
   flag(cmd, *f, "--steps", &train::TrainConfig::steps, "Optimizer steps (overrides --epochs)")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+      ->check(kCount);
   flag(cmd, *f, "--epochs", &train::TrainConfig::epochs, "Epochs over the dataset")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+      ->check(kCount);
   flag(cmd, *f, "--lr", &train::TrainConfig::lr, "Learning rate");
   flag(cmd, *f, "--lr-schedule", &train::TrainConfig::lr_schedule, "constant | cosine");
   flag(cmd, *f, "--optimizer", &train::TrainConfig::optimizer, "sgd | adam | adamw");
@@ -249,9 +278,13 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--save", &train::TrainConfig::save,
        "Save a checkpoint into this folder at the end (and every --save-every steps)");
   flag(cmd, *f, "--save-every", &train::TrainConfig::save_every, "Also save every N steps (needs --save)")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+      ->check(kCount);
   flag(cmd, *f, "--resume", &train::TrainConfig::resume,
        "Continue from the checkpoint in this folder (--steps stays the total)");
+  flag(cmd, *f, "--keep-last", &train::TrainConfig::keep_last,
+       "Saves kept in --save's folder, newest first (default 2); older ones baton wrote there "
+       "are removed after each save, never the one --resume read")
+      ->check(kCount);
   CLI::Option* tie = cmd->add_flag("--tie-embeddings", f->values.tie_embeddings,
                                    "gpt: one matrix for the token embedding and the LM head; on "
                                    "different stages each holds a copy and REDUCE_TIED sums their "
@@ -269,6 +302,7 @@ Action add_train(CLI::App& app) {
   return [f] {
     f->argv = command_line();
     try {
+      check_no_empty_paths(*f->cmd);
       return run(*f);
     } catch (const WriteError& e) {
       print_error(e.what());  // a failure while running, not bad input
