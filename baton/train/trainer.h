@@ -7,18 +7,36 @@
 
 #include <string>
 
+#include "baton/comm/rank_env.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/train/config.h"
 
 namespace baton::train {
 
-// Who this process is among the ranks of the job.
+// Who this process is among the ranks of the job: the fields of a
+// comm::RankEnv, which from_env() and rank_env() carry over unchanged.
 struct RankContext {
   int rank = 0;
   int world_size = 1;
   int local_world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  int local_rank = 0;  // this process's index on its machine: its GPU under --device cuda
+
+  static RankContext from_env(const comm::RankEnv& env) {
+    return RankContext{env.rank,        env.world_size,  env.local_world_size,
+                       env.master_addr, env.master_port, env.local_rank};
+  }
+  comm::RankEnv rank_env() const {
+    comm::RankEnv env;
+    env.rank = rank;
+    env.world_size = world_size;
+    env.local_rank = local_rank;
+    env.local_world_size = local_world_size;
+    env.master_addr = master_addr;
+    env.master_port = master_port;
+    return env;
+  }
 };
 
 // Checks what can be checked before any rank starts, so bad input fails once
