@@ -7,9 +7,11 @@
 namespace baton::comm {
 
 // Like connect(), with NCCL: rank r uses device cuda:local_rank, and tensors
-// are sent, received and reduced on it. NCCL matches point-to-point messages
-// by order, not tag (see Communicator::irecv).
-// Throws baton::Error when baton was built without CUDA.
+// are sent, received and reduced on it. Point-to-point follows the protocol
+// of ordered_transport.h: headers first over a CPU channel (a Gloo
+// communicator's shared memory or TCP), payloads over NCCL, receives posted
+// eagerly. Throws baton::Error when baton was built without CUDA, or when
+// local_rank names no visible GPU.
 Communicator connect_nccl(const ConnectOptions& options, int local_rank);
 
 }  // namespace baton::comm

@@ -1,13 +1,13 @@
-// NCCL-backed communicators; built only against a CUDA LibTorch. Untested in
-// baton's CPU CI: it compiles only where CUDA is present.
+// NCCL-backed communicators; built only against a CUDA LibTorch. The
+// protocol (headers first over a CPU channel, receives posted eagerly) is
+// ordered_transport.cpp's, which CI runs on the CPU; this file holds only the
+// NCCL calls. Headers are built from sizes on the host: no device sync.
 //
-// Point-to-point: NCCL matches messages by order, not tag, and a receiver
-// must know a payload's size before posting it. So every tensor's header
-// goes first over a CPU control channel (a Gloo group over the same store,
-// through shared memory on one host), on one tag per peer, which keeps the
-// send order. A receiver's waits read those headers in that order and post
-// each one's NCCL receive as they read it (not as it arrives: see await).
-// Headers are built from sizes on the host: no device sync.
+// The messages each way between two ranks take a process group of their own
+// (one towards higher ranks, one towards lower): ProcessGroupNCCL runs a pair's
+// sends and receives on one stream, where two ranks that both send a large
+// tensor before receiving would each wait on the GPU for a receive queued
+// behind their own send (NCCL: a send blocks the GPU until its receive runs).
 #include "baton/comm/nccl.h"
 
 #ifndef USE_C10D_NCCL
@@ -17,15 +17,12 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
-#include <cstring>
-#include <deque>
-#include <map>
-#include <mutex>
+#include <memory>
+#include <vector>
 
 #include "baton/comm/comm_state.h"
 #include "baton/comm/gloo_transport.h"
-#include "baton/comm/tag.h"
-#include "baton/comm/tensor_header.h"
+#include "baton/comm/ordered_transport.h"
 #include "baton/core/error.h"
 
 namespace baton::comm {
@@ -33,90 +30,45 @@ namespace {
 
 using detail::Clock;
 
-// The control tag: above every c10d_tag() value (which fit in 31 bits).
-constexpr int kControlTag = (1 << 30) + 7;
-
-class NcclTransport;
-
-class NcclSend : public detail::PendingSend {
+class NcclOp : public detail::ChannelOp {
  public:
-  std::shared_ptr<detail::PendingSend> control;
-  compat::WorkPtr payload;
-  at::Tensor tensor;
-  bool wait(Clock::time_point deadline) override {
-    return control->wait(deadline) && detail::wait_until(payload, deadline);
+  NcclOp(compat::WorkPtr work, at::Tensor tensor)
+      : work_(std::move(work)), tensor_(std::move(tensor)) {}
+  // Enqueued: the GPU completes it in stream order once the peer posts its half.
+  bool settled() override { return true; }
+  bool finish(Clock::time_point deadline) override {
+    if (!detail::wait_until(work_, deadline)) return false;
+    tensor_ = at::Tensor();
+    return true;
   }
-};
-
-class NcclRecv : public detail::PendingRecv {
- public:
-  NcclRecv(NcclTransport* transport, int src, int tag) : transport_(transport), src_(src), tag_(tag) {}
-  at::Tensor wait(Clock::time_point deadline) override;
 
  private:
-  NcclTransport* transport_;
-  int src_, tag_;
+  compat::WorkPtr work_;
+  at::Tensor tensor_;  // alive until the stream has ordered itself after the transfer
 };
 
-class NcclTransport : public detail::Transport {
+class NcclChannel : public detail::OrderedChannel {
  public:
-  // `control` is a CPU communicator's state whose transports carry the headers.
-  NcclTransport(compat::BackendPtr nccl, std::shared_ptr<detail::CommState> control, at::Device device)
-      : nccl_(std::move(nccl)), control_(std::move(control)), device_(device) {}
-  const char* name() const override { return "nccl"; }
+  NcclChannel(int rank, compat::BackendPtr up, compat::BackendPtr down)
+      : rank_(rank), up_(std::move(up)), down_(std::move(down)) {}
 
-  std::shared_ptr<detail::PendingSend> isend(const at::Tensor& tensor, int dst, int tag) override {
-    detail::TensorHeader header = detail::encode_header(tensor);
-    at::Tensor words = at::empty({detail::kHeaderWords + 1}, at::kLong);
-    words[0] = tag;
-    std::memcpy(words.data_ptr<std::int64_t>() + 1, header.words.data(), detail::kHeaderBytes);
-    auto send = std::make_shared<NcclSend>();
-    send->control = control_->p2p[dst]->isend(words, dst, kControlTag);
+  std::shared_ptr<detail::ChannelOp> send(const at::Tensor& tensor, int dst) override {
     std::vector<at::Tensor> one{tensor};
-    send->payload = nccl_->send(one, dst, 0);
-    send->tensor = tensor;
-    return send;
+    return std::make_shared<NcclOp>(lane(rank_, dst)->send(one, dst, 0), tensor);
   }
 
-  std::shared_ptr<detail::PendingRecv> irecv(int src, int tag) override {
-    return std::make_shared<NcclRecv>(this, src, tag);
-  }
-
-  // Reads control messages from `src` in order, posting their NCCL receives,
-  // until the one for `tag` has been posted; then waits for its payload.
-  at::Tensor await(int src, int tag, Clock::time_point deadline) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto& queue = arrived_[{src, tag}];
-    while (queue.empty()) {
-      at::Tensor words = control_->p2p[src]->irecv(src, kControlTag)->wait(deadline);
-      if (!words.defined()) return at::Tensor();
-      detail::TensorHeader header;
-      std::memcpy(header.words.data(), words.data_ptr<std::int64_t>() + 1, detail::kHeaderBytes);
-      detail::check_header(header, ::baton::detail::concat("rank ", src));
-      Arrival arrival{detail::allocate_from_header(header, device_), nullptr};
-      std::vector<at::Tensor> one{arrival.tensor};
-      arrival.work = nccl_->recv(one, src, 0);
-      arrived_[{src, static_cast<int>(words.data_ptr<std::int64_t>()[0])}].push_back(arrival);
-    }
-    Arrival arrival = queue.front();
-    queue.pop_front();
-    if (!detail::wait_until(arrival.work, deadline)) return at::Tensor();
-    return arrival.tensor;
+  std::shared_ptr<detail::ChannelOp> recv(const at::Tensor& tensor, int src) override {
+    std::vector<at::Tensor> one{tensor};
+    return std::make_shared<NcclOp>(lane(src, rank_)->recv(one, src, 0), tensor);
   }
 
  private:
-  struct Arrival {
-    at::Tensor tensor;
-    compat::WorkPtr work;
-  };
-  compat::BackendPtr nccl_;
-  std::shared_ptr<detail::CommState> control_;
-  at::Device device_;
-  std::mutex mutex_;
-  std::map<std::pair<int, int>, std::deque<Arrival>> arrived_;
-};
+  // Messages from a lower rank to a higher one go up, the others down.
+  const compat::BackendPtr& lane(int from, int to) const { return from < to ? up_ : down_; }
 
-at::Tensor NcclRecv::wait(Clock::time_point deadline) { return transport_->await(src_, tag_, deadline); }
+  const int rank_;
+  compat::BackendPtr up_, down_;
+};
 
 }  // namespace
 
@@ -130,19 +82,18 @@ Communicator connect_nccl(const ConnectOptions& options, int local_rank) {
   auto store = control.state()->store;
   auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
   nccl_options->timeout = options.timeout;
-  compat::BackendPtr backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(
-      c10::make_intrusive<c10d::PrefixStore>("nccl/", store), options.rank, options.world_size,
-      nccl_options);
+  const auto group = [&](const char* prefix) -> compat::BackendPtr {
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(
+        c10::make_intrusive<c10d::PrefixStore>(prefix, store), options.rank, options.world_size,
+        nccl_options);
+  };
   const at::Device device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
-  auto state = std::make_shared<detail::CommState>(backend, store, options.rank,
-                                                   options.world_size, options.timeout, device,
-                                                   "nccl");
-  state->gloo_device = control.state()->gloo_device;  // groups reduce over Gloo
-  state->transports.push_back(std::make_unique<NcclTransport>(backend, control.state(), device));
-  for (int r = 0; r < options.world_size; ++r) {
-    if (r != options.rank) state->p2p[r] = state->transports.back().get();
-  }
-  return Communicator(std::move(state));
+  compat::BackendPtr collectives = group("nccl/");
+  compat::BackendPtr up = group("nccl-up/");
+  compat::BackendPtr down = group("nccl-down/");
+  return detail::connect_ordered(control, std::move(collectives),
+                                 std::make_shared<NcclChannel>(options.rank, up, down), device,
+                                 "nccl");
 }
 
 }  // namespace baton::comm
