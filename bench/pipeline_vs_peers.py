@@ -10,8 +10,10 @@ thread, cut 4 + 4. For each workload (hidden, micro-batches) it runs:
   - bench/peers/pipelining_1f1b.py: torch.distributed.pipelining's Schedule1F1B (torch 2.x).
 and prints the median step times, baton 1F1B's speedup over each peer, and baton's
 --compare-sim efficiency (simulated / measured step, communication charged from a probe).
+With --device cuda every run is on two GPUs (rank r on cuda:r, NCCL between them; the
+torch 1.13 peer is left out): baton needs a CUDA build, the peers a CUDA torch 2.x.
 
-Usage: python3 bench/pipeline_vs_peers.py [--baton build/baton] [--steps 60]
+Usage: python3 bench/pipeline_vs_peers.py [--baton build/baton] [--steps 60] [--device cuda]
 """
 import argparse, json, os, re, statistics, subprocess, sys, tempfile
 
@@ -19,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = [(16, 32), (16, 8), (1024, 8)]
 
 
-def baton(binary, hidden, m, schedule, steps):
+def baton(binary, hidden, m, schedule, steps, device):
     with tempfile.TemporaryDirectory() as tmp:
         metrics = os.path.join(tmp, "m.jsonl")
         out = subprocess.run(
@@ -27,7 +29,7 @@ def baton(binary, hidden, m, schedule, steps):
              "--in-features", str(hidden), "--classes", "10", "--batch", "256",
              "--microbatches", str(m), "--pp", "2", "--nproc", "2", "--threads", "1",
              "--schedule", schedule, "--optimizer", "sgd", "--lr", "0.01", "--steps", str(steps),
-             "--log-every", "100000", "--metrics", metrics, "--compare-sim"],
+             "--log-every", "100000", "--metrics", metrics, "--compare-sim", "--device", device],
             check=True, capture_output=True, text=True).stdout
         rows = [json.loads(line) for line in open(metrics)]
     step = statistics.median([r["step_ms"] for r in rows if "step_ms" in r][5:])
@@ -55,17 +57,19 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--baton", default="build/baton")
     p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = p.parse_args()
-    debian = "/usr/bin/python3" if has_torch("/usr/bin/python3") else None
+    on = ("--device", a.device)
+    debian = "/usr/bin/python3" if a.device == "cpu" and has_torch("/usr/bin/python3") else None
     print(f"{'hidden':>6} {'m':>3} {'baton gpipe':>11} {'baton 1f1b':>10} {'script 1.13':>11} "
           f"{'script 2.x':>10} {'pipelining':>10} {'vs script':>9} {'vs pipel.':>9} "
           f"{'eff':>6} {'bubble meas/sim':>15}  (ms per step, medians)")
     for hidden, m in WORKLOADS:
-        gpipe, _, _ = baton(a.baton, hidden, m, "gpipe", a.steps)
-        one, eff, bubbles = baton(a.baton, hidden, m, "1f1b", a.steps)
+        gpipe, _, _ = baton(a.baton, hidden, m, "gpipe", a.steps, a.device)
+        one, eff, bubbles = baton(a.baton, hidden, m, "1f1b", a.steps, a.device)
         script_old = peer(debian, "gpipe_send_recv.py", hidden, m, a.steps) if debian else float("nan")
-        script_new = peer(sys.executable, "gpipe_send_recv.py", hidden, m, a.steps)
-        pipelining = peer(sys.executable, "pipelining_1f1b.py", hidden, m, a.steps)
+        script_new = peer(sys.executable, "gpipe_send_recv.py", hidden, m, a.steps, on)
+        pipelining = peer(sys.executable, "pipelining_1f1b.py", hidden, m, a.steps, on)
         best_script = min(x for x in (script_old, script_new) if x == x) if (script_old == script_old or script_new == script_new) else float("nan")
         print(f"{hidden:>6} {m:>3} {gpipe:>11.2f} {one:>10.2f} {script_old:>11.2f} {script_new:>10.2f} "
               f"{pipelining:>10.2f} {best_script / one:>8.2f}x {pipelining / one:>8.2f}x "
