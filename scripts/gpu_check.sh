@@ -9,7 +9,7 @@
 #   scripts/gpu_check.sh [build] [tests] [train] [bench]     (default: all, in order)
 #
 # Nothing is downloaded: python3 must import a CUDA build of torch, and CMake
-# must find its CUDA (nvcc on the PATH). Where commands are stopped after 10
+# must find its CUDA (nvcc on the PATH, or in /usr/local/cuda/bin). Where commands are stopped after 10
 # minutes, run `scripts/gpu_check.sh build` first (again if cut off: ninja
 # resumes), then the rest. BATON_JOBS (default: cores), BATON_GPU_BUILD_DIR.
 set -uo pipefail
@@ -49,6 +49,10 @@ print(torch.utils.cmake_prefix_path)' 2>"$log"); then
     echo "python3 cannot import a CUDA torch (python3 -m pip install torch)" >>"$log"
     fail "build: no CUDA torch for python3" "$log"
     return
+  fi
+  # CMake finds CUDA through nvcc; a toolkit in the usual place will do.
+  if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    PATH=/usr/local/cuda/bin:$PATH
   fi
   local version
   version=$(python3 -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')
