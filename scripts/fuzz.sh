@@ -7,6 +7,8 @@
 #   FUZZ_SECONDS=300 bash scripts/fuzz.sh
 #   FUZZ_TARGET=schedule_csv bash scripts/fuzz.sh   # PyTorch's schedule CSV instead
 #   FUZZ_TARGET=config_toml bash scripts/fuzz.sh    # the training config's TOML
+#   FUZZ_TARGET=idx bash scripts/fuzz.sh            # Fashion-MNIST's IDX data files
+#   FUZZ_TARGET=checkpoint_manifest bash scripts/fuzz.sh  # a checkpoint's manifest.json
 #
 # Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev).
 # Builds in build-fuzz (FUZZ_BUILD_DIR), separate from the normal build.

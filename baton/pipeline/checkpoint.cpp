@@ -132,17 +132,17 @@ void finish_save(const SaveRequest& r, json manifest) {
     } catch (const Error&) {
     }
   }
+  // A protected folder past keep_last stays listed, so that a later save removes it.
   std::vector<std::string> kept{folder}, dropped;
   for (const std::string& k : previous) {
     if (k == folder || !fs::is_directory(fs::symlink_status(dir / k, error))) continue;
-    (static_cast<int>(kept.size()) < r.keep_last ? kept : dropped).push_back(k);
+    const bool keep = static_cast<int>(kept.size()) < r.keep_last || is_protected(dir / k, r.protect);
+    (keep ? kept : dropped).push_back(k);
   }
   manifest["kept"] = kept;
   write_text(dir / kManifest, manifest.dump(1));
   sync_folder(r.dir);
-  for (const std::string& k : dropped) {
-    if (!is_protected(dir / k, r.protect)) fs::remove_all(dir / k, error);
-  }
+  for (const std::string& k : dropped) fs::remove_all(dir / k, error);
   for (const auto& entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(std::string(kManifest) + ".tmp.", 0) == 0 && entry.is_regular_file(error)) {

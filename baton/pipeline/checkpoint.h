@@ -29,7 +29,7 @@
 // are older step folders removed, and only those the previous root manifest
 // lists in "kept" beyond the newest `keep_last` (default 2, so a corrupt
 // newest save still leaves one), except `protect`ed ones (the folder a run
-// resumed from). A save that fails removes the files its rank wrote; one
+// resumed from), which stay listed for a later save to remove. A save that fails removes the files its rank wrote; one
 // killed leaves a step_<N>.partial folder, which no manifest names (so it is
 // never loaded) and which the next save into DIR removes when it holds only
 // names baton writes. A save killed at any point leaves the previous root

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A missing, truncated or mismatched checkpoint, and bad --save/--resume
-# flags, get one line naming the file and the mismatch, and exit 2, before
-# any rank starts.
+# A missing, truncated, corrupt, swapped, incomplete, out-of-range, escaping
+# or mismatched checkpoint, and bad --save/--resume flags, get one line naming
+# the file and the mismatch, and exit 2, before any rank starts.
 source "$(dirname "$0")/lib/common.sh"
 
 timeout 300 "$baton" train "${T[@]}" --threads 1 --save "$tmp/ck" > "$tmp/save.out" 2>&1 \
@@ -39,6 +39,17 @@ expect_bad_input "--save-every 2 needs --save DIR" "${T[@]}" --save-every 2
 touch "$tmp/file"
 expect_bad_input "--save $tmp/file is a file" "${T[@]}" --save "$tmp/file"
 expect_bad_input "folder $tmp/no/such does not exist" "${T[@]}" --save "$tmp/no/such/ck"
+# Empty values (an unset variable) are refused by name, not taken as "not given".
+expect_bad_input "--save was given an empty value" "${T[@]}" --save ""
+expect_bad_input "--resume was given an empty value" "${T[@]}" --resume ""
+printf 'save = ""\n' > "$tmp/empty_save.toml"
+expect_bad_input "key \"save\" is an empty string" "${T[@]}" --config "$tmp/empty_save.toml"
+# A folder that cannot be made is refused before training, not at save time.
+ln -s "$tmp/nowhere/x" "$tmp/dangling"
+expect_bad_input "--save $tmp/dangling is a link to $tmp/nowhere/x, which does not exist" "${T[@]}" --save "$tmp/dangling"
+expect_bad_input "--save /proc/baton_ck cannot be created" "${T[@]}" --save /proc/baton_ck
+expect_bad_input "--save-every: must be a whole number of at least 1, got \"abc\"" "${T[@]}" --save "$tmp/ok" --save-every abc
+expect_bad_input "--keep-last: must be an integer in [1, 2147483647], got 0" "${T[@]}" --save "$tmp/ok" --keep-last 0
 
 copy no_crc
 python3 - "$tmp/no_crc/manifest.json" <<'PY'
@@ -47,27 +58,60 @@ m = json.load(open(sys.argv[1])); m["files"][0]["crc32"] = "xyz"; json.dump(m, o
 PY
 expect_bad_input "no_crc/manifest.json gives file" "${R[@]}" --steps 4 --resume "$tmp/no_crc"
 
-# A corrupt file of the right size passes the launcher's checks; the rank
-# names it from its CRC-32 before LibTorch's parser reads it (that parser
-# reads freed memory on a zeroed file under LibTorch 1.13).
-resume_fails() {  # resume_fails <folder> <expected text>
-  local err
-  err=$(timeout 120 "$baton" train "${R[@]}" --threads 1 --steps 4 --resume "$1" 2>&1 >/dev/null) \
-    && fail "a corrupt file in $1 was loaded"
-  printf '%s' "$err" | grep -qF -- "$2" || fail "$1: $err"
-}
+# A corrupt file of the right size is named from its CRC-32 before any rank
+# starts (and before LibTorch's parser reads it: that parser reads freed
+# memory on a zeroed file under LibTorch 1.13).
 copy corrupt
 f=$(ls "$tmp/corrupt"/step_*/layer_00000.pt)
 size=$(stat -c %s "$f")
 head -c "$size" /dev/zero > "$f"
-resume_fails "$tmp/corrupt" "file $f ($size bytes) is corrupt: its CRC-32 is"
+expect_bad_input "file $f ($size bytes) is corrupt: its CRC-32 is" "${R[@]}" --steps 4 --resume "$tmp/corrupt"
 
-# A valid tensor file of the same size and shapes, put in another's place
-# (layers 1 and 2 of this MLP are both 16x16), loaded the wrong weights
-# silently before files carried checksums.
+# One flipped byte.
+copy flipped
+f=$(ls "$tmp/flipped"/step_*/layer_00003.pt)
+python3 - "$f" <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read()); data[len(data) // 2] ^= 0x01
+open(sys.argv[1], "wb").write(data)
+PY
+expect_bad_input "file $f ($(stat -c %s "$f") bytes) is corrupt" "${R[@]}" --steps 4 --resume "$tmp/flipped"
+
+# Two layer files swapped (layers 1 and 2 of this MLP are both 16x16, so the
+# sizes and shapes agree): loaded the wrong weights silently before files
+# carried checksums.
 copy swapped
 a=$(ls "$tmp/swapped"/step_*/layer_00001.pt); b=$(ls "$tmp/swapped"/step_*/layer_00002.pt)
 [ "$(stat -c %s "$a")" = "$(stat -c %s "$b")" ] || fail "layers 1 and 2 differ in size; the test needs equal ones"
-cp "$b" "$a"
-resume_fails "$tmp/swapped" "file $a ($(stat -c %s "$a") bytes) is corrupt: its CRC-32 is $(python3 -c "import zlib,sys; print(f'{zlib.crc32(open(sys.argv[1],\"rb\").read()):08x}')" "$a")"
+mv "$a" "$tmp/t.pt"; mv "$b" "$a"; mv "$tmp/t.pt" "$b"
+expect_bad_input "file $a ($(stat -c %s "$a") bytes) is corrupt: its CRC-32 is $(python3 -c "import zlib,sys; print(f'{zlib.crc32(open(sys.argv[1],\"rb\").read()):08x}')" "$a")" \
+  "${R[@]}" --steps 4 --resume "$tmp/swapped"
+
+# edit <folder> <python statement on m>: rewrites the folder's manifest.
+edit() {
+  copy "$1"
+  python3 - "$tmp/$1/manifest.json" "$2" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); exec(sys.argv[2]); open(sys.argv[1], "w").write(json.dumps(m))
+PY
+}
+edit no_layer 'm["files"] = [f for f in m["files"] if not (f["kind"] == "layer" and f["layer"] == 2)]'
+expect_bad_input "lists no file for layer 2 of the model's 4 (a layer is missing" "${R[@]}" --steps 4 --resume "$tmp/no_layer"
+for step in -5 -1 1e30 9223372036854775813; do
+  edit "step$step" "m['step'] = json.loads('$step')"
+  expect_bad_input "\"step\" is" "${R[@]}" --steps 4 --resume "$tmp/step$step"
+  expect_bad_input "it must be an integer in [0, 2147483647]" "${R[@]}" --steps 4 --resume "$tmp/step$step"
+done
+echo secret > "$tmp/outside.pt"
+edit escape 'f = m["files"][0]; f["path"] = m["folder"] + "/../../outside.pt"'
+expect_bad_input "is not a relative path inside the checkpoint's folder" "${R[@]}" --steps 4 --resume "$tmp/escape"
+# A link inside the folder that leads out of it.
+copy linked
+f=$(ls "$tmp/linked"/step_*/layer_00000.pt)
+cp "$f" "$tmp/outside_copy.pt"; rm "$f"; ln -s "$tmp/outside_copy.pt" "$f"
+expect_bad_input "outside the checkpoint's folder" "${R[@]}" --steps 4 --resume "$tmp/linked"
+copy manifest_folder
+rm "$tmp/manifest_folder/manifest.json"; mkdir "$tmp/manifest_folder/manifest.json"
+expect_bad_input "manifest_folder/manifest.json is a folder, not a checkpoint manifest" "${R[@]}" --steps 4 --resume "$tmp/manifest_folder"
+
 echo "ok"

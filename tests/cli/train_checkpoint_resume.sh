@@ -3,7 +3,7 @@
 # resume to 4 gives the losses of 4 steps straight, bitwise on CPU; resuming
 # under another pp, schedule or balance gives them within 1e-6 relative; a
 # save killed mid-way leaves the previous checkpoint loadable; successive
-# saves keep one step folder.
+# saves keep the newest --keep-last step folders.
 source "$(dirname "$0")/lib/common.sh"
 
 # C: the job without pp, schedule or balance; every run prints its losses to metrics.
@@ -53,15 +53,18 @@ BATON_TEST_KILL_IN_SAVE=1:4 timeout 300 "$baton" train "${C[@]}" --pp 2 --nproc 
   --save "$tmp/killed" --save-every 2 > "$tmp/killed.out" 2>&1 && fail "the killed save exited 0"
 python3 -c 'import json,sys; m = json.load(open(sys.argv[1])); assert m["step"] == 2, m["step"]' \
   "$tmp/killed/manifest.json" || fail "the manifest is not step 2's after the killed save"
-ls "$tmp/killed/step_00000004" | grep -q '\.tmp\.' || fail "the killed save left no half-written file (hook?)"
+ls "$tmp/killed/step_00000004.partial" | grep -q '\.tmp\.' || fail "the killed save left no half-written file (hook?)"
+ls -d "$tmp/killed/step_00000004" 2>/dev/null && fail "the killed save left a step folder that looks whole"
 run after_kill --pp 2 --nproc 2 --steps 4 --resume "$tmp/killed" --save "$tmp/killed"
 [ "$(losses after_kill)" = "$(losses straight | tail -2)" ] || fail "resuming after the killed save: $(losses after_kill)"
 python3 -c 'import json,sys; m = json.load(open(sys.argv[1])); assert m["step"] == 4, m["step"]' \
   "$tmp/killed/manifest.json" || fail "the manifest is not step 4's after the resumed run"
-[ "$(ls "$tmp/killed")" = "$(printf 'manifest.json\nstep_00000004')" ] || fail "stale folders: $(ls "$tmp/killed")"
+[ "$(ls "$tmp/killed")" = "$(printf 'manifest.json\nstep_00000002\nstep_00000004')" ] || fail "stale folders: $(ls "$tmp/killed")"
 find "$tmp/killed" -name '*.tmp.*' | grep -q . && fail "temporary files left: $(find "$tmp/killed" -name '*.tmp.*')"
 
-# Successive saves into one folder keep only the newest step's files.
+# Successive saves into one folder keep the newest --keep-last (default 2).
 run every --pp 2 --nproc 2 --steps 3 --save "$tmp/every" --save-every 1
-[ "$(ls "$tmp/every")" = "$(printf 'manifest.json\nstep_00000003')" ] || fail "after 3 saves: $(ls "$tmp/every")"
+[ "$(ls "$tmp/every")" = "$(printf 'manifest.json\nstep_00000002\nstep_00000003')" ] || fail "after 3 saves: $(ls "$tmp/every")"
+run every1 --pp 2 --nproc 2 --steps 3 --save "$tmp/every1" --save-every 1 --keep-last 1
+[ "$(ls "$tmp/every1")" = "$(printf 'manifest.json\nstep_00000003')" ] || fail "after 3 saves, --keep-last 1: $(ls "$tmp/every1")"
 echo "ok"

@@ -47,5 +47,8 @@ expect_bad_input "batch of 9 samples does not split evenly over dp=2 replicas" $
 expect_bad_input "dp=4 leaves each replica 1 of the batch's 4 samples, fewer than its 2 micro-batches" \
   $small --batch 4 --dp 4 --pp 1 --nproc 4
 expect_bad_input "dp must be at least 1, got 0" $small --batch 8 --dp 0
-expect_bad_input "bucket-mb must be a finite size above 0 MiB, got 0" $small --batch 8 --bucket-mb 0
+expect_bad_input "bucket-mb must be above 0 and at most 1048576 MiB, got 0" $small --batch 8 --bucket-mb 0
+expect_bad_input "bucket-mb must be above 0 and at most 1048576 MiB, got 1e+308" $small --batch 8 --bucket-mb 1e308
+printf 'bucket_mb = 1e308\n' > "$tmp/bucket.toml"
+expect_bad_input "bucket-mb must be above 0 and at most 1048576 MiB" $small --batch 8 --config "$tmp/bucket.toml"
 echo "1 passed, 0 failed"

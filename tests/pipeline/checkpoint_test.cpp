@@ -1,14 +1,17 @@
 // Pipeline::save / Pipeline::load: a checkpoint saved on 2 ranks loads on 1
 // with the same parameters and optimizer state; training continues bitwise
-// as if never stopped; re-saving a step keeps the checkpoint in use; another
-// model, a missing or truncated file, another optimizer get a baton::Error
-// naming the file and the mismatch.
+// as if never stopped; re-saving a step writes a new folder and keeps the
+// newest two; nothing baton did not write is removed; another model (tied
+// weights included), a missing or truncated file, another optimizer get a
+// baton::Error naming the file and the mismatch.
 #include <ATen/Parallel.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <torch/torch.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -123,7 +126,7 @@ TEST(Checkpoint, ResumedSgdWithMomentumTakesBitwiseTheStepsOfAnUninterruptedRun)
   for (int step = 2; step < 4; ++step) EXPECT_EQ(train_step(resumed, sgd2, step), losses[step]) << step;
 }
 
-TEST(Checkpoint, ResavingAStepWritesANewFolderAndKeepsOnlyIt) {
+TEST(Checkpoint, ResavingAStepWritesANewFolderAndKeepsTheNewestTwo) {
   TempDir dir;
   Pipeline pipe(model(), {}, PipelineOptions().microbatches(2));
   torch::optim::Adam adam(pipe.parameters());
@@ -132,10 +135,103 @@ TEST(Checkpoint, ResavingAStepWritesANewFolderAndKeepsOnlyIt) {
   EXPECT_EQ(checkpoint::check(dir.path)["folder"], "step_00000001");
   pipe.save(dir.path, &adam);
   EXPECT_EQ(checkpoint::check(dir.path)["folder"], "step_00000001-1");
-  EXPECT_FALSE(fs::exists(fs::path(dir.path) / "step_00000001"));
+  EXPECT_EQ(checkpoint::check(dir.path)["kept"], nlohmann::json({"step_00000001-1", "step_00000001"}));
   pipe.save(dir.path, &adam);
-  EXPECT_EQ(checkpoint::check(dir.path)["folder"], "step_00000001");
+  EXPECT_EQ(checkpoint::check(dir.path)["folder"], "step_00000001-2");
+  EXPECT_FALSE(fs::exists(fs::path(dir.path) / "step_00000001"));
+  // Each kept step folder is a checkpoint of its own.
+  EXPECT_NO_THROW(pipe.load((fs::path(dir.path) / "step_00000001-1").string(), &adam));
   EXPECT_NO_THROW(pipe.load(dir.path, &adam));
+}
+
+TEST(Checkpoint, SavingRemovesOnlyTheStepFoldersItsManifestListsBeyondKeepLast) {
+  TempDir dir;
+  Pipeline pipe(model(), {}, PipelineOptions().microbatches(2));
+  torch::optim::Adam adam(pipe.parameters());
+  SaveOptions keep_one;
+  keep_one.keep_last = 1;
+  train_step(pipe, adam, 0);
+  pipe.save(dir.path, &adam, nlohmann::json::object(), keep_one);
+  // A user's folder named like a step, and a file, beside baton's.
+  fs::create_directory(fs::path(dir.path) / "step_00000009");
+  std::ofstream(fs::path(dir.path) / "step_00000009" / "photo.jpg") << "mine";
+  std::ofstream(fs::path(dir.path) / "notes.txt") << "mine";
+  SaveOptions protect_first = keep_one;
+  protect_first.protect.push_back((fs::path(dir.path) / "step_00000001").string());
+  train_step(pipe, adam, 1);
+  pipe.save(dir.path, &adam, nlohmann::json::object(), protect_first);  // step 2
+  EXPECT_TRUE(fs::exists(fs::path(dir.path) / "step_00000001"));       // protected
+  train_step(pipe, adam, 2);
+  pipe.save(dir.path, &adam, nlohmann::json::object(), keep_one);  // step 3
+  EXPECT_FALSE(fs::exists(fs::path(dir.path) / "step_00000001"));
+  EXPECT_FALSE(fs::exists(fs::path(dir.path) / "step_00000002"));
+  EXPECT_TRUE(fs::exists(fs::path(dir.path) / "step_00000003"));
+  EXPECT_TRUE(fs::exists(fs::path(dir.path) / "step_00000009" / "photo.jpg"));
+  EXPECT_TRUE(fs::exists(fs::path(dir.path) / "notes.txt"));
+}
+
+TEST(Checkpoint, SaveRefusesAFolderThatHoldsNoBatonCheckpointAndChangesNothing) {
+  TempDir dir;
+  std::ofstream(fs::path(dir.path) / "manifest.json") << "{\"mine\": 1}";
+  fs::create_directory(fs::path(dir.path) / "step_photos");
+  Pipeline pipe(model(), {}, PipelineOptions().microbatches(2));
+  try {
+    pipe.save(dir.path);
+    FAIL() << "saved into a folder that is not baton's";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not a baton checkpoint's, so baton will not write there"));
+  }
+  std::ifstream in(fs::path(dir.path) / "manifest.json");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{\"mine\": 1}");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()), 2);
+}
+
+TEST(Checkpoint, ASaveThatCannotWriteRemovesItsFilesAndLeavesThePreviousOneLoadable) {
+  TempDir dir;
+  Pipeline pipe(model(), {}, PipelineOptions().microbatches(2));
+  torch::optim::Adam adam(pipe.parameters());
+  train_step(pipe, adam, 0);
+  pipe.save(dir.path, &adam);
+  train_step(pipe, adam, 1);
+  // A file size limit, as a full disk: writes past 200 bytes fail with EFBIG.
+  struct rlimit old_limit {};
+  getrlimit(RLIMIT_FSIZE, &old_limit);
+  struct rlimit small = old_limit;
+  small.rlim_cur = 200;
+  void (*old_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  setrlimit(RLIMIT_FSIZE, &small);
+  std::string error;
+  try {
+    pipe.save(dir.path, &adam);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_THAT(error, HasSubstr("cannot write"));
+  EXPECT_EQ(checkpoint::check(dir.path)["step"], 1);
+  EXPECT_FALSE(fs::exists(fs::path(dir.path) / "step_00000002"));
+  const fs::path partial = fs::path(dir.path) / "step_00000002.partial";
+  EXPECT_TRUE(!fs::exists(partial) || fs::is_empty(partial)) << "the failed save left files";
+  pipe.save(dir.path, &adam);  // the next save clears what the failed one left
+  EXPECT_FALSE(fs::exists(partial));
+  EXPECT_EQ(checkpoint::check(dir.path)["step"], 2);
+}
+
+TEST(Checkpoint, AModelWithOtherTiedWeightsDoesNotLoad) {
+  TempDir dir;
+  nn::ModelSpec untied = nn::make_model("gpt", nn::ModelOptions().layers(1).hidden(16).heads(2).context(4).vocab(32));
+  nn::ModelSpec tied = nn::make_model(
+      "gpt", nn::ModelOptions().layers(1).hidden(16).heads(2).context(4).vocab(32).tie_embeddings(true));
+  ASSERT_FALSE(tied.tied.empty());
+  Pipeline(untied, {}, PipelineOptions().microbatches(1)).save(dir.path);
+  Pipeline pipe(tied, {}, PipelineOptions().microbatches(1));
+  try {
+    pipe.load(dir.path);
+    FAIL() << "an untied checkpoint loaded into a tied model";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("holds a model whose tied weights are [] but this model ties"));
+  }
 }
 
 std::string load_error(const std::string& dir, const nn::ModelSpec& spec, bool sgd = false) {

@@ -1,0 +1,64 @@
+// libFuzzer target for a checkpoint's manifest.json (torch-free:
+// baton/pipeline/manifest.h): any input either parses into a manifest that
+// keeps parse_manifest's promises, or throws baton::Error with a one-line
+// message, bounded, with no control byte. Anything else (a crash, another
+// exception such as nlohmann's own, a sanitizer report) is a bug. Built with
+// -DBATON_FUZZ=ON; run by FUZZ_TARGET=checkpoint_manifest scripts/fuzz.sh.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "baton/core/error.h"
+#include "baton/pipeline/manifest.h"
+
+namespace {
+
+constexpr size_t kMaxMessageBytes = 4096;
+
+[[noreturn]] void bug(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "checkpoint_manifest_fuzz: %s\n%s\n", what, detail.c_str());
+  std::abort();
+}
+
+void check_message(const std::string& text) {
+  if (text.size() > kMaxMessageBytes) bug("message too long", text.substr(0, 200));
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) bug("control byte (or a second line) in the message", text);
+  }
+}
+
+// What an accepted manifest promises the loader.
+void check_accepted(const nlohmann::json& m) {
+  using namespace baton::checkpoint;
+  const int64_t step = m["step"].get<int64_t>();
+  if (step < 0 || step > kMaxStep) bug("step out of range accepted", m["step"].dump());
+  const int64_t layers = m["model"]["layers"].get<int64_t>();
+  std::set<int64_t> covered;
+  for (const auto& f : m["files"]) {
+    const std::string path = f["path"];
+    if (path.empty() || path.front() == '/' || path.find("..") != std::string::npos)
+      bug("a path outside the folder accepted", path);
+    if (f["kind"] == "layer") covered.insert(f["layer"].get<int64_t>());
+  }
+  if (static_cast<int64_t>(covered.size()) != layers) bug("layers not covered", m.dump());
+  for (const std::string& k : kept_folders(m)) {
+    if (k.find('/') != std::string::npos) bug("a kept folder with a slash", k);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  try {
+    check_accepted(baton::checkpoint::parse_manifest(
+        std::string_view(reinterpret_cast<const char*>(data), size), "fuzz/manifest.json"));
+  } catch (const baton::Error& e) {
+    check_message(e.what());
+  }
+  return 0;
+}
