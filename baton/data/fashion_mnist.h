@@ -1,6 +1,6 @@
 // Fashion-MNIST from Debian's dataset-fashion-mnist package. The .gz files are
-// decompressed once into a cache folder, then read with
-// torch::data::datasets::MNIST and normalized.
+// decompressed once into a cache folder, checked (baton/data/idx.h), then read
+// as torch::data::datasets::MNIST reads them and normalized.
 #pragma once
 
 #include "baton/data/batches.h"
@@ -35,11 +35,16 @@ std::string default_fashion_mnist_cache_dir(const std::string& source_dir = kFas
 
 enum class Split { kTrain, kTest };
 
-// Decompresses every file not already in the cache (a cached file of the
-// expected size is reused) and returns how many it decompressed. Safe to run
-// from several processes at once: each writes a private temporary file and
-// renames it into place. A missing source file throws baton::Error naming the
-// path and the apt-get command that installs it.
+// Decompresses every file not already in the cache and returns how many it
+// decompressed. Every file, cached or not, is checked: its IDX header, its
+// dimensions (60000 or 10000 examples of 28 x 28) and its labels (0..9); a
+// cached file that fails is decompressed again. A source file is checked
+// before it is renamed into the cache, so a bad one is never cached. Safe to
+// run from several processes at once: each writes a private temporary file and
+// renames it into place. Throws baton::Error naming the source file when it is
+// missing (with the apt-get command that installs it, for
+// kFashionMnistSourceDir), not a regular file, or fails a check (the first bad
+// label by its index).
 int prepare_fashion_mnist(const FashionMnistOptions& options = {});
 
 // One split as whole tensors: inputs float [N, 1, 28, 28], normalized with

@@ -1,28 +1,13 @@
 #include "baton/data/text.h"
 
 #include "baton/core/error.h"
-
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <vector>
+#include "baton/core/input_file.h"
 
 namespace baton::data {
 
 TextCorpus::TextCorpus(const std::string& path) : path_(path) {
-  // A folder opens as a stream but throws on the first read.
-  std::error_code error;
-  BATON_CHECK(!std::filesystem::is_directory(path, error), "[data.text] the text corpus ", path,
-              " is a folder; name a text file");
-  std::ifstream in(path, std::ios::binary);
-  BATON_CHECK(in.good(), "[data.text] cannot read the text corpus ", path,
-              ": file not found or not readable");
-  std::vector<char> bytes;
-  try {
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  } catch (const std::ios_base::failure& e) {
-    BATON_CHECK(false, "[data.text] cannot read the text corpus ", path, ": ", e.what());
-  }
+  std::string bytes = read_input_file("[data.text] the text corpus", path, kMaxTextBytes,
+                                      "; name a text file with --text");
   BATON_CHECK(bytes.size() >= 2, "[data.text] the text corpus ", path, " holds ", bytes.size(),
               " bytes; it needs at least 2");
   tokens_ = torch::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, torch::kUInt8)

@@ -13,13 +13,16 @@
 namespace baton::data {
 
 inline constexpr const char* kDefaultTextPath = "/usr/share/common-licenses/GPL-3";
+// The largest corpus read: its int64 tokens take 8 times as much memory.
+inline constexpr uint64_t kMaxTextBytes = uint64_t{1} << 30;
 
 class TextCorpus {
  public:
   static constexpr int64_t kVocabSize = 256;
 
-  // Reads the whole file; a missing or unreadable file, or a folder, throws
-  // baton::Error naming the path.
+  // Reads the whole file. A missing or unreadable file, a folder or another
+  // file that is not regular (/dev/zero), or a file of more than kMaxTextBytes
+  // throws baton::Error naming the path.
   explicit TextCorpus(const std::string& path = kDefaultTextPath);
 
   const std::string& path() const { return path_; }

@@ -24,12 +24,13 @@ class DataSource {
   virtual std::pair<torch::Tensor, torch::Tensor> test_set() { return {}; }
 };
 
-// Throws baton::Error when the data is missing, naming the package to install.
+// Throws baton::Error naming the file when the data is missing or malformed.
 std::unique_ptr<DataSource> make_data_source(const TrainConfig& config);
 
-// Checks that the data make_data_source needs is there, without loading it
-// (Fashion-MNIST is decompressed into its cache once, before ranks start).
-// Throws the same errors.
+// Checks that the data make_data_source needs is there and well formed,
+// before ranks start: Fashion-MNIST is decompressed into its cache once and
+// its headers, shapes and labels checked; the text file is read. Throws the
+// same errors.
 void check_data(const TrainConfig& config);
 
 }  // namespace baton::train

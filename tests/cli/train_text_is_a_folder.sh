@@ -4,5 +4,5 @@
 source "$(dirname "$0")/lib/common.sh"
 gpt=(--pp 1 --nproc 1 --model gpt --layers 2 --hidden 16 --heads 2 --context 8 --batch 4 --microbatches 2 --steps 1)
 expect_bad_input "the text corpus $tmp is a folder; name a text file" "${gpt[@]}" --text "$tmp"
-expect_bad_input "cannot read the text corpus $tmp/none" "${gpt[@]}" --text "$tmp/none"
+expect_bad_input "the text corpus $tmp/none does not exist" "${gpt[@]}" --text "$tmp/none"
 echo "1 passed, 0 failed"

@@ -53,15 +53,42 @@ TEST(TextTest, TheSameGeneratorSeedGivesTheSameBatch) {
   EXPECT_FALSE(torch::equal(corpus.sample_batch(3, 8, a).inputs, corpus.sample_batch(3, 8, a).inputs));
 }
 
-TEST(TextTest, AMissingFileIsAClearError) {
+std::string corpus_error(const std::string& path) {
   try {
-    TextCorpus corpus("/nonexistent/corpus.txt");
-    FAIL() << "expected baton::Error";
+    TextCorpus corpus(path);
   } catch (const baton::Error& error) {
-    EXPECT_STREQ(error.what(),
-                 "[data.text] cannot read the text corpus /nonexistent/corpus.txt: file not found "
-                 "or not readable");
+    return error.what();
   }
+  return "no error";
+}
+
+TEST(TextTest, AMissingFileIsAClearError) {
+  EXPECT_EQ(corpus_error("/nonexistent/corpus.txt"),
+            "[data.text] the text corpus /nonexistent/corpus.txt does not exist; name a text "
+            "file with --text");
+}
+
+// Issue 16.6: --text /dev/zero was read without end (std::bad_alloc).
+TEST(TextTest, DevZeroIsRefusedAsACharacterDevice) {
+  EXPECT_EQ(corpus_error("/dev/zero"),
+            "[data.text] the text corpus /dev/zero is a character device, not a regular file; "
+            "name a text file with --text");
+}
+
+TEST(TextTest, AFolderIsRefusedAsAFolder) {
+  EXPECT_EQ(corpus_error("/tmp"),
+            "[data.text] the text corpus /tmp is a folder; name a text file with --text");
+}
+
+TEST(TextTest, AFileOverTheLimitIsRefusedBeforeItIsRead) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "baton-text-too-large.txt";
+  std::ofstream(path).close();
+  std::filesystem::resize_file(path, kMaxTextBytes + 1);  // sparse: no disk, no time
+  EXPECT_EQ(corpus_error(path.string()), "[data.text] the text corpus " + path.string() +
+                                             " holds 1073741825 bytes, more than the limit of "
+                                             "1 GiB");
+  std::filesystem::remove(path);
 }
 
 TEST(TextTest, RejectsAContextAsLongAsTheCorpus) {
