@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "baton/core/error.h"
+#include "baton/core/input_file.h"
 #include "baton/partition/balance.h"
 
 namespace baton::plan {
@@ -75,13 +74,9 @@ Profile parse_profile(const std::string& text, const std::string& path) {
 }
 
 Profile read_profile(const std::string& path) {
-  std::ifstream in(path);
-  BATON_CHECK(in.good(), "[plan] --profile ", path,
-              " cannot be read (missing or unreadable); write one with baton train --profile-out");
-  std::ostringstream text;
-  text << in.rdbuf();
-  BATON_CHECK(!in.bad(), "[plan] --profile ", path, " cannot be read");
-  return parse_profile(text.str(), path);
+  return parse_profile(read_input_file("[plan] --profile", path, kMaxProfileBytes,
+                                       "; name a file written by baton train --profile-out"),
+                       path);
 }
 
 sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& cluster,

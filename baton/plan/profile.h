@@ -20,6 +20,7 @@
 // optimizer_s_per_parameter_byte per fp32 parameter byte a rank holds.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -50,7 +51,12 @@ struct Profile {
 // (not JSON, a missing or non-numeric field, a negative or non-finite value,
 // no layers).
 Profile parse_profile(const std::string& text, const std::string& path);
-// Reads and parses the file; throws baton::Error naming it when it cannot be read.
+// A profile holds a few numbers per layer; anything larger is not one.
+inline constexpr uint64_t kMaxProfileBytes = uint64_t{64} << 20;
+
+// Reads and parses the file; throws baton::Error naming it when it does not
+// exist, is a folder or another file that is not regular (/dev/zero), holds
+// more than kMaxProfileBytes, or cannot be read.
 Profile read_profile(const std::string& path);
 
 // Bytes of model state per fp32 parameter byte with Adam: weights, gradients

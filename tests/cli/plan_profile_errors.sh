@@ -26,7 +26,13 @@ PY
 "$baton" plan --profile "$tmp/good.json" "${C[@]}" --model mlp --layers 3 > /dev/null \
   || fail "flags equal to the profile's were refused"
 
-expect_bad_input_of plan "--profile $tmp/none.json cannot be read" --profile "$tmp/none.json" "${C[@]}"
+expect_bad_input_of plan "--profile $tmp/none.json does not exist" --profile "$tmp/none.json" \
+  "${C[@]}"
+# Issue 16.9: a folder was "not JSON", and /dev/zero was read without end.
+expect_bad_input_of plan "--profile $tmp is a folder; name a file written by baton train" \
+  --profile "$tmp" "${C[@]}"
+expect_bad_input_of plan "--profile /dev/zero is a character device, not a regular file" \
+  --profile /dev/zero "${C[@]}"
 echo '{"baton_profile": 1, "model": ' > "$tmp/cut.json"
 expect_bad_input_of plan "--profile $tmp/cut.json is not JSON" --profile "$tmp/cut.json" "${C[@]}"
 echo '{"layers": []}' > "$tmp/other.json"

@@ -167,5 +167,17 @@ TEST(PlanProfile, ParserNamesTheFileAndTheMissingField) {
   EXPECT_NE(message(negative).find("\"microbatch\" is 0"), std::string::npos);
 }
 
+// Issue 16.9: a folder given as --profile was "not JSON".
+TEST(PlanProfile, AFolderIsCalledAFolderNotJson) {
+  try {
+    read_profile("/tmp");
+    FAIL() << "expected baton::Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "[plan] --profile /tmp is a folder; name a file written by baton train "
+                 "--profile-out");
+  }
+}
+
 }  // namespace
 }  // namespace baton::plan
