@@ -1,4 +1,4 @@
-// CRC-32 (the IEEE 802.3 / zlib / PNG polynomial, reflected, 0xEDB88320):
+// CRC-32 (the IEEE 802.3 / zlib / PNG polynomial, reflected, 0xEDB88320), computed by zlib:
 // what Python's zlib.crc32 and `gzip` compute. Checkpoints record it per file
 // so that a corrupt file is named before any parser reads it.
 #pragma once

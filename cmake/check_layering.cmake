@@ -1,0 +1,45 @@
+# The layering of docs/architecture.md, checked on every build:
+#   cmake -DROOT=<tree> -P cmake/check_layering.cmake
+# A module (baton/<module>/) includes only itself and the modules before it
+# in BATON_MODULES, and nothing before the torch line includes LibTorch
+# (<torch/...>, <ATen/...>, <c10/...>). Fails naming each file, line and rule
+# broken. tests/layering/ proves it fails on a wrong-way include.
+#
+# Decision: enforced by this check rather than by per-module include paths,
+# because every include names its module from the repository root
+# ("baton/nn/linear.h"), so one include root serves every module.
+set(BATON_MODULES core schedule topology trace sim partition plan
+                  comm nn runtime data pipeline train)
+set(BATON_TORCH_FREE core schedule topology trace sim partition plan)
+if(NOT ROOT)
+  message(FATAL_ERROR "check_layering: pass -DROOT=<source tree>")
+endif()
+set(problems "")
+list(LENGTH BATON_MODULES count)
+math(EXPR last "${count} - 1")
+foreach(index RANGE ${last})
+  list(GET BATON_MODULES ${index} module)
+  list(SUBLIST BATON_MODULES 0 ${index} below)
+  list(APPEND below ${module})
+  list(FIND BATON_TORCH_FREE ${module} torch_free)
+  file(GLOB sources "${ROOT}/baton/${module}/*.h" "${ROOT}/baton/${module}/*.cpp")
+  foreach(source ${sources})
+    file(STRINGS "${source}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]")
+    file(RELATIVE_PATH name "${ROOT}" "${source}")
+    foreach(line ${includes})
+      if(line MATCHES "#[ \t]*include[ \t]*\"baton/([A-Za-z0-9_]+)/")
+        set(used ${CMAKE_MATCH_1})
+        list(FIND below ${used} found)
+        if(found EQUAL -1)
+          string(APPEND problems "\n  ${name}: ${line} (module ${module} may not include ${used})")
+        endif()
+      endif()
+      if(torch_free GREATER -1 AND line MATCHES "#[ \t]*include[ \t]*<(torch|ATen|c10)/")
+        string(APPEND problems "\n  ${name}: ${line} (module ${module} is above the torch line)")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(problems)
+  message(FATAL_ERROR "[layering] includes against docs/architecture.md's module order:${problems}")
+endif()
