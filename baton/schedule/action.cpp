@@ -70,15 +70,22 @@ Action parse_action(std::string_view token) {
   // PyTorch's "1REDUCE_GRAD" reduces the stage's gradients: bucket 0 of one.
   if (kind_index == static_cast<int>(ActionKind::REDUCE_GRAD) && pos == token.size())
     return Action{ActionKind::REDUCE_GRAD, static_cast<int>(stage), 0};
+  // The number a reduction ends with is a bucket or a tie group, not a micro-batch.
+  const auto kind = static_cast<ActionKind>(kind_index);
+  const char* number = kind == ActionKind::REDUCE_GRAD   ? "bucket"
+                       : kind == ActionKind::REDUCE_TIED ? "tie group"
+                                                         : "micro-batch";
+  const char* example = kind == ActionKind::REDUCE_GRAD   ? "2REDUCE_GRAD0"
+                        : kind == ActionKind::REDUCE_TIED ? "2REDUCE_TIED0"
+                                                          : "2F5";
   const size_t microbatch_start = pos;
   const long microbatch = read_number(token, pos, kMaxMicrobatches - 1);
   BATON_CHECK(microbatch >= 0 && pos == token.size(), "[schedule.parse] action ", quoted,
-              " must end with a micro-batch number, as in 2F5");
-  BATON_CHECK(microbatch < kMaxMicrobatches, "[schedule.parse] action ", quoted,
-              ": micro-batch ", printable(token.substr(microbatch_start)),
-              " exceeds the limit of ", kMaxMicrobatches - 1);
-  return Action{static_cast<ActionKind>(kind_index), static_cast<int>(stage),
-                static_cast<int>(microbatch)};
+              " must end with a ", number, " number, as in ", example);
+  BATON_CHECK(microbatch < kMaxMicrobatches, "[schedule.parse] action ", quoted, ": ", number,
+              " ", printable(token.substr(microbatch_start)), " exceeds the limit of ",
+              kMaxMicrobatches - 1);
+  return Action{kind, static_cast<int>(stage), static_cast<int>(microbatch)};
 }
 
 }  // namespace baton::schedule

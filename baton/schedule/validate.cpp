@@ -356,6 +356,30 @@ void check_tied_reductions(const Schedule& schedule) {
   }
 }
 
+// "rank 0: stage 1 micro-batch 0 runs F before stage 0's F (1F0 needs 0F0
+// first)": `a` on rank r needs `needs`, which r runs later. A stage placed on
+// several ranks is named as such, since which copy a micro-batch uses is easy
+// to miss in the file.
+std::string order_error(int r, const Action& a, const Action& needs, const Placement& placement) {
+  const bool same_stage = needs.stage == a.stage;
+  std::string message = detail::concat(
+      "rank ", r, ": ", where(a.stage, a.microbatch), " runs ", to_string(a.kind), " before ",
+      same_stage ? "" : detail::concat("stage ", needs.stage, "'s "), to_string(needs.kind), " (",
+      to_string(a), " needs ", to_string(needs), " first");
+  const std::vector<int> holders = placement.ranks_of_stage(needs.stage);
+  if (holders.size() > 1) {
+    std::string ranks;
+    for (size_t i = 0; i < holders.size(); ++i) {
+      ranks += (i == 0 ? "" : i + 1 == holders.size() ? " and " : ", ") +
+               std::to_string(holders[i]);
+    }
+    message += detail::concat(", later on rank ", r, "; stage ", needs.stage,
+                              " is placed on ranks ", ranks, ", micro-batch ", needs.microbatch,
+                              " on rank ", r);
+  }
+  return message + ")";
+}
+
 }  // namespace
 
 void validate(const Schedule& schedule) {
@@ -390,11 +414,7 @@ void validate(const Schedule& schedule) {
     Marks marks{{r, walked.next[r]}};
     const auto later = seen.at(wait.needs.kind, wait.needs.stage, wait.needs.microbatch);
     if (later.first >= 0) marks.push_back(later);
-    fail(schedule,
-         detail::concat("rank ", r, ": ", where(a.stage, a.microbatch), " runs ",
-                        to_string(a.kind), " before ", to_string(wait.needs.kind), " (",
-                        to_string(a), " needs ", to_string(wait.needs), " first)"),
-         marks);
+    fail(schedule, order_error(r, a, wait.needs, placement), marks);
   }
   // The first line names a few waiting ranks; the grid marks them all.
   std::string cycle;

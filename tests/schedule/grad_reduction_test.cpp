@@ -24,6 +24,7 @@ namespace baton::schedule {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -74,6 +75,19 @@ TEST(ReduceGradNotation, CarriesTheBucketInTheMicrobatchSlot) {
   // PyTorch's form, without a number: bucket 0.
   EXPECT_EQ(parse_action("2REDUCE_GRAD"), (Action{ActionKind::REDUCE_GRAD, 2, 0}));
   EXPECT_THAT(error_of([] { parse_action("2F"); }), HasSubstr("must end with a micro-batch number"));
+}
+
+// Issue 16.9: a REDUCE_GRAD's bucket number was called a micro-batch.
+TEST(ReduceGradNotation, ParseErrorsCallTheNumberABucketNotAMicrobatch) {
+  const std::string trailing = error_of([] { parse_action("1REDUCE_GRAD2x"); });
+  EXPECT_THAT(trailing, HasSubstr("\"1REDUCE_GRAD2x\" must end with a bucket number, as in "
+                                  "2REDUCE_GRAD0"));
+  EXPECT_THAT(trailing, Not(HasSubstr("micro-batch")));
+  const std::string large = error_of([] { parse_action("1REDUCE_GRAD99999999"); });
+  EXPECT_THAT(large, HasSubstr(": bucket 99999999 exceeds the limit of"));
+  EXPECT_THAT(large, Not(HasSubstr("micro-batch")));
+  EXPECT_THAT(error_of([] { parse_action("1REDUCE_TIED0x"); }),
+              HasSubstr("must end with a tie group number, as in 2REDUCE_TIED0"));
 }
 
 TEST(AddGradReductions, PlacesEachStagesBucketsRightAfterItsLastBackwardAndSend) {

@@ -75,8 +75,18 @@ TEST(Validate, RejectsABackwardBeforeItsForwardOnTheSameRank) {
 TEST(Validate, RejectsForwardStagesOutOfOrderOnOneRank) {
   // Two stages on one rank (as interleaved at p = 1): stage 1 before stage 0.
   expect_names(validate_error("1F0 0F0 1B0 0B0"),
-               {"rank 0: stage 1 micro-batch 0 runs F before F", "1F0 needs 0F0 first", ">1F0<",
-                ">0F0<"});
+               {"rank 0: stage 1 micro-batch 0 runs F before stage 0's F (1F0 needs 0F0 first)",
+                ">1F0<", ">0F0<"});
+}
+
+// Issue 16.9: with a stage on two ranks this said only "runs F before F".
+TEST(Validate, AnOrderErrorNamesTheRanksOfAStagePlacedOnTwo) {
+  // Both ranks hold stages 0 to 2 (a micro-batch each); rank 1 puts 1F1 before 0F1.
+  expect_names(validate_error("0F0 1F0 2F0 2B0 1B0 0B0\n"
+                              "1F1 0F1 2F1 2B1 1B1 0B1"),
+               {"rank 1: stage 1 micro-batch 1 runs F before stage 0's F (1F1 needs 0F1 first, "
+                "later on rank 1; stage 0 is placed on ranks 0 and 1, micro-batch 1 on rank 1)",
+                ">1F1<", ">0F1<"});
 }
 
 TEST(Validate, RejectsAForwardBeforeItsReceive) {
