@@ -1,9 +1,13 @@
 // baton plan: search (t, p, d), micro-batch size, schedule, recomputation and
 // ZeRO-1 for a GPT model on a cluster, simulate the promising ones and print
 // them best first (a table, --json, --svg). Torch-free.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "baton/core/error.h"
@@ -92,28 +96,70 @@ nlohmann::json to_json(const plan::Plan& p) {
           {"sequences_per_s", p.sequences_per_s}};
 }
 
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+// The plan table: each column as wide as its widest cell (at least its usual
+// width), so that no two numbers run together whatever their size.
+struct Column {
+  const char* header;
+  size_t min_width;  // a right-aligned column's with the spaces before its cells
+  bool left;         // left-aligned, after two spaces (not in min_width)
+};
+constexpr Column kColumns[] = {
+    {"t", 4, false},       {"p", 5, false},        {"d", 6, false},      {"b", 6, false},
+    {"m", 7, false},       {"schedule", 10, true}, {"v", 3, false},      {"recomp", 8, false},
+    {"zero", 6, false},    {"mem_GB", 8, false},   {"bubble", 8, false}, {"step_s", 10, false},
+    {"TFLOPs/GPU", 12, false}, {"seq/s", 8, false}};
+constexpr size_t kColumnCount = sizeof kColumns / sizeof kColumns[0];
+
+std::array<std::string, kColumnCount> table_row(const plan::Plan& p) {
+  const plan::Config& c = p.config;
+  return {std::to_string(c.t),           std::to_string(c.p),
+          std::to_string(c.d),           std::to_string(c.microbatch),
+          std::to_string(c.microbatches), c.schedule,
+          std::to_string(c.virtual_stages), c.recompute ? "yes" : "no",
+          c.zero1 ? "1" : "0",           fixed(p.memory_bytes / 1e9, 1),
+          fixed(p.bubble_fraction, 3),   fixed(p.step_s, 3),
+          fixed(p.tflops_per_gpu, 1),    fixed(p.sequences_per_s, 1)};
+}
+
+void print_row(const std::array<std::string, kColumnCount>& cells,
+               const std::array<size_t, kColumnCount>& widths) {
+  std::string line;
+  for (size_t i = 0; i < kColumnCount; ++i) {
+    const size_t pad = widths[i] - cells[i].size();
+    line += kColumns[i].left ? "  " + cells[i] + std::string(pad, ' ')
+                             : std::string(pad, ' ') + cells[i];
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  std::cout << line << "\n";
+}
+
 void print_table(const plan::PlanResult& r, const PlanFlags& f) {
   const auto& req = f.request;
   std::cout << model_title(f) << " on " << req.cluster.gpus << " GPUs (" << req.cluster.gpus_per_node << " per node, "
             << req.cluster.memory_gb << " GB"
             << (req.profile ? "" : ", " + std::to_string(req.cluster.peak_tflops) + " TFLOPs")
             << "), batch " << req.batch << "\n";
-  std::cout << "   t    p     d     b      m  schedule      v  recomp  zero  mem_GB  bubble    "
-               "step_s  TFLOPs/GPU   seq/s\n";
-  std::cout << std::fixed;
-  for (size_t i = 0; i < r.plans.size() && static_cast<int>(i) < f.top; ++i) {
-    const plan::Plan& p = r.plans[i];
-    const plan::Config& c = p.config;
-    std::cout << std::setw(4) << c.t << std::setw(5) << c.p << std::setw(6) << c.d
-              << std::setw(6) << c.microbatch << std::setw(7) << c.microbatches << "  "
-              << std::left << std::setw(12) << c.schedule << std::right << std::setw(3)
-              << c.virtual_stages << std::setw(8) << (c.recompute ? "yes" : "no") << std::setw(6)
-              << (c.zero1 ? 1 : 0) << std::setprecision(1) << std::setw(8)
-              << p.memory_bytes / 1e9 << std::setprecision(3) << std::setw(8)
-              << p.bubble_fraction << std::setw(10) << p.step_s << std::setprecision(1)
-              << std::setw(12) << p.tflops_per_gpu << std::setw(8) << p.sequences_per_s << "\n";
+  std::vector<std::array<std::string, kColumnCount>> rows;
+  for (size_t i = 0; i < r.plans.size() && static_cast<int>(i) < f.top; ++i)
+    rows.push_back(table_row(r.plans[i]));
+  std::array<std::string, kColumnCount> header;
+  std::array<size_t, kColumnCount> widths;
+  for (size_t i = 0; i < kColumnCount; ++i) {
+    header[i] = kColumns[i].header;
+    // Two spaces before a right-aligned cell; a left-aligned one has them already.
+    const size_t gap = kColumns[i].left ? 0 : 2;
+    widths[i] = std::max(kColumns[i].min_width, header[i].size() + gap);
+    for (const auto& row : rows) widths[i] = std::max(widths[i], row[i].size() + gap);
   }
-  std::cout << std::defaultfloat << r.plans.size() << " feasible plans simulated of "
+  print_row(header, widths);
+  for (const auto& row : rows) print_row(row, widths);
+  std::cout << r.plans.size() << " feasible plans simulated of "
             << r.candidates << " candidates; rejected:";
   for (const auto& [reason, n] : r.rejected) std::cout << " " << reason << "=" << n;
   std::cout << "\n";
