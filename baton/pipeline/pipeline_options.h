@@ -76,7 +76,8 @@ struct PipelineOptions {
   // output projection and MLP), other layers are whole on each. The world is
   // dp * pp * tp ranks, numbered as topology::Topology does (tp fastest, then
   // dp, then pp): world rank = (pp_index * dp + dp_index) * tp + tp_index.
-  // Must divide every block's heads. Checkpoints are refused with tp > 1.
+  // Must divide every block's heads. Checkpoints hold whole layers: save()
+  // gathers the split ones over tp, load() gives each tp rank its slice.
   TORCH_ARG(int, tp) = 1;
   // With tp > 1, Megatron-LM's scatter/gather of boundary activations: each
   // tp rank sends 1/tp of a stage's output (and of its gradient) to the next
@@ -98,7 +99,8 @@ struct PipelineOptions {
   // (and eval(), save()) first brings every replica the parameters their
   // owners stepped (one all-reduce of the stage's parameters over the dp
   // group, the others contributing zeros: an all-gather). With dp = 1 it
-  // changes nothing. Saving or loading optimizer state with it is refused.
+  // changes nothing. save() gathers the whole optimizer state from the
+  // owners; load() restores each replica's share.
   TORCH_ARG(int, zero) = 0;
   // The process group. Without one, the Pipeline joins the group that
   // `rank_env` describes, or else the one torchrun's variables (RANK,
