@@ -3,7 +3,8 @@
 # A module (baton/<module>/) includes only itself and the modules before it
 # in BATON_MODULES, and nothing before the torch line includes LibTorch
 # (<torch/...>, <ATen/...>, <c10/...>). Fails naming each file, line and rule
-# broken. tests/layering/ proves it fails on a wrong-way include.
+# broken. tests/cli/layering_wrong_way_include_fails.sh proves it fails on a
+# wrong-way include.
 #
 # Decision: enforced by this check rather than by per-module include paths,
 # because every include names its module from the repository root
