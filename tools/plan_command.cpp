@@ -171,7 +171,7 @@ int run(const CLI::App& cmd, PlanFlags& f) {
   check_stdout_open("[plan]");
   std::vector<NamedPath> outputs;
   if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
-  check_output_paths("[plan]", outputs, {});
+  check_output_paths("[plan]", outputs, {{"--profile", f.profile}});
   const plan::PlanResult result = plan::plan(f.request);
   for (const NamedPath& out : outputs) {
     write_output("[plan]", out,

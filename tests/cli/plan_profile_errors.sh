@@ -56,4 +56,8 @@ expect_bad_input_of plan "--layers is required (or give --profile FILE)" \
   --hidden 16 --heads 2 --seq 8 --vocab 10 --peak-tflops 1 "${C[@]}"
 expect_bad_input_of plan "--microbatch 3 divides batch / d for no allowed d" \
   --profile "$tmp/good.json" "${C[@]}" --microbatch 3
+# The plot never overwrites the profile it was planned from (issue 16.2).
+cp "$tmp/good.json" "$tmp/keep.json"
+expect_bad_input_of plan "--profile and --svg name the same file" --profile "$tmp/good.json" "${C[@]}" --svg "$tmp/good.json"
+cmp -s "$tmp/good.json" "$tmp/keep.json" || fail "--svg overwrote the profile"
 echo "1 passed, 0 failed"
