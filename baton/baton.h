@@ -8,7 +8,7 @@
 #include "baton/partition/partition.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
-#include "baton/schedule/runnable_file.h"
+#include "baton/schedule/runnable.h"
 #include "baton/schedule/schedule.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/validate.h"

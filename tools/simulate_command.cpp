@@ -12,11 +12,9 @@
 #include "baton/schedule/csv_format.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
-#include "baton/schedule/tied_reduction.h"
 #include "baton/schedule/limits.h"
-#include "baton/schedule/lower.h"
+#include "baton/schedule/runnable.h"
 #include "baton/schedule/text_format.h"
-#include "baton/schedule/validate.h"
 #include "baton/sim/simulator.h"
 #include "baton/topology/topology.h"
 #include "baton/trace/writers.h"
@@ -57,12 +55,9 @@ schedule::GeneratorOptions generator_options(const SimulateFlags& f) {
       .set_zb_auto({f.tf, f.tb - f.tw, f.tw, f.comm, f.memory_limit});
 }
 
-schedule::Schedule load(const SimulateFlags& f) {
-  if (f.schedule_file.empty()) return schedule::lower(schedule::generate(f.schedule, generator_options(f)));
-  schedule::Schedule s = schedule::load_schedule_file(f.schedule_file);
-  if (!s.has_communication()) return schedule::lower(s);
-  schedule::validate(s);
-  return s;
+schedule::ScheduleSource source(const SimulateFlags& f) {
+  if (!f.schedule_file.empty()) return schedule::ScheduleSource::from_file(f.schedule_file);
+  return schedule::ScheduleSource::generated(f.schedule, generator_options(f));
 }
 
 // Flags that a schedule file replaces: it sets the schedule and its shape.
@@ -142,16 +137,15 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
     flush_stdout("[simulate]");
     return 0;
   }
-  schedule::Schedule s = load(f);
+  schedule::Schedule s = schedule::lowered_schedule(source(f));
   topology::Topology(f.dp, s.ranks, f.tp);
   sim::CostModel costs = grid_costs(s, cmd, f);
-  // A file's own REDUCE_GRADs stay; generated schedules get theirs here.
-  if (f.dp > 1 && !s.has_grad_reductions())
-    s = schedule::add_grad_reductions(
-        s, f.dp, std::vector<int>(s.stages, costs.stages.empty() ? 1 : costs.stages[0].bucket_count()));
-  // Replicated stages (Chimera) sum their copies' gradients (a file's own
-  // REDUCE_TIEDs stay): a stage's whole parameters, over the pipeline link.
-  if (!s.has_tied_reductions()) s = schedule::add_tied_reductions(s);
+  // A file's own reductions stay (schedule/runnable.h). Replicated stages
+  // (Chimera) sum their copies' gradients: a stage's whole parameters, over
+  // the pipeline link.
+  const int buckets = costs.stages.empty() ? 1 : costs.stages[0].bucket_count();
+  s = schedule::add_reductions(s, schedule::ReductionOptions{}.set_dp(f.dp).set_buckets_per_stage(
+                                      std::vector<int>(s.stages, buckets)));
   for (const auto& list : s.actions) {
     for (const schedule::Action& a : list) {
       if (a.kind == schedule::ActionKind::REDUCE_TIED)

@@ -17,9 +17,7 @@
 #include "baton/runtime/stage.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
-#include "baton/schedule/lower.h"
-#include "baton/schedule/runnable_file.h"
-#include "baton/schedule/tied_reduction.h"
+#include "baton/schedule/runnable.h"
 #include "baton/topology/topology.h"
 
 namespace baton {
@@ -77,11 +75,14 @@ schedule::ZbAutoCosts zb_auto_costs(const std::vector<partition::LayerCost>& lay
   return costs;
 }
 
-// The lowered schedule: the file's, or the generator's with `generator`.
+// The lowered schedule (its reductions come once the stages are built): the
+// file's, or the generator's with `generator`.
 schedule::Schedule make_schedule(const PipelineOptions& o, int world_size,
                                  const schedule::GeneratorOptions& generator) {
-  if (o.schedule_file().empty()) return schedule::lower(schedule::generate(o.schedule(), generator));
-  schedule::Schedule s = schedule::load_runnable_schedule(o.schedule_file());
+  if (o.schedule_file().empty())
+    return schedule::lowered_schedule(schedule::ScheduleSource::generated(o.schedule(), generator));
+  schedule::Schedule s =
+      schedule::lowered_schedule(schedule::ScheduleSource::from_file(o.schedule_file()));
   BATON_CHECK(s.ranks == world_size, "[pipeline] schedule file ", printable(o.schedule_file(), 256),
               " has ", s.ranks, " ranks but pp is ", world_size,
               "; a schedule file must have one row per pipeline rank");
@@ -171,26 +172,27 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   BATON_CHECK(!s.schedule.carries || (s.dp == 1 && s.tp == 1), "[pipeline] schedule ",
               s.schedule.name, " has no flush between steps and runs with dp=1 and tp=1 only, got dp=",
               s.dp, " tp=", s.tp, " (data parallelism reduces whole steps' gradients)");
+  // A file's own reductions stay (schedule/runnable.h); the executor checks
+  // its REDUCE_GRADs against the built stages' buckets.
+  schedule::ReductionOptions reductions;
+  reductions.set_dp(s.dp).set_overlap_grad_reduce(o.overlap_grad_reduce());
   if (s.dp > 1) {
     executor_options.dp_group = &*s.dp_group;
     executor_options.bucket_bytes = o.bucket_mb() * (1 << 20);
-    s.schedule = schedule::add_grad_reductions(
-        s.schedule, s.dp, buckets_per_stage(built, placement, executor_options.bucket_bytes));
-    if (!o.overlap_grad_reduce()) s.schedule = schedule::defer_grad_reductions(s.schedule);
+    reductions.set_buckets_per_stage(
+        buckets_per_stage(built, placement, executor_options.bucket_bytes));
   }
-  // Tied weights and replicated stages sum their copies' gradients (a file's
-  // own REDUCE_TIEDs stay).
-  std::vector<std::vector<int>> tied_stages;
+  // Tied weights and replicated stages sum their copies' gradients.
   for (const auto& copies : s.model.tied) {
-    tied_stages.emplace_back();
+    reductions.tied.emplace_back();
     executor_options.tied.emplace_back();
     for (const nn::TiedParameter& copy : copies) {
       const int stage = s.partition.stage_of_layer(copy.layer);
-      tied_stages.back().push_back(stage);
+      reductions.tied.back().push_back(stage);
       executor_options.tied.back().push_back({stage, std::to_string(copy.layer) + "." + copy.name});
     }
   }
-  if (!s.schedule.has_tied_reductions()) s.schedule = schedule::add_tied_reductions(s.schedule, tied_stages);
+  s.schedule = schedule::add_reductions(s.schedule, reductions);
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.pipeline_rank, std::move(built),
                                                    std::move(loss), s.comm, executor_options);
   if (o.zero() == 1 && s.dp > 1) shard_optimizer_state();

@@ -30,10 +30,11 @@ struct PipelineOptions {
   // `sample`: it searches with the profiled layer costs).
   TORCH_ARG(std::string, schedule) = "1f1b";
   // A schedule file (baton's text format, or PyTorch's CSV when the name ends
-  // in ".csv"; schedule::load_runnable_schedule) instead of a generator: it
+  // in ".csv"; schedule::lowered_schedule) instead of a generator: it
   // fixes the micro-batch count and the stages, and its rank count must equal
   // pp. `schedule` and `virtual_stages` are then unused; `microbatches` must
-  // equal the file's.
+  // equal the file's. Its own REDUCE_GRAD and REDUCE_TIED actions stay
+  // (schedule/runnable.h).
   TORCH_ARG(std::string, schedule_file);
   // Micro-batches per step; a step's batch must hold at least this many samples.
   TORCH_ARG(int, microbatches) = 4;

@@ -1,16 +1,16 @@
-// A schedule file made ready to run: what `baton simulate --schedule-file`,
-// `baton train --schedule-file` and PipelineOptions::schedule_file read.
+// Superseded by runnable.h (lowered_schedule); kept while
+// tools/torch/train_command.cpp reads a file's micro-batch count through it.
 #pragma once
 
 #include <string>
 
-#include "baton/schedule/schedule.h"
+#include "baton/schedule/runnable.h"
 
 namespace baton::schedule {
 
-// load_schedule_file(path), lowered when it holds compute actions only, and
-// validated. Throws baton::Error naming the path (a missing or malformed
-// file, an invalid schedule).
-Schedule load_runnable_schedule(const std::string& path);
+// lowered_schedule(ScheduleSource::from_file(path)).
+inline Schedule load_runnable_schedule(const std::string& path) {
+  return lowered_schedule(ScheduleSource::from_file(path));
+}
 
 }  // namespace baton::schedule

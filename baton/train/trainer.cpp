@@ -20,8 +20,7 @@
 #include "baton/pipeline/pipeline.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/schedule/generator.h"
-#include "baton/schedule/lower.h"
-#include "baton/schedule/runnable_file.h"
+#include "baton/schedule/runnable.h"
 #include "baton/train/checkpoint_flags.h"
 #include "baton/train/data_source.h"
 #include "baton/train/evaluate.h"
@@ -58,9 +57,12 @@ void check_parameter_memory(const TrainConfig& c) {
               " of memory on this machine; lower --hidden or --layers");
 }
 
+// The lowered schedule the ranks' Pipeline builds (its reductions come in
+// check_setup, after the checks that name train's flags).
 schedule::Schedule make_schedule(const TrainConfig& c) {
   if (!c.schedule_file.empty()) {
-    schedule::Schedule s = schedule::load_runnable_schedule(c.schedule_file);
+    schedule::Schedule s =
+        schedule::lowered_schedule(schedule::ScheduleSource::from_file(c.schedule_file));
     BATON_CHECK(s.ranks == c.pp, "[train] schedule file ", printable(c.schedule_file, 256), " has ",
                 s.ranks, " ranks but pp=", c.pp, "; pass --pp ", s.ranks, " (and --nproc ", s.ranks,
                 ")");
@@ -69,10 +71,11 @@ schedule::Schedule make_schedule(const TrainConfig& c) {
                 " micro-batches but --microbatches is ", c.microbatches);
     return s;
   }
-  return schedule::lower(schedule::generate(c.schedule, schedule::GeneratorOptions{}
-                                                            .set_ranks(c.pp)
-                                                            .set_microbatches(c.microbatches)
-                                                            .set_virtual_stages(c.virtual_stages)));
+  return schedule::lowered_schedule(
+      schedule::ScheduleSource::generated(c.schedule, schedule::GeneratorOptions{}
+                                                          .set_ranks(c.pp)
+                                                          .set_microbatches(c.microbatches)
+                                                          .set_virtual_stages(c.virtual_stages)));
 }
 
 std::string schedule_label(const TrainConfig& c) {
@@ -151,6 +154,12 @@ void check_setup(const TrainConfig& c) {
   check_no_flush_combinations(c, lowered);
   const nn::ModelSpec model = make_model(c);
   check_stage_count(c, model, lowered.stages);
+  // The reductions as the ranks add them, so that a file the ranks would
+  // refuse is refused here (their bucket counts and tied stages follow the
+  // built model; the executor checks a file's buckets against it).
+  schedule::add_reductions(
+      lowered,
+      schedule::ReductionOptions{}.set_dp(c.dp).set_overlap_grad_reduce(c.overlap_grad_reduce));
   check_parameter_memory(c);
   check_output_paths(c);
   BATON_CHECK(c.device != "cuda" || torch::cuda::is_available(),
