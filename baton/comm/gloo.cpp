@@ -61,9 +61,11 @@ void add_transports(detail::CommState& comm, TransportKind kind) {
   }
 }
 
+// `store_at` ("host:port", or empty for a caller's store) is named in errors.
 Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
                        std::chrono::milliseconds timeout,
-                       std::shared_ptr<::gloo::transport::Device> device, TransportKind kind) {
+                       std::shared_ptr<::gloo::transport::Device> device, TransportKind kind,
+                       const std::string& store_at) {
   store->setTimeout(timeout);
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(std::move(device));
@@ -72,14 +74,15 @@ Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int worl
     backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
   } catch (...) {
     const std::string why = detail::first_line(std::current_exception());
+    const std::string through = store_at.empty() ? "" : " through the store at " + store_at;
     const bool timed_out =
         why.find("imeout") != std::string::npos || why.find("imed out") != std::string::npos;
     BATON_CHECK(!timed_out, "[comm] rank ", rank, " timed out after ",
                 detail::format_duration(timeout), " waiting for the other ", world_size - 1,
-                " rank(s) to join the process group (", why, ")");
+                " rank(s) to join the process group", through, " (", why, ")");
     throw Error(::baton::detail::concat("[comm] rank ", rank,
                                         " could not join the process group of ", world_size,
-                                        " ranks: ", why));
+                                        " ranks", through, ": ", why));
   }
   auto state = std::make_shared<detail::CommState>(std::move(backend), std::move(store), rank,
                                                    world_size, timeout, at::Device(at::kCPU), "gloo");
@@ -93,7 +96,8 @@ Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int worl
 Communicator connect(const ConnectOptions& options) {
   auto store = detail::connect_store(options);
   return make_gloo(std::move(store), options.rank, options.world_size, options.timeout,
-                   make_device(options.master_addr), options.transport);
+                   make_device(options.master_addr), options.transport,
+                   ::baton::detail::concat(options.master_addr, ":", options.master_port));
 }
 
 Communicator from_store(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
@@ -101,7 +105,7 @@ Communicator from_store(c10::intrusive_ptr<c10d::Store> store, int rank, int wor
   detail::check_group(rank, world_size, timeout);
   BATON_CHECK(store, "[comm.from_store] store is null");
   return make_gloo(std::move(store), rank, world_size, timeout, make_device("127.0.0.1"),
-                   transport);
+                   transport, "");
 }
 
 Communicator Communicator::new_group(const std::vector<int>& members, const std::string& kind) {

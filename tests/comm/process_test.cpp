@@ -156,6 +156,26 @@ TEST(ProcessTest, RankWhoseMasterNeverShowsUpFailsAfterTheTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
 }
 
+// Issue 16.8: an unresolvable MASTER_ADDR was retried for the whole timeout.
+TEST(ProcessTest, AnUnresolvableMasterAddressFailsAtOnceNamingIt) {
+  for (const int rank : {0, 1}) {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THAT(
+        [&] {
+          connect(ConnectOptions()
+                      .set_rank(rank)
+                      .set_world_size(2)
+                      .set_master_addr("no.such.host.invalid")
+                      .set_master_port(29500)
+                      .set_timeout(30s));
+        },
+        testing::ThrowsMessage<Error>(HasSubstr(
+            "[comm] rank " + std::to_string(rank) +
+            " cannot resolve the rendezvous address no.such.host.invalid:29500 (MASTER_ADDR)")));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  }
+}
+
 TEST(ProcessTest, MasterWhosePeersNeverShowUpFailsAfterTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_THAT(
