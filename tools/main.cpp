@@ -1,7 +1,8 @@
 // baton: pipeline-parallel training for LibTorch. Exit codes: 0 success,
 // 1 a failure while running (a dead peer, a failed rank), 2 bad input (an
 // unknown flag, a bad value, an invalid schedule or config), 3 an internal
-// error.
+// error, 128 + N death by signal N (of a rank under `train --nproc`, or of
+// baton itself: the launcher returns 130 for SIGINT and 143 for SIGTERM).
 #include <unistd.h>
 
 #include <cerrno>

@@ -25,9 +25,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::atomic<bool> g_interrupted{false};
+// The signal (SIGINT, SIGTERM) that asked the launcher to stop; 0 until one does.
+std::atomic<int> g_interrupted{0};
 
-void on_interrupt(int) { g_interrupted = true; }
+void on_interrupt(int signal) { g_interrupted = signal; }
+
+const char* interrupt_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
 
 // One output stream of one rank, cut into lines.
 struct Stream {
@@ -196,7 +199,7 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
   }, old_int{}, old_term{};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
-  g_interrupted = false;
+  g_interrupted = 0;
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
 
@@ -275,9 +278,11 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
       kill_at = Clock::now() + options.grace_period;
       blame_at.reset();
     }
-    if (g_interrupted && !kill_at) {
-      result = 130;
-      *options.err << "[launch] interrupted; stopping " << running << " rank(s)" << std::endl;
+    if (const int signal = g_interrupted; signal != 0 && !kill_at) {
+      // As a shell reports a command that the signal stopped.
+      result = 128 + signal;
+      *options.err << "[launch] interrupted by " << interrupt_name(signal) << "; stopping "
+                   << running << " rank(s)" << std::endl;
       terminate_all(ranks);
       kill_at = Clock::now() + options.grace_period;
       blame_at.reset();

@@ -53,18 +53,26 @@ struct LaunchOptions {
 // MASTER_PORT set, and every line of rank r's stdout/stderr written to
 // options.out/err as "[rank r] line". Each rank runs in its own process
 // group and dies with the launcher (PR_SET_PDEATHSIG, SIGKILL), so a killed
-// launcher leaves no rank behind. Returns 0 when all ranks exit 0. When a
-// rank exits non-zero or dies by a signal, writes one line naming it to
-// options.err, sends SIGTERM (and SIGCONT) to the other ranks' process groups
-// and SIGKILL after the grace period, and returns its exit code (128 + signal
-// for a signal). When that rank failed waiting on a peer (its stderr says
-// "timed out" or "closed the connection"), the launcher first lets the
-// others report for options.blame_window, then names the rank they waited on
-// (see blame.h): "rank 2 stopped responding (ranks 0, 1, 3 timed out waiting
-// for it)". SIGINT or SIGTERM to the launcher stops the ranks the same way and
-// returns 130. When options.out fails (its stream goes bad: a full disk),
-// writes "[launch] cannot write the ranks' output to standard output: <why>"
-// to options.err, stops the ranks the same way and returns 1.
+// launcher leaves no rank behind. When a rank exits non-zero or dies by a
+// signal, writes one line naming it to options.err, sends SIGTERM (and
+// SIGCONT) to the other ranks' process groups and SIGKILL after the grace
+// period. When that rank failed waiting on a peer (its stderr says "timed
+// out" or "closed the connection"), the launcher first lets the others report
+// for options.blame_window, then names the rank they waited on (see blame.h):
+// "rank 2 stopped responding (ranks 0, 1, 3 timed out waiting for it)".
+// SIGINT or SIGTERM to the launcher stops the ranks the same way. When
+// options.out fails (its stream goes bad: a full disk), writes "[launch]
+// cannot write the ranks' output to standard output: <why>" to options.err
+// and stops the ranks the same way.
+// Returns, after every rank has exited, by the first cause (ranks stopped by
+// the launcher count for nothing):
+//   0        every rank exited 0;
+//   c        the failed rank's exit code c (baton's ranks: 1 a runtime fault);
+//   128 + N  that rank was killed by signal N (137 for SIGKILL), or the
+//            launcher received signal N (130 SIGINT, 143 SIGTERM), as a
+//            shell reports a command that a signal stopped;
+//   1        the ranks' output could not be written.
+// A stuck rank that the others waited on fails by the first waiter's code.
 // Not thread-safe: it installs SIGINT/SIGTERM handlers while it runs, and the
 // calling thread must outlive the ranks (their parent-death signal follows it).
 int launch_local(int nproc, const std::vector<std::string>& argv,

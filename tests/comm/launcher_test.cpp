@@ -1,5 +1,6 @@
 #include "baton/comm/launcher.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -117,6 +118,22 @@ TEST(LauncherTest, RankKilledBySignalIsReportedWithTheSignal) {
   Captured c;
   EXPECT_EQ(launch_sh(2, "if [ $RANK = 1 ]; then kill -9 $$; fi; sleep 30", c), 128 + 9);
   EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 1 was killed by signal 9"));
+}
+
+// Issue 16.10: SIGTERM to the launcher gave 130, SIGINT's code.
+TEST(LauncherTest, ASignalToTheLauncherStopsTheRanksAndReturns128PlusTheSignal) {
+  for (const int signal : {SIGINT, SIGTERM}) {
+    Captured c;
+    const auto start = std::chrono::steady_clock::now();
+    // Each rank is a child of the launcher, this process.
+    const int code = launch_sh(
+        2, "if [ $RANK = 1 ]; then kill -" + std::to_string(signal) + " $PPID; fi; sleep 30", c);
+    EXPECT_EQ(code, 128 + signal);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    EXPECT_THAT(c.err.str(), HasSubstr(std::string("[launch] interrupted by ") +
+                                       (signal == SIGINT ? "SIGINT" : "SIGTERM") +
+                                       "; stopping 2 rank(s)\n"));
+  }
 }
 
 // Issue 7.16: the rank that exits first is one that waited, not the culprit.
