@@ -46,6 +46,9 @@ struct TrainFlags {
 
 // Set in the launcher's environment so its ranks do not repeat its warnings.
 constexpr const char* kWarnedVariable = "BATON_DEPRECATIONS_WARNED";
+// The launcher's pid, set in its environment: a rank whose parent it is was
+// started by --nproc, which its command line repeats.
+constexpr const char* kLauncherVariable = "BATON_LAUNCHER_PID";
 
 template <typename T>
 CLI::Option* flag(CLI::App* cmd, TrainFlags& f, const std::string& name,
@@ -161,6 +164,13 @@ int run(TrainFlags& f) {
     }
   }
   const auto env = comm::rank_env_from_environment();
+  const char* launcher = std::getenv(kLauncherVariable);
+  const bool our_rank = launcher != nullptr && std::to_string(getppid()) == launcher;
+  BATON_CHECK(!env || f.nproc == 0 || our_rank, "[train] RANK=", env ? env->rank : 0,
+              " and WORLD_SIZE=", env ? env->world_size : 0,
+              " are set (by a launcher such as torchrun) and --nproc ", f.nproc,
+              " is given too: drop --nproc to run as that one rank, or unset RANK and "
+              "WORLD_SIZE to start ", f.nproc, " local ranks");
   // One warning per job: from the launcher, or from rank 0 under torchrun.
   if ((!env || env->rank == 0) && std::getenv(kWarnedVariable) == nullptr) {
     for (const auto& line : deprecations) std::cerr << "baton: warning: " << line << std::endl;
@@ -196,6 +206,7 @@ int run(TrainFlags& f) {
   argv[0] = exe;
   comm::LaunchOptions options;
   setenv(kWarnedVariable, "1", 1);
+  setenv(kLauncherVariable, std::to_string(getpid()).c_str(), 1);
   // A failed write of the ranks' lines the launcher reports itself.
   return comm::launch_local(nproc, argv, options);
 }
