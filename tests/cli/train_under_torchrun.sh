@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 7.17: the README's `torchrun --nproc-per-node 2 build/baton train ...`
-# lacked --no-python, so torchrun ran baton as a Python script. This runs the
-# README's command line for real under the PyPI torch's torchrun (2.x); when
+# Issue 7.17: the documented `torchrun --nproc-per-node 2 build/baton train ...`
+# lacked --no-python, so torchrun ran baton as a Python script. This runs
+# docs/cli.md's command line for real under the PyPI torch's torchrun (2.x); when
 # that is not importable it says why and exits 77 (CTest: skipped).
 source "$(dirname "$0")/lib/common.sh"
 version=$(python3 -c 'import torch; print(torch.__version__)' 2>"$tmp/py_err" | tail -1)
@@ -10,9 +10,9 @@ case "$version" in
   *) echo "skipped: python3 cannot import torch 2.x (got '${version}': $(tail -1 "$tmp/py_err"))"
      exit 77 ;;
 esac
-# The README's line, with --standalone so that parallel tests do not share a port.
-readme_line=$(grep -E '^torchrun .*--no-python .*baton train' "$(dirname "$0")/../../README.md" | head -1)
-[ -n "$readme_line" ] || fail "README has no torchrun line with --no-python"
+# The documented line, with --standalone so that parallel tests do not share a port.
+readme_line=$(grep -E '^torchrun .*--no-python .*baton train' "$(dirname "$0")/../../docs/cli.md" | head -1)
+[ -n "$readme_line" ] || fail "docs/cli.md has no torchrun line with --no-python"
 timeout 300 python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python \
   "$baton" train --model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --steps 3 --pp 2 \
   --threads 1 > "$tmp/out" 2> "$tmp/err"; rc=$?
