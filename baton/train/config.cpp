@@ -5,19 +5,16 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <string_view>
 #include <thread>
 
 #include "baton/core/error.h"
+#include "baton/core/input_file.h"
 #include "baton/core/printable.h"
 #include "baton/schedule/generator.h"
 #include "baton/train/toml_characters.h"
@@ -162,14 +159,9 @@ int available_cores() {
 
 void load_toml(const std::string& path, TrainConfig& config,
                std::vector<std::string>* deprecations) {
-  std::ifstream in(path, std::ios::binary);
-  BATON_CHECK(in.is_open(), "[train.config] ", printable(path, 256), " cannot be read: ",
-              std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  BATON_CHECK(!in.bad(), "[train.config] ", printable(path, 256), " cannot be read: ",
-              std::strerror(errno));
-  load_toml_text(text.str(), path, config, deprecations);
+  load_toml_text(read_input_file("[train.config] --config", path, kMaxConfigBytes,
+                                 "; name a TOML file"),
+                 path, config, deprecations);
 }
 
 void load_toml_text(std::string_view text, const std::string& name, TrainConfig& config,

@@ -84,10 +84,14 @@ struct TrainConfig {
   std::string config_file;
 };
 
+// A config holds a few dozen keys; anything larger is not one.
+inline constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
+
 // Reads a TOML file into `config` (only keys present change). Throws
-// baton::Error naming the file, the key and the problem for malformed TOML,
-// unknown keys, values of the wrong type, integers out of their range, and
-// steps, epochs or virtual below 1. The deprecated key "checkpoint" sets
+// baton::Error naming the file, the key and the problem for a file that is
+// missing, not regular (/dev/zero) or larger than kMaxConfigBytes, malformed
+// TOML, unknown keys, values of the wrong type, integers out of their range,
+// and steps, epochs or virtual below 1. The deprecated key "checkpoint" sets
 // `recompute` and appends one line to *deprecations (when given).
 void load_toml(const std::string& path, TrainConfig& config,
                std::vector<std::string>* deprecations = nullptr);

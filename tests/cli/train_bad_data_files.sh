@@ -63,4 +63,8 @@ gpt=(--pp 1 --nproc 1 --model gpt --layers 2 --hidden 16 --heads 2 --context 8 -
  expect_bad_input \
    "corpus /dev/zero is a character device, not a regular file; name a text file with --text" \
    "${gpt[@]}" --text /dev/zero) || exit 1
+# The same for --config, which CLI11 lets through as an existing file.
+(ulimit -v 8000000
+ expect_bad_input "--config /dev/zero is a character device, not a regular file; name a TOML file" \
+   --config /dev/zero) || exit 1
 echo "1 passed, 0 failed"

@@ -31,6 +31,18 @@ TEST(ConfigTest, TomlTextSetsOnlyTheKeysItHas) {
   EXPECT_EQ(config.microbatches, TrainConfig{}.microbatches);
 }
 
+// Like --text (issue 16.6): --config /dev/zero was read until memory ran out.
+TEST(ConfigTest, AConfigThatIsADeviceIsRefusedUnread) {
+  TrainConfig config;
+  try {
+    load_toml("/dev/zero", config);
+    FAIL() << "expected baton::Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "[train.config] --config /dev/zero is a character device, not a "
+                           "regular file; name a TOML file");
+  }
+}
+
 TEST(ConfigTest, MalformedTomlTextNamesItsLineAndColumn) {
   EXPECT_THAT(load_error("model = \"mlp\"\npp = [1, 2\n"), HasSubstr("[train.config] t.toml:"));
   EXPECT_THAT(load_error("modle = \"mlp\"\n"), HasSubstr("unknown key \"modle\""));
