@@ -110,7 +110,9 @@ class RowReader {
       std::string_view reason = e.what();
       const std::string_view prefix = "[schedule.parse] ";
       if (reason.substr(0, prefix.size()) == prefix) reason.remove_prefix(prefix.size());
-      const std::string_view hint = " (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B or REDUCE_GRAD)";
+      // parse_action's list of the text format's kinds, replaced by PyTorch's.
+      const std::string_view hint =
+          " (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE_GRAD or REDUCE_TIED)";
       if (reason.size() > hint.size() && reason.substr(reason.size() - hint.size()) == hint) {
         reason.remove_suffix(hint.size());
         fail(column, std::string(reason) +
