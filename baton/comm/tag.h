@@ -25,8 +25,9 @@
 //
 // Micro-batch kReservedMicrobatch carries a step's control messages, never a
 // micro-batch's tensors: {last stage, kReservedMicrobatch, kForward} is the
-// step's loss (the last stage sends nothing forward), {s, kReservedMicrobatch,
-// kBackward} the gradient sum of a stage held by two ranks (Chimera).
+// step's loss (loss_tag: the last stage sends nothing forward), {g,
+// kReservedMicrobatch, kBackward} the gradient sum of tie group g (tied_sum_tag:
+// a tied weight's copies, or a stage held by several ranks as in Chimera).
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,13 @@ std::string to_string(const Tag& tag);
 // The Tag of the tensor that a SEND_F/RECV_F/SEND_B/RECV_B action moves.
 // REQUIRES: action is a communication action.
 Tag tag_for(const schedule::Action& action);
+
+// The step's loss, which each rank holding the last of `stages` stages sends
+// to every other rank.
+Tag loss_tag(int stages);
+
+// The gradient sum of tie group `group` (REDUCE_TIED) between two of its ranks.
+Tag tied_sum_tag(int group);
 
 namespace detail {
 

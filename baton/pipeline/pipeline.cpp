@@ -428,7 +428,7 @@ torch::Tensor Pipeline::eval(const torch::Tensor& inputs) {
 
 std::map<int, torch::Tensor> Pipeline::eval_microbatches(const torch::Tensor& inputs, int microbatches) {
   gather_parameters();
-  return state_->executor->run_forward(inputs, microbatches);
+  return state_->executor->evaluate(inputs, microbatches);
 }
 
 std::vector<torch::Tensor> Pipeline::parameters() const {

@@ -19,24 +19,26 @@
 //
 // Gradients: each micro-batch's loss is the model's mean loss times
 // size_i / B, so the gradients accumulated over a step equal those of the
-// whole mini-batch on one device. Parameters with several copies in the
-// pipeline (a stage on several ranks, as in Chimera; a tied weight, as a
-// GPT's embedding and LM head) have their copies' gradients summed by the
-// schedule's REDUCE_TIED actions (schedule/tied_reduction.h), after the
-// step's REDUCE_GRADs, so every copy steps identically. REDUCE_GRAD starts the
-// all-reduce of one gradient bucket over the dp group without blocking
-// (Gloo reduces on its own threads) and the step waits for all of them at its
-// end, so the gradients after run_step() are the dp group's average.
+// whole mini-batch on one device. The schedule's REDUCE_GRAD and REDUCE_TIED
+// actions run the reducers (runtime/reducers.h): REDUCE_GRAD starts the
+// all-reduce of one gradient bucket over the dp group without blocking and
+// the step waits for all of them at its end, so the gradients after
+// run_step() are the dp group's average; REDUCE_TIED sums the copies of a
+// parameter held more than once in the pipeline (a stage on several ranks, a
+// tied weight), after the step's REDUCE_GRADs, so every copy steps alike.
 //
-// Schedules without a flush (Schedule::carries, 2bw): the micro-batches whose
-// backwards a rank carries into the next step keep their stage input and
-// output (and autograd graph) in the executor between run_step() calls, and
-// the executor keeps weight versions (runtime/weight_versions.h): parameters()
-// are then the masters the caller's optimizer steps. 2bw: after step t their
+// Schedules without a flush (Schedule::carries, 2bw): the backwards a rank
+// carries into the next step keep their state between run_step() calls, and
+// the executor keeps weight versions (runtime/carries.h): parameters() are
+// then the masters the caller's optimizer steps. 2bw: after step t their
 // gradients are step t - 1's; pipedream and async: the executor runs the
 // optimizer step given to set_update() after every backward. drain() runs the
 // carried backwards of the last step (every rank calls it), leaving 2bw's
 // last gradients (pipedream's and async's last updates).
+//
+// Evaluation is a schedule too: evaluate() runs the lowered
+// schedule::forward_only() of the training schedule through the same
+// interpreter (tensor-parallel scatter/gather included), without autograd.
 #pragma once
 
 #include <torch/types.h>
@@ -52,6 +54,7 @@
 
 #include "baton/comm/communicator.h"
 #include "baton/nn/layer_spec.h"
+#include "baton/runtime/reducers.h"
 #include "baton/runtime/stage.h"
 #include "baton/runtime/weight_versions.h"
 #include "baton/schedule/schedule.h"
@@ -69,7 +72,8 @@ Recompute parse_recompute(std::string_view text);
 std::string_view to_string(Recompute recompute);
 
 // The model's mean loss over a (micro-)batch.
-using LossFn = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)>;
+using LossFn =
+    std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& target)>;
 
 struct ExecutorOptions {
   Recompute recompute = Recompute::Never;
@@ -109,10 +113,7 @@ struct ExecutorOptions {
   // parameter name as Stage::module().named_parameters() gives it, e.g.
   // "0.token.weight"). REDUCE_TIED sums their gradients; a replicated
   // stage's parameters need no entry. Every rank is given the same list.
-  struct TiedCopy {
-    int stage;
-    std::string name;
-  };
+  using TiedCopy = runtime::TiedCopy;
   std::vector<std::vector<TiedCopy>> tied;
 };
 
@@ -145,6 +146,11 @@ struct StepResult {
   std::map<int, double> stage_activation_bytes;
 };
 
+class Carries;
+namespace detail {
+struct Step;
+}
+
 class Executor {
  public:
   // `stages`: the stages this rank holds (any order). `comm` must outlive the
@@ -152,18 +158,20 @@ class Executor {
   // REQUIRES: `schedule` is lowered and valid; stages match its placement.
   Executor(schedule::Schedule schedule, int rank, std::vector<std::shared_ptr<Stage>> stages,
            LossFn loss, comm::Communicator* comm, ExecutorOptions options = {});
+  ~Executor();
 
   // One training step on a mini-batch. `inputs` is used only where this rank
   // holds stage 0 of a micro-batch, `targets` only where it holds the last
   // stage. Gradients accumulate into the stages' parameters (zero them before).
-  // Every rank runs the same sequence of run_step() and run_forward() calls.
+  // Every rank runs the same sequence of run_step() and evaluate() calls.
   StepResult run_step(const torch::Tensor& inputs, const torch::Tensor& targets);
 
   // Forward only, no autograd (evaluation): runs this rank's actions of the
   // lowered schedule::forward_only() of the training schedule for
   // `microbatches` (built once per count). Returns the last stage's outputs
   // for the micro-batches this rank finishes, keyed by micro-batch.
-  std::map<int, torch::Tensor> run_forward(const torch::Tensor& inputs, int microbatches);
+  // (runtime/forward_only.cpp)
+  std::map<int, torch::Tensor> evaluate(const torch::Tensor& inputs, int microbatches);
 
   // A schedule without a flush: runs the backwards the last step carried
   // (nothing if none), so that parameters()' gradients are the last step's.
@@ -171,18 +179,14 @@ class Executor {
   // (its carried actions skipped, as in the first step).
   StepResult drain();
   // Whether backwards of the last step wait for the next step or drain().
-  bool carrying() const { return carry_.has_value(); }
+  bool carrying() const;
   // pipedream and async: the optimizer step to run after each micro-batch's
   // backward (runtime/weight_versions.h); ignored by every other schedule.
-  void set_update(std::function<void()> update) {
-    if (versions_) versions_->set_update(std::move(update));
-  }
+  void set_update(std::function<void()> update);
   // Whether the schedule updates inside the step (pipedream, async), and
   // whether it still lacks its update.
-  bool updates_per_microbatch() const {
-    return versions_ && versions_->updates() != WeightVersions::Updates::PerStep;
-  }
-  bool needs_update() const { return updates_per_microbatch() && !versions_->has_update(); }
+  bool updates_per_microbatch() const;
+  bool needs_update() const { return updates_per_microbatch() && !versions()->has_update(); }
 
   const schedule::Schedule& schedule() const { return schedule_; }
   int rank() const { return rank_; }
@@ -194,68 +198,62 @@ class Executor {
   void set_steps_run(int64_t steps) { steps_run_ = steps; }
 
  private:
-  struct Step;
-  // The part of a step that a schedule without a flush keeps for the next:
-  // the stage input, output and stashed bytes of each carried cell.
-  struct Carry {
-    std::vector<size_t> cells;
-    std::vector<torch::Tensor> input, output;
-    std::vector<double> bytes;
+  using Step = detail::Step;
+  // A lowered schedule and where its cells run: what the interpreter walks.
+  struct Program {
+    schedule::Schedule schedule;
+    schedule::Placement placement;
   };
+  WeightVersions* versions() const;
   StepResult run(const torch::Tensor& inputs, const torch::Tensor& targets, bool drain_only);
+  // The interpreter: posts the step's receives, then runs its actions in order.
+  void interpret(Step& step);
+  bool skipped(const Step& step, size_t index) const;
   void run_action(Step& step, size_t index);
-  // REDUCE_TIED of group `group`: at this rank's last one of the group, sums
-  // the copies' gradients over the group's ranks into every local copy.
-  void reduce_tied(Step& step, int group);
-  void build_tie_groups();
-  // Waits for the step's REDUCE_GRADs (once), counting the wait.
-  void wait_reductions(Step& step);
+  // One per kind of action.
+  void compute_forward(Step& step, const schedule::Action& a);
+  void compute_backward(Step& step, const schedule::Action& a);
+  void send(Step& step, const schedule::Action& a);
+  void receive(Step& step, const schedule::Action& a);
+  void reduce_grad(Step& step, const schedule::Action& a);
+  void reduce_tied(Step& step, const schedule::Action& a, size_t index);
+  // The stage's forward of a's micro-batch; on the last stage of a training
+  // step, the scaled loss, counted into the step's when `activation_bytes`
+  // is given (the first forward, which records the stashed bytes there).
+  torch::Tensor stage_forward(Step& step, const schedule::Action& a, double* activation_bytes);
+  bool recomputes(int microbatch) const;
+  void count_loss(Step& step, const torch::Tensor& loss) const;
   void send_loss(Step& step);
   void gather_loss(Step& step);
   std::string describe(const schedule::Action& action, int peer) const;
   // Scatter/gather of boundary tensors over the tp group (identity without).
   torch::Tensor tp_scatter(const torch::Tensor& whole, const schedule::Action& action) const;
   torch::Tensor tp_gather(const torch::Tensor& slice, const schedule::Action& action) const;
-  // The communicator's rank of pipeline rank `pipeline_rank`.
-  int peer(int pipeline_rank) const;
-  // Starts the all-reduce of bucket `bucket` of stage `stage`'s gradients.
-  void start_reduction(Step& step, int stage, int bucket);
+  // The communicator's rank of pipeline rank `pipeline_rank`; of the rank on
+  // the other side of a communication action.
+  int peer(int pipeline_rank) const { return peers_[static_cast<size_t>(pipeline_rank)]; }
+  int peer_of(const Step& step, const schedule::Action& a) const;
   // `tensor` on this rank's device (itself when it is there already).
   torch::Tensor on_device(const torch::Tensor& tensor) const;
+  void wait_reductions(Step& step);
 
   schedule::Schedule schedule_;
   schedule::Placement placement_;
-  std::map<int, schedule::Schedule> eval_schedules_;  // lowered forward_only(), by micro-batches
+  std::map<int, Program> forward_only_;  // lowered forward_only(), by micro-batches
   int rank_;
   std::map<int, std::shared_ptr<Stage>> stages_;
   LossFn loss_;
   comm::Communicator* comm_;
   ExecutorOptions options_;
+  std::vector<int> peers_;  // the communicator's rank of each pipeline rank
   // The ranks holding the last stage, ascending; and the index in this
   // rank's actions of its last forward of that stage (SIZE_MAX: none).
   std::vector<int> loss_ranks_;
   size_t last_loss_forward_ = SIZE_MAX;
   int64_t steps_run_ = 0;
-  // Per stage of this rank: its buckets' parameter indices (into
-  // Stage::parameters()), in reduction order.
-  std::map<int, std::vector<std::vector<int>>> buckets_;
-  // Per tie group of this rank: its copies here by slot ("tied/<i>" for
-  // tied weight i, else the parameter's name), the slots each other rank of
-  // the group shares with this one, and the index of this rank's last
-  // REDUCE_TIED of the group.
-  struct TieGroup {
-    std::map<std::string, std::vector<torch::Tensor>> copies;
-    std::map<int, std::vector<std::string>> shared;  // other rank -> slots, sorted
-    size_t last = 0;
-  };
-  std::map<int, TieGroup> tie_groups_;
-  // Schedules without a flush: which of this rank's actions are carried, the
-  // cells they carry, what the last step left them, and the weight versions.
-  std::vector<bool> carried_;
-  std::vector<size_t> carried_cells_;
-  std::optional<Carry> carry_;
-  std::unique_ptr<WeightVersions> versions_;
-  std::map<int, size_t> version_group_;  // stage -> index into versions_' groups
+  std::unique_ptr<BucketReducer> buckets_;
+  std::unique_ptr<TiedReducer> tie_groups_;
+  std::unique_ptr<Carries> carries_;
 };
 
 }  // namespace baton::runtime

@@ -61,6 +61,14 @@ TEST(TagTest, SendAndMatchingReceiveNameTheSameTag) {
   EXPECT_FALSE(tag_for({ActionKind::SEND_F, 2, 5}) == tag_for({ActionKind::SEND_B, 2, 5}));
 }
 
+// The control messages ride the reserved micro-batch, which no action's tag names.
+TEST(TagTest, LossAndTiedSumTagsUseTheReservedMicrobatchInOppositeDirections) {
+  EXPECT_EQ(loss_tag(4), (Tag{3, kReservedMicrobatch, Direction::kForward}));
+  EXPECT_EQ(tied_sum_tag(2), (Tag{2, kReservedMicrobatch, Direction::kBackward}));
+  EXPECT_FALSE(loss_tag(3) == tied_sum_tag(2));
+  EXPECT_FALSE(loss_tag(3) == tag_for({ActionKind::SEND_F, 2, kReservedMicrobatch - 1}));
+}
+
 TEST(TagTest, ComputeActionsHaveNoTag) {
   EXPECT_THAT(
       [] {

@@ -157,6 +157,43 @@ TEST(TensorParallelGrids, ScatterGatherSendsATthOfEachBoundaryWithTheSameLosses)
   }
 }
 
+// Evaluation runs the forward-only schedule through the executor's one
+// interpreter, tensor-parallel scatter/gather included: with tp=2 the last
+// stage's ranks return tp=1's outputs (within 1e-5 relative), also for more
+// micro-batches than training uses, and scatter/gather changes no bit.
+TEST(TensorParallelGrids, EvaluationWithTpTwoGivesTheOutputsOfTpOne) {
+  at::set_num_threads(1);
+  const torch::Tensor x = tokens(7).first;
+  auto evaluate = [&](int tp, bool scatter) {
+    std::vector<torch::Tensor> outputs(2 * tp);
+    comm::run_local_group(2 * tp, kTimeout, [&](comm::Communicator& comm) {
+      Pipeline pipe(gpt(), nullptr,
+                    PipelineOptions().microbatches(2).pp(2).tp(tp).tp_scatter_gather(scatter)
+                        .communicator(&comm));
+      std::vector<torch::Tensor> parts;
+      for (auto& [mb, out] : pipe.eval_microbatches(x, 4)) parts.push_back(out);
+      if (!parts.empty()) outputs[comm.rank()] = torch::cat(parts);
+    });
+    return outputs;
+  };
+  const std::vector<torch::Tensor> one = evaluate(1, true);
+  ASSERT_TRUE(one[1].defined());
+  ASSERT_EQ(one[1].size(0), kBatch);
+  const std::map<bool, std::vector<torch::Tensor>> two{{true, evaluate(2, true)},
+                                                      {false, evaluate(2, false)}};
+  for (const auto& [scatter, outputs] : two) {
+    // Ranks 2 and 3 hold the last stage (tp varies fastest); ranks 0 and 1 finish nothing.
+    for (int r : {0, 1}) EXPECT_FALSE(outputs[r].defined()) << "rank " << r;
+    for (int r : {2, 3}) {
+      ASSERT_TRUE(outputs[r].defined()) << "rank " << r << " scatter " << scatter;
+      ASSERT_EQ(outputs[r].sizes(), one[1].sizes());
+      EXPECT_LT(test::relative(outputs[r], one[1]), 1e-5)
+          << "rank " << r << " scatter " << scatter;
+      EXPECT_TRUE(torch::equal(outputs[r], two.at(false)[r])) << "rank " << r;
+    }
+  }
+}
+
 TEST(TensorParallelErrors, AGridThatIsNotTheWorldOrATpThatDoesNotDivideTheHeadsIsRefused) {
   std::vector<std::string> messages(4);
   comm::run_local_group(4, kTimeout, [&](comm::Communicator& comm) {

@@ -1,0 +1,92 @@
+#include "baton/runtime/carries.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "baton/core/error.h"
+#include "baton/schedule/unroll.h"
+
+namespace baton::runtime {
+
+using schedule::Action;
+using schedule::ActionKind;
+
+Carries::Carries(const schedule::Schedule& schedule, int rank,
+                 const std::map<int, std::shared_ptr<Stage>>& stages, Recompute recompute)
+    : carries_(schedule.carries),
+      carried_(schedule::carried_actions(schedule)[static_cast<size_t>(rank)]) {
+  if (!carries_) return;
+  const auto& actions = schedule.actions[static_cast<size_t>(rank)];
+  std::set<size_t> cells;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    if (!carried_[i]) continue;
+    const Action& a = actions[i];
+    cells.insert(static_cast<size_t>(a.stage) * schedule.microbatches + a.microbatch);
+    BATON_CHECK(a.stage != schedule.stages - 1 || recompute == Recompute::Never,
+                "[runtime.executor] schedule \"", schedule.name, "\" carries the last stage's ",
+                "backward into the next step, which cannot recompute its loss; use recompute ",
+                "never");
+  }
+  carried_cells_.assign(cells.begin(), cells.end());
+  std::vector<std::vector<torch::Tensor>> groups;
+  for (const auto& [index, stage] : stages) {
+    version_group_[index] = groups.size();
+    groups.push_back(stage->parameters());
+  }
+  // pipedream (generated, or a file whose header names it) stashes a version
+  // per micro-batch and updates after each backward, async updates alike
+  // without stashing; any other window double-buffers per step (2bw).
+  using Updates = WeightVersions::Updates;
+  const auto updates = schedule.name == "pipedream" ? Updates::PerMicrobatch
+                       : schedule.name == "async"   ? Updates::PerMicrobatchUnstashed
+                                                    : Updates::PerStep;
+  versions_ = std::make_unique<WeightVersions>(std::move(groups), updates);
+}
+
+void Carries::restore(detail::Step& step) {
+  step.carried_in = carry_.has_value();
+  if (carry_) {
+    for (size_t k = 0; k < carry_->cells.size(); ++k) {
+      const size_t c = carry_->cells[k];
+      step.input[c] = std::move(carry_->input[k]);
+      step.output[c] = std::move(carry_->output[k]);
+      step.activation_bytes[c] = carry_->bytes[k];
+      step.stashed_bytes += carry_->bytes[k];
+    }
+    step.result.peak_activation_bytes = step.stashed_bytes;
+    carry_.reset();
+  }
+  if (versions_) step.result.weight_versions = versions_->held();
+}
+
+void Carries::before(const detail::Step& step, const Action& a, size_t index) {
+  if (!versions_ || !schedule::is_compute(a.kind)) return;
+  versions_->before(version_group_.at(a.stage), a.kind == ActionKind::F,
+                    step.cell(a.stage, a.microbatch), carried_[index]);
+}
+
+void Carries::after(const detail::Step& step, const Action& a) {
+  if (!versions_ || a.kind != ActionKind::B) return;
+  versions_->after_backward(version_group_.at(a.stage), step.cell(a.stage, a.microbatch));
+}
+
+void Carries::end_step(detail::Step& step) {
+  if (carries_ && !step.drain_only) {
+    Carry carry;
+    for (size_t c : carried_cells_) {
+      carry.cells.push_back(c);
+      carry.input.push_back(std::move(step.input[c]));
+      carry.output.push_back(std::move(step.output[c]));
+      carry.bytes.push_back(step.activation_bytes[c]);
+    }
+    carry_ = std::move(carry);
+  }
+  if (versions_) {
+    versions_->end_step(/*carry_next=*/carry_.has_value() && !carried_cells_.empty(),
+                        /*previous_whole=*/step.carried_in);
+    step.result.weight_versions = std::max(step.result.weight_versions, versions_->held());
+  }
+}
+
+}  // namespace baton::runtime

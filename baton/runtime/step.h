@@ -1,0 +1,69 @@
+// What one run of the executor's interpreter holds: a training step, a drain
+// or an evaluation (runtime/executor.h), per (stage, micro-batch) cell of the
+// schedule it walks. Internal to the runtime: the executor, the carries
+// between steps (runtime/carries.h) and the forward-only path share it.
+#pragma once
+
+#include <torch/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "baton/comm/communicator.h"
+#include "baton/runtime/executor.h"
+#include "baton/schedule/schedule.h"
+
+namespace baton::runtime::detail {
+
+using Clock = std::chrono::steady_clock;
+
+struct Step {
+  // `schedule` and `placement` must outlive the step.
+  // `drain_only`: runs only the backwards the last step carried (Executor::drain()).
+  Step(const schedule::Schedule& schedule, const schedule::Placement& placement, bool drain_only)
+      : schedule(schedule),
+        placement(placement),
+        stages(schedule.stages),
+        microbatches(schedule.microbatches),
+        forward_only(schedule.forward_only),
+        drain_only(drain_only),
+        input(cells()),
+        output(cells()),
+        grad_output(cells()),
+        grad_input(cells()),
+        activation_bytes(cells(), 0),
+        recv_forward(cells()),
+        recv_backward(cells()) {}
+
+  size_t cell(int s, int mb) const { return static_cast<size_t>(s) * microbatches + mb; }
+  size_t cells() const { return static_cast<size_t>(stages) * microbatches; }
+
+  const schedule::Schedule& schedule;
+  const schedule::Placement& placement;
+  int stages, microbatches;
+  // Evaluation: no loss, no autograd; the last stage's outputs stay in `output`.
+  bool forward_only;
+  bool drain_only;
+  bool carried_in = false;  // a schedule without a flush: the last step left backwards
+  std::vector<torch::Tensor> inputs, targets;  // micro-batches of the mini-batch
+  std::vector<double> scales;
+  std::vector<torch::Tensor> input;   // the stage's input (a leaf when it needs a gradient)
+  std::vector<torch::Tensor> output;  // the stage's output, or the scaled loss on the last stage
+  std::vector<torch::Tensor> grad_output;  // gradient of the loss w.r.t. `output`
+  std::vector<torch::Tensor> grad_input;   // gradient to send to the previous stage
+  std::vector<double> activation_bytes;
+  std::vector<std::optional<comm::RecvHandle>> recv_forward, recv_backward;
+  std::map<int, comm::RecvHandle> recv_loss;  // by sending rank
+  std::vector<comm::SendHandle> sends;
+  std::vector<comm::ReduceHandle> reductions;  // REDUCE_GRADs in flight
+  // On a CUDA device the scaled losses add up on the device, read once at the
+  // end of the step (on the CPU they go straight into result.loss).
+  torch::Tensor device_loss;
+  double stashed_bytes = 0;
+  StepResult result;
+  Clock::time_point start = Clock::now();
+};
+
+}  // namespace baton::runtime::detail
