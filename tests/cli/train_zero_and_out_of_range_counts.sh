@@ -4,8 +4,8 @@
 # accepted (CLI11's strtoull saturates). All are rejected, as are the same
 # values in a TOML config.
 source "$(dirname "$0")/lib/common.sh"
-expect_bad_input "--steps: Value 0 not in range" "${J[@]}" --hidden 16 --steps 0
-expect_bad_input "--epochs: Value 0 not in range" "${T[@]}" --epochs 0
+expect_bad_input "--steps: must be an integer in [1, 2147483647], got 0" "${J[@]}" --hidden 16 --steps 0
+expect_bad_input "--epochs: must be an integer in [1, 2147483647], got 0" "${T[@]}" --epochs 0
 expect_bad_input "--virtual: Value 0 not in range" "${T[@]}" --virtual 0
 expect_bad_input "--seed: must be an integer in [0, 18446744073709551615], got 18446744073709551616" \
   "${T[@]}" --seed 18446744073709551616
