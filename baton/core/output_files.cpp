@@ -109,7 +109,8 @@ void check_output_paths(const std::string& where, const std::vector<NamedPath>& 
   for (const NamedPath& in : inputs)
     if (!in.path.empty()) seen.emplace_back(&in, identity_of(in.path));
   for (const NamedPath& out : outputs) {
-    if (out.path.empty()) continue;
+    BATON_CHECK(!out.path.empty(), where, " ", out.flag, " needs a ",
+                out.folder ? "folder" : "file", " name");
     if (!out.folder) check_writable(where, out);
     const Identity mine = identity_of(out.path);
     for (const auto& [other, theirs] : seen) {

@@ -38,7 +38,8 @@ class WriteError : public Error {
 // and inode where they exist (so a hard link is caught), else by the path
 // with ".", ".." and symbolic links resolved. Creates nothing: a probe file
 // made to test creation is removed again; output folders are only compared
-// (their owner checks them). Empty paths are skipped.
+// (their owner checks them). An empty output path is refused ("needs a file
+// name": pass only the outputs given); empty inputs are skipped.
 void check_output_paths(const std::string& where, const std::vector<NamedPath>& outputs,
                         const std::vector<NamedPath>& inputs = {});
 

@@ -7,11 +7,14 @@
 namespace baton::train {
 
 void check_output_paths(const TrainConfig& c) {
-  const std::vector<NamedPath> outputs{{"--metrics", c.metrics},
-                                       {"--trace", c.trace},
-                                       {"--svg", c.svg},
-                                       {"--profile-out", c.profile_out},
-                                       {"--save", c.save, /*folder=*/true}};
+  std::vector<NamedPath> outputs;
+  for (const NamedPath& out : std::vector<NamedPath>{{"--metrics", c.metrics},
+                                                     {"--trace", c.trace},
+                                                     {"--svg", c.svg},
+                                                     {"--profile-out", c.profile_out},
+                                                     {"--save", c.save, /*folder=*/true}}) {
+    if (!out.path.empty()) outputs.push_back(out);  // given ones only: "" means not given here
+  }
   std::vector<NamedPath> inputs{{"--config", c.config_file},
                                 {"--schedule-file", c.schedule_file},
                                 {"--text", c.text},
