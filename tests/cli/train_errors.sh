@@ -26,7 +26,7 @@ check "unknown optimizer \"lbfgs\"" $small --optimizer lbfgs
 check "unknown transport \"carrier-pigeon\" (expected auto, shm or gloo)" $small --transport carrier-pigeon
 check "unknown recompute mode \"sometimes\"" $small --pp 1 --nproc 1 --recompute sometimes
 check "sums to 2 layers but the model has 4" $small --pp 2 --nproc 2 --balance 1,1
-check "install it with: apt-get install dataset-fashion-mnist" --model cnn --pp 1 --nproc 1 --data-dir "$tmp/none" --cache-dir "$tmp/cache"
+check "data folder $tmp/none does not exist; name the folder of the .gz files" --model cnn --pp 1 --nproc 1 --data-dir "$tmp/none" --cache-dir "$tmp/cache"
 check "needs m >= 2p" $small --pp 2 --nproc 2 --schedule zb-h2 --microbatches 3 --batch 8
 
 printf 'model = "mlp"\npp = = 2\n' > "$tmp/bad.toml"
