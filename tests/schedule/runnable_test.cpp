@@ -210,12 +210,8 @@ class EveryGeneratorsExport : public ::testing::TestWithParam<std::tuple<std::st
 
 TEST_P(EveryGeneratorsExport, ReadsBackWithItsReductionsUnchangedWithTwoReplicas) {
   const auto& [name, p, m] = GetParam();
-  Schedule made;
-  try {
-    made = runnable(ScheduleSource::generated(name, shape(p, m)), ReductionOptions{}.set_dp(2));
-  } catch (const Error& e) {
-    GTEST_SKIP() << e.what();  // a shape this generator refuses, or no flush
-  }
+  const Schedule made =
+      runnable(ScheduleSource::generated(name, shape(p, m)), ReductionOptions{}.set_dp(2));
   const std::string stem = name + "_" + std::to_string(p) + "_" + std::to_string(m);
   const std::vector<std::pair<std::string, std::string>> files{
       {stem + "_comms.csv", format_csv(made, CsvFormat::ComputeComms)},
@@ -228,9 +224,24 @@ TEST_P(EveryGeneratorsExport, ReadsBackWithItsReductionsUnchangedWithTwoReplicas
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedules, EveryGeneratorsExport,
-                         ::testing::Combine(::testing::ValuesIn(schedule_names()),
-                                            ::testing::Values(2, 4), ::testing::Values(4, 8)),
+// Every (generator, p, m) with p in {2, 4}, m in {4, 8} that runs with dp 2:
+// not the schedules without a flush (dp reduces whole steps), and not the
+// shapes zb-h2 and dualpipev refuse (m < 2p).
+std::vector<std::tuple<std::string, int, int>> exportable() {
+  std::vector<std::tuple<std::string, int, int>> out;
+  for (const std::string& name : schedule_names()) {
+    if (name == "2bw" || name == "pipedream" || name == "async") continue;
+    for (int p : {2, 4}) {
+      for (int m : {4, 8}) {
+        if ((name == "zb-h2" || name == "dualpipev") && m < 2 * p) continue;
+        out.emplace_back(name, p, m);
+      }
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, EveryGeneratorsExport, ::testing::ValuesIn(exportable()),
                          [](const auto& info) {
                            std::string n = std::get<0>(info.param) + "_p" +
                                            std::to_string(std::get<1>(info.param)) + "_m" +
