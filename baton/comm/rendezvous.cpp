@@ -4,7 +4,12 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <memory>
 #include <mutex>
+#include <thread>
 
 #include <c10/util/Logging.h>
 
@@ -54,6 +59,43 @@ void check_resolves(const ConnectOptions& options) {
                                       " (MASTER_ADDR): ", why));
 }
 
+// The TCPStore, made on a thread of its own and given up on after
+// `deadline`. LibTorch 2.x's client pings the store in its constructor with
+// a receive that has no timeout, so a port held by another program (which
+// accepts and never answers) would block forever; the thread, detached,
+// ends when that program closes the connection. Null when the deadline
+// passed.
+c10::intrusive_ptr<c10d::Store> make_store_within(const std::string& addr,
+                                                  const c10d::TCPStoreOptions& options,
+                                                  std::chrono::milliseconds deadline) {
+  struct Outcome {
+    std::mutex mutex;
+    std::condition_variable done_changed;
+    bool done = false;
+    c10::intrusive_ptr<c10d::Store> store;
+    std::exception_ptr error;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  std::thread([outcome, addr, options] {
+    c10::intrusive_ptr<c10d::Store> store;
+    std::exception_ptr error;
+    try {
+      store = c10::make_intrusive<c10d::TCPStore>(addr, options);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(outcome->mutex);
+    outcome->store = std::move(store);
+    outcome->error = error;
+    outcome->done = true;
+    outcome->done_changed.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(outcome->mutex);
+  if (!outcome->done_changed.wait_for(lock, deadline, [&] { return outcome->done; })) return {};
+  if (outcome->error) std::rethrow_exception(outcome->error);
+  return outcome->store;
+}
+
 }  // namespace
 
 void check_group(int rank, int world_size, std::chrono::milliseconds timeout) {
@@ -75,8 +117,12 @@ c10::intrusive_ptr<c10d::Store> connect_store(const ConnectOptions& options) {
   store_options.isServer = options.rank == 0;
   store_options.waitWorkers = false;  // the process group's rendezvous waits instead
   store_options.timeout = options.timeout;
+  // The store's own connect retries for the timeout; past it and a margin, nobody answered.
+  const auto deadline = options.timeout + std::chrono::seconds(5);
   try {
-    return c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+    c10::intrusive_ptr<c10d::Store> store =
+        make_store_within(options.master_addr, store_options, deadline);
+    if (store) return store;
   } catch (...) {
     const std::string why = first_line(std::current_exception());
     const std::string at =
@@ -97,6 +143,10 @@ c10::intrusive_ptr<c10d::Store> connect_store(const ConnectOptions& options) {
                                         " within ", format_duration(options.timeout), " (", why,
                                         ")"));
   }
+  throw Error(::baton::detail::concat(
+      "[comm] rank ", options.rank, " got no answer from a rendezvous store at ",
+      options.master_addr, ":", options.master_port, " within ", format_duration(deadline),
+      " (is another program listening on that port?)"));
 }
 
 }  // namespace baton::comm::detail
