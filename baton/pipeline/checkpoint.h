@@ -87,8 +87,7 @@ struct SaveRequest {
 };
 
 // Writes a checkpoint of request.step into request.dir (created when missing;
-// its parent must exist),
-// as the header comment says. Throws baton::Error naming the path when the
+// its parent must exist), as the header comment says. Throws baton::Error naming the path when the
 // folder is not baton's (prepare_save_folder) or a file cannot be written;
 // every rank throws when rank 0 refuses the folder.
 void save(const SaveRequest& request);
