@@ -14,22 +14,16 @@
 
 #include "baton/core/error.h"
 #include "baton/pipeline/manifest.h"
+#include "fuzz/one_line_message.h"
 
 namespace {
 
-constexpr size_t kMaxMessageBytes = 4096;
-
 [[noreturn]] void bug(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "checkpoint_manifest_fuzz: %s\n%s\n", what, detail.c_str());
-  std::abort();
+  baton::fuzz::bug("checkpoint_manifest_fuzz", what, detail);
 }
 
 void check_message(const std::string& text) {
-  if (text.size() > kMaxMessageBytes) bug("message too long", text.substr(0, 200));
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) bug("control byte (or a second line) in the message", text);
-  }
+  baton::fuzz::check_one_line_message("checkpoint_manifest_fuzz", text);
 }
 
 // What an accepted manifest promises the loader.

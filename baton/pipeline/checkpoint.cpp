@@ -124,14 +124,7 @@ void finish_save(const SaveRequest& r, json manifest) {
   // The previous root manifest says which folders are baton's (begin_save checked it parses).
   std::vector<std::string> previous;
   std::error_code error;
-  if (fs::is_regular_file(dir / kManifest, error)) {
-    std::ifstream in(dir / kManifest, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    try {
-      previous = kept_folders(parse_manifest(text, (dir / kManifest).string()));
-    } catch (const Error&) {
-    }
-  }
+  if (fs::exists(dir / kManifest, error)) previous = kept_folders(read_manifest(r.dir));
   // A protected folder past keep_last stays listed, so that a later save removes it.
   std::vector<std::string> kept{folder}, dropped;
   for (const std::string& k : previous) {

@@ -330,9 +330,7 @@ void prepare_save_folder(const std::string& where, const std::string& dir) {
                   "); baton saves only into an empty folder or a checkpoint folder of its own");
       json manifest;
       try {
-        std::ifstream in(manifest_path, std::ios::binary);
-        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        manifest = parse_manifest(text, manifest_path.string());
+        manifest = read_manifest(dir);
       } catch (const Error& e) {
         BATON_CHECK(false, where, " ", dir, " is not empty and its ", kManifest,
                     " is not a baton checkpoint's, so baton will not write there: ", e.what());
