@@ -1,4 +1,5 @@
-// The umbrella header: everything a user of baton needs. The torch-free part
+// The umbrella header: everything a user of baton's library needs (not the
+// `baton train` command's own modules, baton/train/). The torch-free part
 // (schedules, simulator, traces, balancing) is also usable on its own through
 // its module headers, without LibTorch.
 #pragma once
@@ -19,14 +20,15 @@
 #if __has_include(<torch/torch.h>)
 #include "baton/comm/communicator.h"
 #include "baton/comm/launcher.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/synthetic.h"
 #include "baton/data/text.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/nn/linear.h"
 #include "baton/nn/models.h"
+#include "baton/nn/weight_grad.h"
 #include "baton/pipeline/pipeline.h"
 #include "baton/runtime/executor.h"
 #include "baton/runtime/stage.h"
-#include "baton/train/trainer.h"
 #endif

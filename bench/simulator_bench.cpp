@@ -56,10 +56,12 @@ BENCHMARK_CAPTURE(BM_SimulateStats, 1f1b, std::string("1f1b"), 64, 1024)
 BENCHMARK_CAPTURE(BM_SimulateStats, interleaved, std::string("interleaved"), 64, 1024)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SimulateStats, 1f1b_3072, std::string("1f1b"), 3072, 3072)
-    ->Unit(benchmark::kMillisecond)->Iterations(1);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_Simulate, 1f1b, std::string("1f1b"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Simulate, zb_h1, std::string("zb-h1"))->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Simulate, interleaved, std::string("interleaved"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Simulate, interleaved, std::string("interleaved"))
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Validate, 1f1b, std::string("1f1b"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GenerateAndLower, 1f1b, std::string("1f1b"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_GenerateAndLower, zb_h1, std::string("zb-h1"))->Unit(benchmark::kMillisecond);

@@ -1,15 +1,14 @@
-# cmake --install build --prefix P: the headers, libbaton_base.a (and
-# libbaton_torch.a), the baton CLI, and P/lib/cmake/baton/batonConfig.cmake
-# exporting baton::base (no LibTorch) and baton::torch, for
-# find_package(baton). See examples/cpp and scripts/examples.sh.
+# cmake --install build --prefix P: the headers, one static library per
+# module (libbaton_core.a, ..., libbaton_train.a), the baton CLI, and
+# P/lib/cmake/baton/batonConfig.cmake exporting the umbrella targets
+# baton::base (no LibTorch) and baton::torch, for find_package(baton). See
+# examples/cpp and scripts/examples.sh.
 include(CMakePackageConfigHelpers)
 
 set(BATON_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/baton)
-set(BATON_TORCH_MODULES comm nn runtime parallel data pipeline train)
-
-set(_baton_targets baton_base)
+set(_baton_targets baton_base ${BATON_BASE_LIBRARIES})
 if(TARGET baton_torch)
-  list(APPEND _baton_targets baton_torch)
+  list(APPEND _baton_targets baton_torch ${BATON_TORCH_LIBRARIES})
   set(BATON_HAS_TORCH ON)
 else()
   set(BATON_HAS_TORCH OFF)

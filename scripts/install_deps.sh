@@ -11,8 +11,9 @@ packages=(
   python3-torch
   iproute2
 )
-# CI's extra checks: clang's libFuzzer for scripts/fuzz.sh.
-if [ -n "${BATON_CI:-}" ]; then packages+=(clang libclang-rt-14-dev); fi
+# CI's extra checks: clang's libFuzzer for scripts/fuzz.sh, clang-format for
+# scripts/check_format.sh.
+if [ -n "${BATON_CI:-}" ]; then packages+=(clang libclang-rt-14-dev clang-format); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

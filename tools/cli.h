@@ -35,7 +35,7 @@ using Action = std::function<int()>;
 
 // Each adds its subcommand to `app` and returns what to run when chosen.
 Action add_simulate(CLI::App& app);
-Action add_plan(CLI::App& app);      // tools/plan_command.cpp
+Action add_plan(CLI::App& app);   // tools/plan_command.cpp
 Action add_train(CLI::App& app);  // tools/train_command.cpp (torch builds) or a stub
 
 }  // namespace baton::cli

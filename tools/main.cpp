@@ -17,7 +17,9 @@ namespace baton::cli {
 namespace {
 std::vector<std::string> g_command_line;
 }  // namespace
-const std::vector<std::string>& command_line() { return g_command_line; }
+const std::vector<std::string>& command_line() {
+  return g_command_line;
+}
 
 void print_error(const std::string& message) {
   std::string text = "baton: error: " + message;

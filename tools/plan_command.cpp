@@ -6,9 +6,9 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
@@ -62,8 +62,9 @@ void resolve_model(const CLI::App& cmd, PlanFlags& f) {
   auto conflict = [&](const std::string& flag, const std::string& given) {
     const std::string key = flag.substr(2);
     const nlohmann::json* value = model.contains(key) ? &model[key] : nullptr;
-    const std::string file = !value ? "" : value->is_string() ? value->get<std::string>()
-                                                             : value->dump();
+    const std::string file = !value               ? ""
+                             : value->is_string() ? value->get<std::string>()
+                                                  : value->dump();
     BATON_CHECK(value && file == given, "[plan] ", flag, " ", given, " conflicts with --profile ",
                 f.profile, (value ? ", which has " + key + " " + file : ", which has no " + key),
                 "; the model is the profile's, drop ", flag);
@@ -110,21 +111,28 @@ struct Column {
   bool left;         // left-aligned, after two spaces (not in min_width)
 };
 constexpr Column kColumns[] = {
-    {"t", 4, false},       {"p", 5, false},        {"d", 6, false},      {"b", 6, false},
-    {"m", 7, false},       {"schedule", 10, true}, {"v", 3, false},      {"recomp", 8, false},
-    {"zero", 6, false},    {"mem_GB", 8, false},   {"bubble", 8, false}, {"step_s", 10, false},
+    {"t", 4, false},           {"p", 5, false},        {"d", 6, false},      {"b", 6, false},
+    {"m", 7, false},           {"schedule", 10, true}, {"v", 3, false},      {"recomp", 8, false},
+    {"zero", 6, false},        {"mem_GB", 8, false},   {"bubble", 8, false}, {"step_s", 10, false},
     {"TFLOPs/GPU", 12, false}, {"seq/s", 8, false}};
 constexpr size_t kColumnCount = sizeof kColumns / sizeof kColumns[0];
 
 std::array<std::string, kColumnCount> table_row(const plan::Plan& p) {
   const plan::Config& c = p.config;
-  return {std::to_string(c.t),           std::to_string(c.p),
-          std::to_string(c.d),           std::to_string(c.microbatch),
-          std::to_string(c.microbatches), c.schedule,
-          std::to_string(c.virtual_stages), c.recompute ? "yes" : "no",
-          c.zero1 ? "1" : "0",           fixed(p.memory_bytes / 1e9, 1),
-          fixed(p.bubble_fraction, 3),   fixed(p.step_s, 3),
-          fixed(p.tflops_per_gpu, 1),    fixed(p.sequences_per_s, 1)};
+  return {std::to_string(c.t),
+          std::to_string(c.p),
+          std::to_string(c.d),
+          std::to_string(c.microbatch),
+          std::to_string(c.microbatches),
+          c.schedule,
+          std::to_string(c.virtual_stages),
+          c.recompute ? "yes" : "no",
+          c.zero1 ? "1" : "0",
+          fixed(p.memory_bytes / 1e9, 1),
+          fixed(p.bubble_fraction, 3),
+          fixed(p.step_s, 3),
+          fixed(p.tflops_per_gpu, 1),
+          fixed(p.sequences_per_s, 1)};
 }
 
 void print_row(const std::array<std::string, kColumnCount>& cells,
@@ -141,8 +149,8 @@ void print_row(const std::array<std::string, kColumnCount>& cells,
 
 void print_table(const plan::PlanResult& r, const PlanFlags& f) {
   const auto& req = f.request;
-  std::cout << model_title(f) << " on " << req.cluster.gpus << " GPUs (" << req.cluster.gpus_per_node << " per node, "
-            << req.cluster.memory_gb << " GB"
+  std::cout << model_title(f) << " on " << req.cluster.gpus << " GPUs ("
+            << req.cluster.gpus_per_node << " per node, " << req.cluster.memory_gb << " GB"
             << (req.profile ? "" : ", " + std::to_string(req.cluster.peak_tflops) + " TFLOPs")
             << "), batch " << req.batch << "\n";
   std::vector<std::array<std::string, kColumnCount>> rows;
@@ -159,8 +167,8 @@ void print_table(const plan::PlanResult& r, const PlanFlags& f) {
   }
   print_row(header, widths);
   for (const auto& row : rows) print_row(row, widths);
-  std::cout << r.plans.size() << " feasible plans simulated of "
-            << r.candidates << " candidates; rejected:";
+  std::cout << r.plans.size() << " feasible plans simulated of " << r.candidates
+            << " candidates; rejected:";
   for (const auto& [reason, n] : r.rejected) std::cout << " " << reason << "=" << n;
   std::cout << "\n";
 }
@@ -182,9 +190,8 @@ int run(const CLI::App& cmd, PlanFlags& f) {
   if (f.json) {
     nlohmann::json plans = nlohmann::json::array();
     for (const plan::Plan& p : result.plans) plans.push_back(to_json(p));
-    nlohmann::json out = {{"plans", plans},
-                          {"rejected", result.rejected},
-                          {"candidates", result.candidates}};
+    nlohmann::json out = {
+        {"plans", plans}, {"rejected", result.rejected}, {"candidates", result.candidates}};
     std::cout << out.dump() << "\n";
   } else {
     print_table(result, f);
@@ -202,8 +209,9 @@ Action add_plan(CLI::App& app) {
   auto f = std::make_shared<PlanFlags>();
   plan::PlanRequest& q = f->request;
   CLI::App* cmd = app.add_subcommand(
-      "plan", "Search (t, p, d), micro-batch size, schedule and recomputation for a model on a "
-              "cluster, by the cost model and the simulator");
+      "plan",
+      "Search (t, p, d), micro-batch size, schedule and recomputation for a model on a "
+      "cluster, by the cost model and the simulator");
   take_repeated_options(cmd);  // reported by run(), by name
   const auto count = CLI::Range(1, 1 << 30);
   cmd->add_option("--model", f->model, "Model family (gpt)")->capture_default_str();
@@ -214,9 +222,11 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--vocab", q.shape.vocab, "Vocabulary size V")->check(count);
   cmd->add_option("--gpus", q.cluster.gpus, "GPUs N")->required()->check(count);
   cmd->add_option("--gpus-per-node", q.cluster.gpus_per_node, "GPUs per node G")
-      ->required()->check(count);
+      ->required()
+      ->check(count);
   cmd->add_option("--gpu-memory-gb", q.cluster.memory_gb, "Memory per GPU in GB (1e9 bytes)")
-      ->required()->check(kPositive);
+      ->required()
+      ->check(kPositive);
   cmd->add_option("--peak-tflops", q.cluster.peak_tflops, "Peak dense fp16 TFLOPs per GPU")
       ->check(kPositive);
   cmd->add_option("--profile", f->profile,
@@ -224,28 +234,38 @@ Action add_plan(CLI::App& app) {
                   "formulas (the model is the file's; t = 1)");
   cmd->add_option("--intra-node-gbps", q.cluster.intra_node_gbps,
                   "Link inside a node, Gb/s per GPU (NVLink-class default)")
-      ->capture_default_str()->check(kPositive);
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--inter-node-gbps", q.cluster.inter_node_gbps,
                   "Link between nodes, Gb/s per GPU (InfiniBand HDR-class default)")
-      ->capture_default_str()->check(kPositive);
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--intra-node-latency-us", q.cluster.intra_node_latency_us,
-                  "Latency inside a node, microseconds")->capture_default_str()->check(kPositive);
+                  "Latency inside a node, microseconds")
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--inter-node-latency-us", q.cluster.inter_node_latency_us,
-                  "Latency between nodes, microseconds")->capture_default_str()->check(kPositive);
-  cmd->add_option("--efficiency", q.cluster.efficiency,
-                  "Fraction of peak that large GEMMs reach")
-      ->capture_default_str()->check(CLI::Range(0.001, 1.0));
+                  "Latency between nodes, microseconds")
+      ->capture_default_str()
+      ->check(kPositive);
+  cmd->add_option("--efficiency", q.cluster.efficiency, "Fraction of peak that large GEMMs reach")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1.0));
   cmd->add_option("--efficiency-half-size", q.cluster.efficiency_half_size,
                   "Per-GPU GEMM size b*s*h/t at which half of --efficiency is reached")
-      ->capture_default_str()->check(kPositive);
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--batch", q.batch, "Global batch B in sequences")->required()->check(count);
   cmd->add_option("--microbatch", q.microbatch,
-                  "Search only this micro-batch size b (b must divide B / d)")->check(count);
+                  "Search only this micro-batch size b (b must divide B / d)")
+      ->check(count);
   cmd->add_option("--simulate-limit", q.simulate_limit,
                   "Simulate at most this many candidates (the analytically fastest)")
-      ->capture_default_str()->check(CLI::Range(1, 100000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--top", f->top, "Rows of the table")->capture_default_str()->check(count);
-  cmd->add_flag("--json", f->json, "Print {\"plans\": [...], \"rejected\": {...}} instead of a table");
+  cmd->add_flag("--json", f->json,
+                "Print {\"plans\": [...], \"rejected\": {...}} instead of a table");
   cmd->add_option("--svg", f->svg, "Write throughput against memory per GPU as an SVG");
   return [f, cmd] {
     try {

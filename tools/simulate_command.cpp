@@ -71,7 +71,8 @@ void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
               "[simulate] --csv-format needs --export-csv, the file it is the format of");
   schedule::parse_csv_format(f.csv_format);
   BATON_CHECK(cmd.count("--memory-limit") == 0 || f.schedule == "zb-auto",
-              "[simulate] --memory-limit is zb-auto's; --schedule ", printable(f.schedule), " sets its own memory");
+              "[simulate] --memory-limit is zb-auto's; --schedule ", printable(f.schedule),
+              " sets its own memory");
   if (cmd.count("--schedule-file") == 0) return;
   BATON_CHECK(!f.schedule_file.empty(), "[simulate] --schedule-file needs a file name");
   for (const char* flag : kShapeFlags) {
@@ -86,14 +87,17 @@ constexpr double kMiB = 1024.0 * 1024.0;
 // Uniform per-rank costs (uniform_cost_model), plus the grid's: each stage's
 // parameters (a rank's --param-mb over its v chunks) in --bucket-mb buckets,
 // the dp link, and each F, B and I's tensor-parallel all-reduces.
-sim::CostModel grid_costs(const schedule::Schedule& s, const CLI::App& cmd, const SimulateFlags& f) {
+sim::CostModel grid_costs(const schedule::Schedule& s, const CLI::App& cmd,
+                          const SimulateFlags& f) {
   sim::CostModel costs = sim::uniform_cost_model(s, f.tf, f.tb, f.tw, f.comm);
   const double v = s.map == schedule::StageMap::Bidirectional ? 1.0 : s.stages_per_rank();
   const double stage_bytes = f.param_mb * kMiB / v;
-  const std::vector<double> buckets = schedule::even_gradient_buckets(stage_bytes, f.bucket_mb * kMiB);
+  const std::vector<double> buckets =
+      schedule::even_gradient_buckets(stage_bytes, f.bucket_mb * kMiB);
   const sim::Link tp_link{f.tp_latency_us / 1e3, f.tp_gbps * 1e6};
   const double tp_comm =
-      f.tp > 1 ? (f.tp_comm + sim::tp_comm_time(f.tp, f.tp_layers, f.tp_mb * kMiB, tp_link)) / v : 0;
+      f.tp > 1 ? (f.tp_comm + sim::tp_comm_time(f.tp, f.tp_layers, f.tp_mb * kMiB, tp_link)) / v
+               : 0;
   for (sim::StageCost& stage : costs.stages) {
     if (cmd.count("--param-mb")) stage.parameter_bytes = stage_bytes;
     stage.bucket_bytes = buckets;
@@ -126,12 +130,14 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   // The stats-only path knows neither REDUCE_GRAD, REDUCE_TIED (Chimera's
   // replicated stages) nor tp charges: dp = tp = 1 and no replicated stages only.
   if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty() && f.dp == 1 &&
-      f.schedule != "chimera" &&
-      f.tp == 1 && cmd.count("--param-mb") == 0 && cmd.count("--boundary-mb") == 0 && f.pp_gbps == 0) {
-    const StatsOnly fast = simulate_stats_only(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});
+      f.schedule != "chimera" && f.tp == 1 && cmd.count("--param-mb") == 0 &&
+      cmd.count("--boundary-mb") == 0 && f.pp_gbps == 0) {
+    const StatsOnly fast =
+        simulate_stats_only(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});
     // The grid's fields as the full path writes them for dp = tp = 1 and no parameter bytes.
     SimulatedGrid grid;
-    grid.buckets_per_stage = static_cast<int>(schedule::even_gradient_buckets(0, f.bucket_mb * kMiB).size());
+    grid.buckets_per_stage =
+        static_cast<int>(schedule::even_gradient_buckets(0, f.bucket_mb * kMiB).size());
     const nlohmann::json out = simulate_json(fast.shape, fast.stats, grid);
     std::cout << out.dump() << "\n";
     flush_stdout("[simulate]");
@@ -165,8 +171,8 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
     }
   }
   if (f.json) {
-    const SimulatedShape shape{s.name,   s.ranks, s.microbatches, s.stages, s.stages_per_rank(),
-                               s.map,    s.action_count()};
+    const SimulatedShape shape{
+        s.name, s.ranks, s.microbatches, s.stages, s.stages_per_rank(), s.map, s.action_count()};
     SimulatedGrid grid{f.dp, f.tp, costs.stages.empty() ? 0 : costs.stages[0].bucket_count(),
                        costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm};
     const nlohmann::json out = simulate_json(shape, st, grid);
@@ -179,8 +185,9 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   if (f.dp > 1 || f.tp > 1 || s.has_grad_reductions()) {
     std::cout << "grid dp=" << f.dp << " x pp=" << s.ranks << " x tp=" << f.tp << " ("
               << static_cast<long>(f.dp) * s.ranks * f.tp << " ranks)  buckets per stage "
-              << (costs.stages.empty() ? 0 : costs.stages[0].bucket_count()) << "  tp comm per action "
-              << (costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm) << "\n";
+              << (costs.stages.empty() ? 0 : costs.stages[0].bucket_count())
+              << "  tp comm per action " << (costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm)
+              << "\n";
     std::cout << "rank  reduce-grad  exposed\n";
     for (int r = 0; r < s.ranks; ++r) {
       std::cout << std::setw(4) << r << "  " << std::setw(11) << st.reduce_grad[r] << "  "
@@ -211,7 +218,8 @@ const CLI::Validator kPositive = finite_number(true, "SIZE");
 
 Action add_simulate(CLI::App& app) {
   auto flags = std::make_shared<SimulateFlags>();
-  CLI::App* cmd = app.add_subcommand("simulate", "Simulate a pipeline schedule and draw its timeline");
+  CLI::App* cmd =
+      app.add_subcommand("simulate", "Simulate a pipeline schedule and draw its timeline");
   take_repeated_options(cmd);  // reported by check_flags(), by name
   std::string names;
   for (const auto& n : schedule::schedule_names()) names += (names.empty() ? "" : ", ") + n;
@@ -221,21 +229,28 @@ Action add_simulate(CLI::App& app) {
                   "or a torch.distributed.pipelining schedule CSV if the name ends in .csv; "
                   "it sets the schedule, pp, micro-batches and stages");
   cmd->add_option("--pp", flags->pp, "Pipeline ranks p")
-      ->capture_default_str()->check(CLI::Range(1, schedule::kMaxRanks));
+      ->capture_default_str()
+      ->check(CLI::Range(1, schedule::kMaxRanks));
   cmd->add_option("--microbatches", flags->microbatches, "Micro-batches m per step")
-      ->capture_default_str()->check(CLI::Range(1, schedule::kMaxMicrobatches));
+      ->capture_default_str()
+      ->check(CLI::Range(1, schedule::kMaxMicrobatches));
   cmd->add_option("--virtual", flags->virtual_stages,
                   "Stage chunks per rank v (default 1; interleaved and looped-bfs default to 2; "
                   "zb-v, chimera, dualpipev, v-half and v-min fix their own layout)")
       ->check(CLI::Range(1, schedule::kMaxVirtualStages));
   cmd->add_option("--tf", flags->tf, "Forward time of a rank's share of the model per micro-batch")
-      ->capture_default_str()->check(kTime);
+      ->capture_default_str()
+      ->check(kTime);
   cmd->add_option("--tb", flags->tb, "Full backward time (input + weight gradients)")
-      ->capture_default_str()->check(kTime);
+      ->capture_default_str()
+      ->check(kTime);
   cmd->add_option("--tw", flags->tw, "Weight-gradient part of --tb (I = tb - tw)")
-      ->capture_default_str()->check(kTime);
-  cmd->add_option("--comm", flags->comm, "Time from an action's end to its output's arrival on another rank")
-      ->capture_default_str()->check(kTime);
+      ->capture_default_str()
+      ->check(kTime);
+  cmd->add_option("--comm", flags->comm,
+                  "Time from an action's end to its output's arrival on another rank")
+      ->capture_default_str()
+      ->check(kTime);
   cmd->add_option("--memory-limit", flags->memory_limit,
                   "zb-auto: most micro-batches a rank holds between F and I (default p, 1F1B's)")
       ->check(CLI::Range(1, schedule::kMaxMicrobatches));
@@ -249,37 +264,54 @@ Action add_simulate(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--param-mb", flags->param_mb,
                   "Parameters of a rank's share of the model, MiB (the bytes REDUCE_GRAD reduces)")
-      ->capture_default_str()->check(kTime);
-  cmd->add_option("--bucket-mb", flags->bucket_mb, "Gradient bucket size, MiB, as DDP's bucket_cap_mb")
-      ->capture_default_str()->check(kPositive);
+      ->capture_default_str()
+      ->check(kTime);
+  cmd->add_option("--bucket-mb", flags->bucket_mb,
+                  "Gradient bucket size, MiB, as DDP's bucket_cap_mb")
+      ->capture_default_str()
+      ->check(kPositive);
   cmd->add_option("--dp-latency-us", flags->dp_latency_us,
                   "Latency of one step of the dp ring all-reduce, us (cost-model units are ms)")
-      ->capture_default_str()->check(kTime);
-  cmd->add_option("--dp-gbps", flags->dp_gbps, "Bandwidth of the dp links, GB/s (1e9 bytes/s); 0: infinite")
-      ->capture_default_str()->check(kTime);
-  cmd->add_option("--tp-latency-us", flags->tp_latency_us, "Latency of one step of a tp ring all-reduce, us")
-      ->capture_default_str()->check(kTime);
+      ->capture_default_str()
+      ->check(kTime);
+  cmd->add_option("--dp-gbps", flags->dp_gbps,
+                  "Bandwidth of the dp links, GB/s (1e9 bytes/s); 0: infinite")
+      ->capture_default_str()
+      ->check(kTime);
+  cmd->add_option("--tp-latency-us", flags->tp_latency_us,
+                  "Latency of one step of a tp ring all-reduce, us")
+      ->capture_default_str()
+      ->check(kTime);
   cmd->add_option("--tp-gbps", flags->tp_gbps, "Bandwidth of the tp links, GB/s; 0: infinite")
-      ->capture_default_str()->check(kTime);
+      ->capture_default_str()
+      ->check(kTime);
   cmd->add_option("--tp-mb", flags->tp_mb,
                   "Activation a tp all-reduce moves (b * s * h * element size), MiB")
-      ->capture_default_str()->check(kTime);
-  cmd->add_option("--tp-layers", flags->tp_layers,
-                  "Transformer layers in a rank's share: 2 tp all-reduces each per F and per B or I")
-      ->capture_default_str()->check(kTime);
+      ->capture_default_str()
+      ->check(kTime);
+  cmd->add_option(
+         "--tp-layers", flags->tp_layers,
+         "Transformer layers in a rank's share: 2 tp all-reduces each per F and per B or I")
+      ->capture_default_str()
+      ->check(kTime);
   cmd->add_option("--tp-comm", flags->tp_comm,
                   "Extra time a rank's share spends in tp communication per F and per B or I "
                   "(with --tp > 1), added to the all-reduces above")
-      ->capture_default_str()->check(kTime);
-  cmd->add_option("--pp-gbps", flags->pp_gbps,
-                  "Bandwidth of the pipeline links, GB/s, for --boundary-mb; 0: infinite (only --comm)")
-      ->capture_default_str()->check(kTime);
+      ->capture_default_str()
+      ->check(kTime);
+  cmd->add_option(
+         "--pp-gbps", flags->pp_gbps,
+         "Bandwidth of the pipeline links, GB/s, for --boundary-mb; 0: infinite (only --comm)")
+      ->capture_default_str()
+      ->check(kTime);
   cmd->add_option("--boundary-mb", flags->boundary_mb,
                   "Bytes of a stage's output activation (and its gradient) per micro-batch, MiB")
-      ->capture_default_str()->check(kTime);
-  cmd->add_option("--tp-scatter-gather", flags->tp_scatter_gather,
-                  "With --tp > 1 and --boundary-mb: send 1/tp of a boundary over the pipeline link and "
-                  "gather it over tp (baton train's default; true or false)")
+      ->capture_default_str()
+      ->check(kTime);
+  cmd->add_option(
+         "--tp-scatter-gather", flags->tp_scatter_gather,
+         "With --tp > 1 and --boundary-mb: send 1/tp of a boundary over the pipeline link and "
+         "gather it over tp (baton train's default; true or false)")
       ->capture_default_str();
   cmd->add_flag("--grid", flags->grid, "Print the timeline as a text grid");
   cmd->add_flag("--print-schedule", flags->print, "Print the lowered schedule in compact notation");

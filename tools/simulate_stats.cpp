@@ -9,9 +9,15 @@ namespace {
 
 StatsOnly finish(const sim::ActionSource& source, const UniformCosts& c) {
   StatsOnly out;
-  out.stats = sim::simulate_stats(source, sim::uniform_cost_model(source, c.tf, c.tb, c.tw, c.comm));
-  out.shape = {source.name(),   source.ranks(),           source.microbatches(), source.stages(),
-               source.stages_per_rank(), source.map(), source.lowered_action_count()};
+  out.stats =
+      sim::simulate_stats(source, sim::uniform_cost_model(source, c.tf, c.tb, c.tw, c.comm));
+  out.shape = {source.name(),
+               source.ranks(),
+               source.microbatches(),
+               source.stages(),
+               source.stages_per_rank(),
+               source.map(),
+               source.lowered_action_count()};
   return out;
 }
 
@@ -26,9 +32,15 @@ StatsOnly simulate_stats_only(const std::string& name, const schedule::Generator
       // A window without a flush runs unrolled over steps (sim/simulator.h),
       // which the stats-only stepper does not do.
       const schedule::Schedule lowered = schedule::lower(generated);
-      out.stats = sim::simulate(lowered, sim::uniform_cost_model(lowered, c.tf, c.tb, c.tw, c.comm)).stats;
-      out.shape = {generated.name, generated.ranks, generated.microbatches, generated.stages,
-                   generated.stages_per_rank(), generated.map, lowered.action_count()};
+      out.stats =
+          sim::simulate(lowered, sim::uniform_cost_model(lowered, c.tf, c.tb, c.tw, c.comm)).stats;
+      out.shape = {generated.name,
+                   generated.ranks,
+                   generated.microbatches,
+                   generated.stages,
+                   generated.stages_per_rank(),
+                   generated.map,
+                   lowered.action_count()};
       return out;
     }
     const auto source = sim::schedule_source(generated);
@@ -37,7 +49,8 @@ StatsOnly simulate_stats_only(const std::string& name, const schedule::Generator
   return finish(*sim::closed_form_source(name, options), c);
 }
 
-nlohmann::json simulate_json(const SimulatedShape& shape, const sim::Stats& st, const SimulatedGrid& grid) {
+nlohmann::json simulate_json(const SimulatedShape& shape, const sim::Stats& st,
+                             const SimulatedGrid& grid) {
   auto per_rank = [&](const std::vector<double>& v) {
     return v.empty() ? std::vector<double>(static_cast<size_t>(shape.ranks), 0.0) : v;
   };

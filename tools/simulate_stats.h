@@ -42,7 +42,7 @@ struct StatsOnly {
 };
 
 // The fast path's simulation of a generated schedule.
-StatsOnly simulate_stats_only(const std::string& schedule, const schedule::GeneratorOptions& options,
-                              const UniformCosts& costs);
+StatsOnly simulate_stats_only(const std::string& schedule,
+                              const schedule::GeneratorOptions& options, const UniformCosts& costs);
 
 }  // namespace baton::cli

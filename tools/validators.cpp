@@ -11,9 +11,11 @@ CLI::Validator finite_number(bool positive, const std::string& type) {
       [positive](std::string& text) -> std::string {
         char* end = nullptr;
         const double x = std::strtod(text.c_str(), &end);
-        const bool ok = end != text.c_str() && *end == '\0' && std::isfinite(x) && (positive ? x > 0 : x >= 0);
+        const bool ok =
+            end != text.c_str() && *end == '\0' && std::isfinite(x) && (positive ? x > 0 : x >= 0);
         if (ok) return "";
-        return std::string("must be a finite number ") + (positive ? "> 0" : ">= 0") + ", got " + printable(text);
+        return std::string("must be a finite number ") + (positive ? "> 0" : ">= 0") + ", got " +
+               printable(text);
       },
       type, positive ? "positive" : "non-negative");
 }

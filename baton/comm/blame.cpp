@@ -79,7 +79,9 @@ std::vector<int> stuck_ranks(const std::vector<RankReport>& reports) {
   // A blamed rank that itself waited on another is a link in a chain of waits
   // (0 waits on 1, which waits on 2): blame the end of the chain when one is.
   const std::vector<int> waiters = waiting_ranks(reports);
-  auto waited = [&](int r) { return std::find(waiters.begin(), waiters.end(), r) != waiters.end(); };
+  auto waited = [&](int r) {
+    return std::find(waiters.begin(), waiters.end(), r) != waiters.end();
+  };
   bool any_end = false;
   for (const auto& [rank, count] : votes) any_end = any_end || !waited(rank);
   std::vector<int> stuck;
@@ -105,8 +107,7 @@ std::string describe_stuck_ranks(const std::vector<RankReport>& reports) {
   bool all_timed_out = true;
   for (const RankReport& report : reports) {
     const std::string* line = first_wait_failure(report);
-    if (line == nullptr ||
-        std::find(stuck.begin(), stuck.end(), report.rank) != stuck.end()) {
+    if (line == nullptr || std::find(stuck.begin(), stuck.end(), report.rank) != stuck.end()) {
       continue;
     }
     waiting.push_back(report.rank);

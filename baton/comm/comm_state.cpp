@@ -73,8 +73,8 @@ void CommState::fail(std::exception_ptr error, const std::string& waited, int pe
     message = ::baton::detail::concat("[comm] rank ", who, ": ", peer_name(peer),
                                       " closed the connection while waiting for ", what);
   } else {
-    message = ::baton::detail::concat("[comm] rank ", who, " failed while waiting for ", what,
-                                      ": ", detail);
+    message = ::baton::detail::concat("[comm] rank ", who, " failed while waiting for ", what, ": ",
+                                      detail);
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

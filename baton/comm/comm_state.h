@@ -3,8 +3,8 @@
 
 #include <chrono>
 #include <exception>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 

@@ -47,9 +47,12 @@ TransportKind parse_transport(std::string_view text) {
 
 std::string_view to_string(TransportKind kind) {
   switch (kind) {
-    case TransportKind::kAuto: return "auto";
-    case TransportKind::kShm: return "shm";
-    case TransportKind::kGloo: return "gloo";
+    case TransportKind::kAuto:
+      return "auto";
+    case TransportKind::kShm:
+      return "shm";
+    case TransportKind::kGloo:
+      return "gloo";
   }
   return "auto";
 }
@@ -95,10 +98,18 @@ Communicator::Communicator(std::shared_ptr<detail::CommState> state) : state_(st
 
 Communicator::~Communicator() = default;
 
-int Communicator::rank() const { return state_->rank; }
-int Communicator::world_size() const { return state_->world_size; }
-std::chrono::milliseconds Communicator::timeout() const { return state_->timeout; }
-std::string Communicator::backend_name() const { return state_->backend_name; }
+int Communicator::rank() const {
+  return state_->rank;
+}
+int Communicator::world_size() const {
+  return state_->world_size;
+}
+std::chrono::milliseconds Communicator::timeout() const {
+  return state_->timeout;
+}
+std::string Communicator::backend_name() const {
+  return state_->backend_name;
+}
 
 SendHandle Communicator::isend(const torch::Tensor& tensor, int dst, const Tag& tag) {
   auto& comm = *state_;
@@ -123,7 +134,8 @@ SendHandle Communicator::isend(const torch::Tensor& tensor, int dst, const Tag& 
   } catch (const Error&) {
     throw;
   } catch (...) {
-    comm.fail(std::current_exception(), ::baton::detail::concat("the send of ", to_string(tag)), dst);
+    comm.fail(std::current_exception(), ::baton::detail::concat("the send of ", to_string(tag)),
+              dst);
   }
   SendHandle handle;
   handle.state_ = std::move(state);
@@ -165,6 +177,15 @@ ReduceHandle Communicator::all_reduce_sum_async(std::vector<torch::Tensor> tenso
   auto state = std::make_shared<detail::ReduceState>();
   state->comm = state_;
   state->what = what;
+  if (comm.world_size == 1) {  // a sum over one rank: the tensors as they are
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      BATON_CHECK(tensors[i].defined(), "[comm.all_reduce_sum] rank ", comm.world_rank(),
+                  ": tensor ", i, " is undefined");
+    }
+    ReduceHandle handle;
+    handle.state_ = std::move(state);
+    return handle;
+  }
   // One flat buffer per dtype, as Gloo reduces a list as copies of ONE tensor.
   std::vector<bool> done(tensors.size(), false);
   for (size_t first = 0; first < tensors.size(); ++first) {
@@ -229,12 +250,14 @@ bool Communicator::small_on_one_host(const torch::Tensor& flat) const {
   if (flat.nbytes() > static_cast<size_t>(kSmallBytes) || !flat.device().is_cpu()) return false;
   for (int r = 0; r < state_->world_size; ++r) {
     if (r == state_->rank) continue;
-    if (state_->p2p[r] == nullptr || std::string_view(state_->p2p[r]->name()) != "shm") return false;
+    if (state_->p2p[r] == nullptr || std::string_view(state_->p2p[r]->name()) != "shm")
+      return false;
   }
   return true;
 }
 
-torch::Tensor Communicator::reduce_through_rank0(const torch::Tensor& flat, const std::string& what) {
+torch::Tensor Communicator::reduce_through_rank0(const torch::Tensor& flat,
+                                                 const std::string& what) {
   // Two hops through shared memory instead of Gloo's rounds over TCP: every
   // rank sends to rank 0, which adds in rank order (so every rank gets the
   // same bits) and sends the sum back.
@@ -249,16 +272,19 @@ torch::Tensor Communicator::reduce_through_rank0(const torch::Tensor& flat, cons
   std::vector<RecvHandle> parts;
   for (int r = 1; r < n; ++r) parts.push_back(irecv(r, up));
   torch::Tensor sum = flat.clone();
-  for (int r = 1; r < n; ++r) sum += parts[static_cast<size_t>(r - 1)].wait(what + " (from rank " + std::to_string(r) + ")");
+  for (int r = 1; r < n; ++r)
+    sum += parts[static_cast<size_t>(r - 1)].wait(what + " (from rank " + std::to_string(r) + ")");
   std::vector<SendHandle> sends;
   for (int r = 1; r < n; ++r) sends.push_back(isend(sum, r, down));
-  for (int r = 1; r < n; ++r) sends[static_cast<size_t>(r - 1)].wait(what + " (to rank " + std::to_string(r) + ")");
+  for (int r = 1; r < n; ++r)
+    sends[static_cast<size_t>(r - 1)].wait(what + " (to rank " + std::to_string(r) + ")");
   return sum;
 }
 
 void Communicator::barrier(const std::string& what) {
   auto& comm = *state_;
   comm.throw_if_failed();
+  if (comm.world_size == 1) return;
   const auto deadline = Clock::now() + comm.timeout;
   comm.wait_work(comm.backend->barrier(), deadline, what, -1);
 }

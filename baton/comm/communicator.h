@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/types.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "baton/comm/tag.h"
 
@@ -117,7 +117,7 @@ class Communicator {
   int rank() const;
   int world_size() const;
   std::chrono::milliseconds timeout() const;
-  // "gloo" or "nccl".
+  // "gloo", "nccl", or "solo" for a communicator of one rank (rank_layout.h).
   std::string backend_name() const;
 
   // Starts sending `tensor` (any dtype, any shape up to 13 dimensions; made

@@ -6,8 +6,7 @@
 
 namespace baton::comm {
 
-c10::Device device_for_local_rank(const c10::Device& requested, int local_rank,
-                                  int visible_gpus) {
+c10::Device device_for_local_rank(const c10::Device& requested, int local_rank, int visible_gpus) {
   BATON_ASSERT(local_rank >= 0, "negative local rank ", local_rank);
   if (requested.is_cpu()) return requested;
   BATON_CHECK(requested.is_cuda(), "[comm.device] device ", requested.str(),

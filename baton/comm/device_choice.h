@@ -12,8 +12,7 @@ namespace baton::comm {
 // cuda:local_rank, one GPU per process. Throws baton::Error naming the local
 // rank and the count when that GPU is not visible, and naming any device type
 // other than cpu and cuda. REQUIRES: local_rank >= 0.
-c10::Device device_for_local_rank(const c10::Device& requested, int local_rank,
-                                  int visible_gpus);
+c10::Device device_for_local_rank(const c10::Device& requested, int local_rank, int visible_gpus);
 
 // The same, with the CUDA devices this process sees.
 c10::Device device_for_local_rank(const c10::Device& requested, int local_rank);

@@ -50,10 +50,9 @@ void add_transports(detail::CommState& comm, TransportKind kind) {
   detail::Transport* gloo = comm.transports.back().get();
   detail::Transport* shm = nullptr;
   if (any_shm) {
-    comm.transports.push_back(detail::make_shm_transport(*comm.store, "baton/shm/", comm.rank,
-                                                         comm.world_size, shm_peers, comm.backend,
-                                                         comm.timeout,
-                                                         detail::ShmOptions::from_env()));
+    comm.transports.push_back(
+        detail::make_shm_transport(*comm.store, "baton/shm/", comm.rank, comm.world_size, shm_peers,
+                                   comm.backend, comm.timeout, detail::ShmOptions::from_env()));
     shm = comm.transports.back().get();
   }
   for (int r = 0; r < comm.world_size; ++r) {
@@ -84,8 +83,9 @@ Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int worl
                                         " could not join the process group of ", world_size,
                                         " ranks", through, ": ", why));
   }
-  auto state = std::make_shared<detail::CommState>(std::move(backend), std::move(store), rank,
-                                                   world_size, timeout, at::Device(at::kCPU), "gloo");
+  auto state =
+      std::make_shared<detail::CommState>(std::move(backend), std::move(store), rank, world_size,
+                                          timeout, at::Device(at::kCPU), "gloo");
   state->gloo_device = options->devices.front();
   add_transports(*state, kind);
   return Communicator(std::move(state));
@@ -104,8 +104,8 @@ Communicator from_store(c10::intrusive_ptr<c10d::Store> store, int rank, int wor
                         std::chrono::milliseconds timeout, TransportKind transport) {
   detail::check_group(rank, world_size, timeout);
   BATON_CHECK(store, "[comm.from_store] store is null");
-  return make_gloo(std::move(store), rank, world_size, timeout, make_device("127.0.0.1"),
-                   transport, "");
+  return make_gloo(std::move(store), rank, world_size, timeout, make_device("127.0.0.1"), transport,
+                   "");
 }
 
 Communicator Communicator::new_group(const std::vector<int>& members, const std::string& kind) {
@@ -113,6 +113,11 @@ Communicator Communicator::new_group(const std::vector<int>& members, const std:
   world.throw_if_failed();
   BATON_CHECK(world.members.empty(), "[comm.new_group] rank ", world.world_rank(),
               ": cannot make a group inside the ", world.group_name);
+  if (world.world_size == 1 && members == std::vector<int>{0}) {
+    return Communicator(
+        std::make_shared<detail::CommState>(compat::BackendPtr(), c10::intrusive_ptr<c10d::Store>(),
+                                            0, 1, world.timeout, at::Device(at::kCPU), "solo"));
+  }
   BATON_CHECK(world.gloo_device != nullptr, "[comm.new_group] rank ", world.rank,
               ": this communicator has no Gloo device to build groups on");
   std::string list;
@@ -152,6 +157,8 @@ Communicator Communicator::new_group(const std::vector<int>& members, const std:
   return Communicator(std::move(state));
 }
 
-c10::intrusive_ptr<c10d::Store> make_hash_store() { return c10::make_intrusive<c10d::HashStore>(); }
+c10::intrusive_ptr<c10d::Store> make_hash_store() {
+  return c10::make_intrusive<c10d::HashStore>();
+}
 
 }  // namespace baton::comm

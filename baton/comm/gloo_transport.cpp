@@ -33,8 +33,9 @@ at::Tensor pack(const TensorHeader& header, const at::Tensor& payload, at::Tenso
 at::Tensor unpack(const at::Tensor& buffer, const TensorHeader& header) {
   auto* data = static_cast<char*>(buffer.data_ptr()) + kHeaderBytes;
   at::Tensor keep = buffer;
-  return at::from_blob(data, header.sizes(), [keep](void*) mutable { keep.reset(); },
-                       at::TensorOptions().dtype(header.dtype()));
+  return at::from_blob(
+      data, header.sizes(), [keep](void*) mutable { keep.reset(); },
+      at::TensorOptions().dtype(header.dtype()));
 }
 
 TensorHeader read_header(const at::Tensor& buffer) {
@@ -58,7 +59,8 @@ class GlooSend : public PendingSend {
 
 class GlooRecv : public PendingRecv {
  public:
-  GlooRecv(GlooTransport* transport, int src, int tag) : transport_(transport), src_(src), tag_(tag) {}
+  GlooRecv(GlooTransport* transport, int src, int tag)
+      : transport_(transport), src_(src), tag_(tag) {}
   at::Tensor wait(Clock::time_point deadline) override;
 
   GlooTransport* transport_;
@@ -92,7 +94,8 @@ class GlooTransport : public Transport {
       std::memset(static_cast<char*>(send->buffers.back().data_ptr()) + kHeaderBytes, 0,
                   static_cast<size_t>(expected - kHeaderBytes));
     }
-    send->buffers.push_back(pack(header, tensor, send_buffers_.take(key_of(dst, tag), at::kByte, {total})));
+    send->buffers.push_back(
+        pack(header, tensor, send_buffers_.take(key_of(dst, tag), at::kByte, {total})));
     for (size_t i = 0; i < send->buffers.size(); ++i) {
       std::vector<at::Tensor> one{send->buffers[i]};
       const int part_tag = tag + (send->buffers.size() == 2 && i == 1 ? 1 : 0);

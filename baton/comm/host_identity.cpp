@@ -27,10 +27,9 @@ std::string host_identity() {
     gethostname(name, sizeof(name) - 1);
     boot_id = name;
   }
-  return ::baton::detail::concat(boot_id, "|", read_link("/proc/self/ns/mnt"), "|",
-                                 read_link("/proc/self/ns/ipc"), "|",
-                                 read_link("/proc/self/ns/pid"), "|",
-                                 read_link("/proc/self/ns/net"));
+  return ::baton::detail::concat(
+      boot_id, "|", read_link("/proc/self/ns/mnt"), "|", read_link("/proc/self/ns/ipc"), "|",
+      read_link("/proc/self/ns/pid"), "|", read_link("/proc/self/ns/net"));
 }
 
 std::vector<bool> same_host_ranks(c10d::Store& store, const std::string& prefix, int rank,

@@ -28,9 +28,13 @@ using Clock = std::chrono::steady_clock;
 // The signal (SIGINT, SIGTERM) that asked the launcher to stop; 0 until one does.
 std::atomic<int> g_interrupted{0};
 
-void on_interrupt(int signal) { g_interrupted = signal; }
+void on_interrupt(int signal) {
+  g_interrupted = signal;
+}
 
-const char* interrupt_name(int signal) { return signal == SIGINT ? "SIGINT" : "SIGTERM"; }
+const char* interrupt_name(int signal) {
+  return signal == SIGINT ? "SIGINT" : "SIGTERM";
+}
 
 // One output stream of one rank, cut into lines.
 struct Stream {

@@ -162,8 +162,8 @@ class OrderedTransport : public Transport {
     if (!words.defined()) return false;
     pending = control_->p2p[src]->irecv(src, kControlTag);
     const std::string from = concat("rank ", src);
-    BATON_CHECK(words.scalar_type() == at::kLong && words.numel() == kHeaderWords + 1,
-                "[comm.", name_, "] control message from ", from, " holds ", words.numel(), " ",
+    BATON_CHECK(words.scalar_type() == at::kLong && words.numel() == kHeaderWords + 1, "[comm.",
+                name_, "] control message from ", from, " holds ", words.numel(), " ",
                 words.scalar_type(), " values, not ", kHeaderWords + 1, " int64 (tag collision?)");
     TensorHeader header;
     std::memcpy(header.words.data(), words.data_ptr<std::int64_t>() + 1, kHeaderBytes);

@@ -26,7 +26,9 @@ double one_way_ms(Communicator& comm, int peer, const torch::Tensor& tensor, int
       torch::Tensor got = comm.irecv(peer, ping).wait(what);
       comm.isend(got, peer, pong).wait(what);
     }
-    if (i > 0) samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() / 2);
+    if (i > 0)
+      samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count() /
+                        2);
   }
   std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
   return samples[samples.size() / 2];
@@ -50,7 +52,8 @@ P2pCost measure_p2p_cost(Communicator& comm, int rounds) {
     seconds_per_byte += std::max(0.0, large_ms - small_ms) / static_cast<double>(large.nbytes());
     pairs += 1;
   }
-  std::vector<torch::Tensor> sums{torch::tensor({latency, seconds_per_byte, pairs}, torch::kFloat64)};
+  std::vector<torch::Tensor> sums{
+      torch::tensor({latency, seconds_per_byte, pairs}, torch::kFloat64)};
   comm.all_reduce_sum(sums, "the communication probe's average");
   const auto* v = sums[0].data_ptr<double>();
   P2pCost cost;

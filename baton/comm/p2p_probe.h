@@ -8,8 +8,8 @@
 namespace baton::comm {
 
 struct P2pCost {
-  double latency_ms = 0;       // one-way time of a 64-byte tensor
-  double bytes_per_ms = 0;     // bandwidth beyond the latency, from 1 MiB tensors
+  double latency_ms = 0;    // one-way time of a 64-byte tensor
+  double bytes_per_ms = 0;  // bandwidth beyond the latency, from 1 MiB tensors
 };
 
 // Collective: every rank calls it. Ranks 2k and 2k+1, then 2k+1 and 2k+2,

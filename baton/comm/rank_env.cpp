@@ -60,7 +60,8 @@ std::optional<RankEnv> rank_env_from_environment() {
   if (agent_store != nullptr && std::string(agent_store) == "True") {
     // torchrun 2.x's agent hosts its own store on MASTER_PORT, in a wire
     // format LibTorch 1.13's TCPStore client cannot speak: use the next port.
-    BATON_CHECK(env.master_port < 65535, "[comm.rank_env] MASTER_PORT must be below 65535 under "
+    BATON_CHECK(env.master_port < 65535,
+                "[comm.rank_env] MASTER_PORT must be below 65535 under "
                 "torchrun's agent store (baton's store takes MASTER_PORT + 1), got ",
                 env.master_port);
     env.master_port += 1;

@@ -2,10 +2,10 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -53,10 +53,9 @@ void check_resolves(const ConnectOptions& options) {
   if (found != nullptr) freeaddrinfo(found);
   if (code == 0 || code == EAI_AGAIN) return;
   const char* why = code == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(code);
-  throw Error(::baton::detail::concat("[comm] rank ", options.rank,
-                                      " cannot resolve the rendezvous address ",
-                                      options.master_addr, ":", options.master_port,
-                                      " (MASTER_ADDR): ", why));
+  throw Error(::baton::detail::concat(
+      "[comm] rank ", options.rank, " cannot resolve the rendezvous address ", options.master_addr,
+      ":", options.master_port, " (MASTER_ADDR): ", why));
 }
 
 // The TCPStore, made on a thread of its own and given up on after
@@ -125,8 +124,7 @@ c10::intrusive_ptr<c10d::Store> connect_store(const ConnectOptions& options) {
     if (store) return store;
   } catch (...) {
     const std::string why = first_line(std::current_exception());
-    const std::string at =
-        ::baton::detail::concat(options.master_addr, ":", options.master_port);
+    const std::string at = ::baton::detail::concat(options.master_addr, ":", options.master_port);
     // LibTorch 1.13 says "Address already in use", 2.x "name: EADDRINUSE".
     const bool in_use = contains(why, "Address already in use") || contains(why, "EADDRINUSE");
     if (options.rank == 0 && in_use) {
@@ -138,10 +136,9 @@ c10::intrusive_ptr<c10d::Store> connect_store(const ConnectOptions& options) {
       throw Error(::baton::detail::concat("[comm] rank 0 could not host the rendezvous store on ",
                                           at, " (", why, ")"));
     }
-    throw Error(::baton::detail::concat("[comm] rank ", options.rank,
-                                        " could not reach rank 0's rendezvous store at ", at,
-                                        " within ", format_duration(options.timeout), " (", why,
-                                        ")"));
+    throw Error(::baton::detail::concat(
+        "[comm] rank ", options.rank, " could not reach rank 0's rendezvous store at ", at,
+        " within ", format_duration(options.timeout), " (", why, ")"));
   }
   throw Error(::baton::detail::concat(
       "[comm] rank ", options.rank, " got no answer from a rendezvous store at ",

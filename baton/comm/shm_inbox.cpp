@@ -17,12 +17,15 @@
 namespace baton::comm::detail {
 namespace {
 
-constexpr std::uint64_t round_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
+constexpr std::uint64_t round_up(std::uint64_t n, std::uint64_t to) {
+  return (n + to - 1) / to * to;
+}
 
 std::uint64_t layout_bytes(int world_size, std::uint64_t ring_bytes, std::uint64_t* controls_at,
                            std::uint64_t* rings_at) {
   *controls_at = round_up(sizeof(InboxHeader), 4096);
-  *rings_at = round_up(*controls_at + sizeof(RingControl) * static_cast<std::uint64_t>(world_size), 4096);
+  *rings_at =
+      round_up(*controls_at + sizeof(RingControl) * static_cast<std::uint64_t>(world_size), 4096);
   return *rings_at + ring_bytes * static_cast<std::uint64_t>(world_size);
 }
 
@@ -73,9 +76,9 @@ std::string Inbox::path() const {
 void Inbox::open(const std::string& path, int owner_pid) {
   name_ = path;
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  BATON_CHECK(fd >= 0, "[comm.shm] cannot open a peer's shared memory ", path, ": ",
-              std::strerror(errno),
-              " (its process must be alive, of the same user and dumpable; or use --transport gloo)");
+  BATON_CHECK(
+      fd >= 0, "[comm.shm] cannot open a peer's shared memory ", path, ": ", std::strerror(errno),
+      " (its process must be alive, of the same user and dumpable; or use --transport gloo)");
   struct stat st {};
   const bool sized = fstat(fd, &st) == 0;
   try {
@@ -93,7 +96,8 @@ void Inbox::open(const std::string& path, int owner_pid) {
   std::uint64_t controls_at = 0, rings_at = 0;
   const std::uint64_t expected =
       layout_bytes(header_->world_size, header_->ring_bytes, &controls_at, &rings_at);
-  BATON_CHECK(expected == bytes_, "[comm.shm] ", path, " has ", bytes_, " bytes, expected ", expected);
+  BATON_CHECK(expected == bytes_, "[comm.shm] ", path, " has ", bytes_, " bytes, expected ",
+              expected);
   controls_ = reinterpret_cast<RingControl*>(static_cast<char*>(base_) + controls_at);
   rings_ = static_cast<char*>(base_) + rings_at;
   ring_bytes_ = header_->ring_bytes;

@@ -26,8 +26,8 @@ struct alignas(64) InboxHeader {
 };
 
 struct alignas(64) RingControl {
-  alignas(64) std::atomic<std::uint64_t> head;  // bytes published by the source
-  alignas(64) std::atomic<std::uint64_t> tail;  // bytes consumed by the owner
+  alignas(64) std::atomic<std::uint64_t> head;       // bytes published by the source
+  alignas(64) std::atomic<std::uint64_t> tail;       // bytes consumed by the owner
   alignas(64) std::atomic<std::uint32_t> remote_ok;  // the owner can read the source's memory
 };
 

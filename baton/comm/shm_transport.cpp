@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -13,7 +14,6 @@
 #include <mutex>
 #include <random>
 #include <sstream>
-#include <algorithm>
 #include <thread>
 
 #include "baton/comm/buffer_cache.h"
@@ -44,10 +44,16 @@ struct RecordHead {
 };
 constexpr std::uint64_t kRecordHeadBytes = (sizeof(RecordHead) + kAlign - 1) / kAlign * kAlign;
 
-constexpr std::uint64_t round_up(std::uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+constexpr std::uint64_t round_up(std::uint64_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
 
-std::string std_string(const std::vector<uint8_t>& bytes) { return std::string(bytes.begin(), bytes.end()); }
-std::vector<uint8_t> bytes_of(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
+std::string std_string(const std::vector<uint8_t>& bytes) {
+  return std::string(bytes.begin(), bytes.end());
+}
+std::vector<uint8_t> bytes_of(const std::string& text) {
+  return std::vector<uint8_t>(text.begin(), text.end());
+}
 
 // false once `pid` has exited (also as a zombie nobody has reaped yet).
 bool process_alive(int pid) {
@@ -75,7 +81,8 @@ class DoneSend : public PendingSend {
 
 class WorkSend : public PendingSend {
  public:
-  WorkSend(compat::WorkPtr work, at::Tensor tensor) : work_(std::move(work)), tensor_(std::move(tensor)) {}
+  WorkSend(compat::WorkPtr work, at::Tensor tensor)
+      : work_(std::move(work)), tensor_(std::move(tensor)) {}
   bool wait(Clock::time_point deadline) override { return wait_until(work_, deadline); }
 
  private:
@@ -99,7 +106,8 @@ class RemoteSend : public PendingSend {
 
 class ShmRecv : public PendingRecv {
  public:
-  ShmRecv(ShmTransport* transport, int src, int tag) : transport_(transport), src_(src), tag_(tag) {}
+  ShmRecv(ShmTransport* transport, int src, int tag)
+      : transport_(transport), src_(src), tag_(tag) {}
   at::Tensor wait(Clock::time_point deadline) override;
 
  private:
@@ -125,7 +133,8 @@ class ShmTransport : public Transport {
 
   ~ShmTransport() override {
     // A receiver may still be copying a large payload out of this process.
-    const auto deadline = Clock::now() + std::min<Clock::duration>(timeout_, std::chrono::seconds(5));
+    const auto deadline =
+        Clock::now() + std::min<Clock::duration>(timeout_, std::chrono::seconds(5));
     try {
       for (auto& send : outstanding_) send->wait(deadline);
     } catch (...) {
@@ -133,7 +142,8 @@ class ShmTransport : public Transport {
     if (inbox_.mapped()) {
       inbox_.header().closed.store(1, std::memory_order_seq_cst);
       for (int r = 0; r < world_size_; ++r)
-        if (peer_inboxes_[r] && peer_inboxes_[r]->mapped()) ring_doorbell(peer_inboxes_[r]->header());
+        if (peer_inboxes_[r] && peer_inboxes_[r]->mapped())
+          ring_doorbell(peer_inboxes_[r]->header());
     }
   }
 
@@ -190,8 +200,8 @@ void ShmTransport::setup(c10d::Store& store, const std::string& prefix) {
   probe_ = static_cast<std::int64_t>(random() >> 1);
   inbox_.create(world_size_, options_.ring_bytes);
   store.set(concat(prefix, "inbox/", rank_),
-            bytes_of(concat(inbox_.path(), " ", pid_, " ", reinterpret_cast<std::uintptr_t>(&probe_),
-                            " ", probe_)));
+            bytes_of(concat(inbox_.path(), " ", pid_, " ",
+                            reinterpret_cast<std::uintptr_t>(&probe_), " ", probe_)));
   for (int r = 0; r < world_size_; ++r) {
     if (r == rank_ || !peers_[r]) continue;
     std::string peer_path;
@@ -203,11 +213,16 @@ void ShmTransport::setup(c10d::Store& store, const std::string& prefix) {
     peer_inboxes_[r]->open(peer_path, peer_pids_[r]);
     // Can this rank copy out of r's memory? Then r may send large payloads by address.
     std::int64_t value = 0;
-    struct iovec local {&value, sizeof(value)};
-    struct iovec remote {reinterpret_cast<void*>(address), sizeof(value)};
+    struct iovec local {
+      &value, sizeof(value)
+    };
+    struct iovec remote {
+      reinterpret_cast<void*>(address), sizeof(value)
+    };
     const bool remote_ok =
         options_.remote_copy &&
-        process_vm_readv(peer_pids_[r], &local, 1, &remote, 1, 0) == sizeof(value) && value == expected;
+        process_vm_readv(peer_pids_[r], &local, 1, &remote, 1, 0) == sizeof(value) &&
+        value == expected;
     inbox_.control(r).remote_ok.store(remote_ok ? 1 : 0, std::memory_order_release);
   }
   // No rank sends before its peers have said whether they can read its memory.
@@ -250,10 +265,11 @@ std::shared_ptr<PendingSend> ShmTransport::isend(const at::Tensor& tensor, int d
   if (static_cast<std::uint64_t>(payload) > options_.inline_bytes ||
       kRecordHeadBytes + round_up(static_cast<std::uint64_t>(payload)) > inbox.ring_bytes() / 2) {
     kind = out_control(dst).remote_ok.load(std::memory_order_acquire) ? MessageKind::kRemote
-                                                                       : MessageKind::kGloo;
+                                                                      : MessageKind::kGloo;
   }
   const std::uint64_t length =
-      kRecordHeadBytes + (kind == MessageKind::kInline ? round_up(static_cast<std::uint64_t>(payload)) : 0);
+      kRecordHeadBytes +
+      (kind == MessageKind::kInline ? round_up(static_cast<std::uint64_t>(payload)) : 0);
   std::lock_guard<std::mutex> lock(send_mutex_);
   outstanding_.erase(std::remove_if(outstanding_.begin(), outstanding_.end(),
                                     [](const auto& send) { return send->done(); }),
@@ -300,8 +316,9 @@ void ShmTransport::drain_locked() {
     const std::string from = concat("rank ", src);
     while (tail < head) {
       const auto* record = reinterpret_cast<const RecordHead*>(ring + tail % capacity);
-      BATON_CHECK(record->magic == kRecordMagic && record->length % kAlign == 0 && record->length > 0,
-                  "[comm.shm] corrupt record from ", from, " at ring position ", tail);
+      BATON_CHECK(
+          record->magic == kRecordMagic && record->length % kAlign == 0 && record->length > 0,
+          "[comm.shm] corrupt record from ", from, " at ring position ", tail);
       if (record->type == kRecordData) {
         check_header(record->header, from);
         Arrival arrival;
@@ -311,13 +328,19 @@ void ShmTransport::drain_locked() {
         const auto bytes = static_cast<size_t>(record->header.payload_bytes());
         switch (record->header.kind()) {
           case MessageKind::kInline:
-            if (bytes > 0) std::memcpy(arrival.tensor.data_ptr(), reinterpret_cast<const char*>(record) + kRecordHeadBytes, bytes);
+            if (bytes > 0)
+              std::memcpy(arrival.tensor.data_ptr(),
+                          reinterpret_cast<const char*>(record) + kRecordHeadBytes, bytes);
             break;
           case MessageKind::kRemote: {
             size_t done = 0;
             while (done < bytes) {
-              struct iovec local {static_cast<char*>(arrival.tensor.data_ptr()) + done, bytes - done};
-              struct iovec remote {reinterpret_cast<void*>(record->remote_addr + done), bytes - done};
+              struct iovec local {
+                static_cast<char*>(arrival.tensor.data_ptr()) + done, bytes - done
+              };
+              struct iovec remote {
+                reinterpret_cast<void*>(record->remote_addr + done), bytes - done
+              };
               const ssize_t n = process_vm_readv(peer_pids_[src], &local, 1, &remote, 1, 0);
               if (n <= 0) {
                 throw std::runtime_error(concat("peer rank ", src, " closed the connection (",
@@ -361,7 +384,8 @@ void ShmTransport::check_alive(int peer) {
     throw std::runtime_error(concat("peer rank ", peer, " closed the connection"));
   }
   if (peer_pids_[peer] != pid_ && !process_alive(peer_pids_[peer])) {
-    throw std::runtime_error(concat("peer rank ", peer, " closed the connection (its process exited)"));
+    throw std::runtime_error(
+        concat("peer rank ", peer, " closed the connection (its process exited)"));
   }
 }
 
@@ -426,9 +450,12 @@ bool RemoteSend::wait(Clock::time_point deadline) {
   return true;
 }
 
-at::Tensor ShmRecv::wait(Clock::time_point deadline) { return transport_->await(src_, tag_, deadline); }
+at::Tensor ShmRecv::wait(Clock::time_point deadline) {
+  return transport_->await(src_, tag_, deadline);
+}
 
-std::uint64_t env_number(const char* name, std::uint64_t fallback, std::uint64_t low, std::uint64_t high) {
+std::uint64_t env_number(const char* name, std::uint64_t fallback, std::uint64_t low,
+                         std::uint64_t high) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
@@ -444,7 +471,8 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback, std::uint64_t
 ShmOptions ShmOptions::from_env() {
   ShmOptions options;
   options.ring_bytes = env_number("BATON_SHM_RING_KB", options.ring_bytes >> 10, 64, 1 << 20) << 10;
-  options.spin = std::chrono::microseconds(env_number("BATON_SHM_SPIN_US", options.spin.count(), 0, 100000));
+  options.spin =
+      std::chrono::microseconds(env_number("BATON_SHM_SPIN_US", options.spin.count(), 0, 100000));
   options.remote_copy = env_number("BATON_SHM_CMA", 1, 0, 1) == 1;
   return options;
 }
@@ -455,7 +483,8 @@ std::unique_ptr<Transport> make_shm_transport(c10d::Store& store, const std::str
                                               compat::BackendPtr gloo,
                                               std::chrono::milliseconds timeout,
                                               const ShmOptions& options) {
-  auto transport = std::make_unique<ShmTransport>(rank, world_size, peers, std::move(gloo), timeout, options);
+  auto transport =
+      std::make_unique<ShmTransport>(rank, world_size, peers, std::move(gloo), timeout, options);
   transport->setup(store, prefix);
   return transport;
 }

@@ -26,10 +26,10 @@
 namespace baton::comm::detail {
 
 struct ShmOptions {
-  std::uint64_t ring_bytes = 1 << 20;        // per source; env BATON_SHM_RING_KB
-  std::uint64_t inline_bytes = 256 << 10;    // larger payloads go by CMA
-  std::chrono::microseconds spin{1000};      // yielding; env BATON_SHM_SPIN_US
-  bool remote_copy = true;                   // CMA where allowed; env BATON_SHM_CMA=0 turns it off
+  std::uint64_t ring_bytes = 1 << 20;      // per source; env BATON_SHM_RING_KB
+  std::uint64_t inline_bytes = 256 << 10;  // larger payloads go by CMA
+  std::chrono::microseconds spin{1000};    // yielding; env BATON_SHM_SPIN_US
+  bool remote_copy = true;                 // CMA where allowed; env BATON_SHM_CMA=0 turns it off
   // Reads BATON_SHM_RING_KB, BATON_SHM_SPIN_US and BATON_SHM_CMA; throws on
   // bad values.
   static ShmOptions from_env();

@@ -27,9 +27,13 @@ Tag tag_for(const schedule::Action& action) {
                                       schedule::to_string(action)));
 }
 
-Tag loss_tag(int stages) { return Tag{stages - 1, kReservedMicrobatch, Direction::kForward}; }
+Tag loss_tag(int stages) {
+  return Tag{stages - 1, kReservedMicrobatch, Direction::kForward};
+}
 
-Tag tied_sum_tag(int group) { return Tag{group, kReservedMicrobatch, Direction::kBackward}; }
+Tag tied_sum_tag(int group) {
+  return Tag{group, kReservedMicrobatch, Direction::kBackward};
+}
 
 namespace detail {
 

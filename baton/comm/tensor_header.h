@@ -33,10 +33,14 @@ struct TensorHeader {
   MessageKind kind() const { return static_cast<MessageKind>(words[1]); }
   void set_kind(MessageKind kind) { words[1] = static_cast<std::int64_t>(kind); }
   at::ScalarType dtype() const { return static_cast<at::ScalarType>(words[2]); }
-  at::IntArrayRef sizes() const { return at::IntArrayRef(&words[4], static_cast<size_t>(words[3])); }
+  at::IntArrayRef sizes() const {
+    return at::IntArrayRef(&words[4], static_cast<size_t>(words[3]));
+  }
   // Payload bytes: numel times the element size.
   std::int64_t payload_bytes() const;
-  friend bool operator==(const TensorHeader& a, const TensorHeader& b) { return a.words == b.words; }
+  friend bool operator==(const TensorHeader& a, const TensorHeader& b) {
+    return a.words == b.words;
+  }
 };
 
 // The header describing `tensor`; throws baton::Error when it has more than

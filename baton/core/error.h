@@ -40,19 +40,19 @@ std::string concat(const Args&... args) {
 
 // BATON_CHECK(cond, "[module.op] rule: value ", x) throws baton::Error with the
 // streamed message when cond is false.
-#define BATON_CHECK(cond, ...)                                      \
-  do {                                                              \
-    if (!(cond)) {                                                  \
-      throw ::baton::Error(::baton::detail::concat(__VA_ARGS__));   \
-    }                                                               \
+#define BATON_CHECK(cond, ...)                                    \
+  do {                                                            \
+    if (!(cond)) {                                                \
+      throw ::baton::Error(::baton::detail::concat(__VA_ARGS__)); \
+    }                                                             \
   } while (false)
 
 // BATON_ASSERT(cond, ...) marks an internal invariant; the message says it is
 // a bug in baton and where it fired.
-#define BATON_ASSERT(cond, ...)                                                   \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      ::baton::detail::throw_assert(#cond, __FILE__, __LINE__,                    \
-                                    ::baton::detail::concat(__VA_ARGS__));        \
-    }                                                                             \
+#define BATON_ASSERT(cond, ...)                                            \
+  do {                                                                     \
+    if (!(cond)) {                                                         \
+      ::baton::detail::throw_assert(#cond, __FILE__, __LINE__,             \
+                                    ::baton::detail::concat(__VA_ARGS__)); \
+    }                                                                      \
   } while (false)

@@ -1,10 +1,10 @@
 #include "baton/core/input_file.h"
 
+#include <sys/stat.h>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sys/stat.h>
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
@@ -30,8 +30,8 @@ std::string format_byte_limit(uint64_t bytes) {
   return std::to_string(bytes) + " bytes";
 }
 
-std::string read_input_file(const std::string& what, const std::string& path,
-                            uint64_t max_bytes, const std::string& hint) {
+std::string read_input_file(const std::string& what, const std::string& path, uint64_t max_bytes,
+                            const std::string& hint) {
   const std::string name = printable(path, 256);
   const std::string kind = file_kind(path);
   BATON_CHECK(kind != "missing", what, " ", name, " does not exist", hint);

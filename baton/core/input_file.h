@@ -19,8 +19,8 @@ std::string file_kind(const std::string& path);
 // the kind of file, e.g. "; name a text file". Throws baton::Error (one line,
 // the path made printable) when the path does not exist, is not a regular
 // file, holds more than `max_bytes` bytes, or cannot be read.
-std::string read_input_file(const std::string& what, const std::string& path,
-                            uint64_t max_bytes, const std::string& hint = "");
+std::string read_input_file(const std::string& what, const std::string& path, uint64_t max_bytes,
+                            const std::string& hint = "");
 
 // "1 GiB", "64 MiB", "512 bytes": a limit in messages.
 std::string format_byte_limit(uint64_t bytes);

@@ -122,8 +122,8 @@ void check_output_paths(const std::string& where, const std::vector<NamedPath>& 
                   quoted(other->path), ", which baton ", other_role(*other, inputs),
                   "; write it elsewhere");
       BATON_CHECK(!(out.folder && lies_inside(theirs, mine)), where, " ", other->flag, " ",
-                  quoted(other->path), " lies inside the ", out.flag, " folder ",
-                  quoted(out.path), ", which baton writes; keep them apart");
+                  quoted(other->path), " lies inside the ", out.flag, " folder ", quoted(out.path),
+                  ", which baton writes; keep them apart");
     }
     seen.emplace_back(&out, mine);
   }

@@ -12,7 +12,9 @@ using baton::splitmix64;
 
 }  // namespace
 
-at::Generator make_generator(uint64_t seed) { return at::detail::createCPUGenerator(seed); }
+at::Generator make_generator(uint64_t seed) {
+  return at::detail::createCPUGenerator(seed);
+}
 
 Batches::Batches(Examples examples, BatchesOptions options)
     : examples_(std::move(examples)), options_(options) {
@@ -20,12 +22,11 @@ Batches::Batches(Examples examples, BatchesOptions options)
               options_.batch_size());
   BATON_CHECK(examples_.inputs.defined() && examples_.targets.defined() &&
                   examples_.inputs.dim() >= 1 && examples_.targets.dim() >= 1 &&
-                  examples_.inputs.size(0) == examples_.targets.size(0) &&
-                  examples_.size() > 0,
+                  examples_.inputs.size(0) == examples_.targets.size(0) && examples_.size() > 0,
               "[data.Batches] inputs and targets must hold the same positive number of rows");
   BATON_CHECK(!options_.drop_last() || examples_.size() >= options_.batch_size(),
-              "[data.Batches] drop_last with ", examples_.size(),
-              " examples and batch_size ", options_.batch_size(), " leaves no batch");
+              "[data.Batches] drop_last with ", examples_.size(), " examples and batch_size ",
+              options_.batch_size(), " leaves no batch");
   set_epoch(0);
 }
 

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 #include <zlib.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -15,7 +16,6 @@
 #include <functional>
 #include <string_view>
 #include <thread>
-#include <unistd.h>
 
 namespace baton::data {
 namespace {
@@ -144,7 +144,8 @@ std::string fashion_mnist_cache_dir(const FashionMnistOptions& options) {
   const fs::path source = canonical_folder(options.source_dir());
   if (source != canonical_folder(kFashionMnistSourceDir)) {
     char key[17];
-    std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(fnv1a(source.string())));
+    std::snprintf(key, sizeof key, "%016llx",
+                  static_cast<unsigned long long>(fnv1a(source.string())));
     name += std::string("-") + key;
   }
   if (!options.cache_dir().empty()) return (fs::path(options.cache_dir()) / name).string();
@@ -186,8 +187,8 @@ std::string cached_file(const FashionMnistOptions& options, const IdxFile& file,
               ", not a regular file");
   std::error_code error;
   fs::create_directories(cache, error);
-  BATON_CHECK(!error, "[data.fashion_mnist] cannot create the cache folder ", cache.string(),
-              ": ", error.message());
+  BATON_CHECK(!error, "[data.fashion_mnist] cannot create the cache folder ", cache.string(), ": ",
+              error.message());
   if (decompressed != nullptr) *decompressed = true;
   return decompress(source, destination, file);
 }
@@ -226,10 +227,10 @@ Examples load_fashion_mnist(Split split, const FashionMnistOptions& options) {
   BATON_CHECK(label_array.dims[0] == n, "[data.fashion_mnist] ", n, " images but ",
               label_array.dims[0], " labels");
   // As torch::data::datasets::MNIST reads them: bytes / 255 and int64 targets.
-  const auto inputs = torch::from_blob(const_cast<char*>(image_array.values.data()),
-                                       {n, 1, 28, 28}, torch::kUInt8)
-                          .to(torch::kFloat32)
-                          .div_(255);
+  const auto inputs =
+      torch::from_blob(const_cast<char*>(image_array.values.data()), {n, 1, 28, 28}, torch::kUInt8)
+          .to(torch::kFloat32)
+          .div_(255);
   const auto targets =
       torch::from_blob(const_cast<char*>(label_array.values.data()), {n}, torch::kUInt8)
           .to(torch::kInt64);

@@ -37,7 +37,8 @@ IdxArray parse_idx(std::string_view bytes, const std::string& name) {
   const auto type = static_cast<unsigned char>(bytes[2]);
   const auto ndims = static_cast<unsigned char>(bytes[3]);
   BATON_CHECK(bytes[0] == 0 && bytes[1] == 0 && type == kIdxUnsignedByte && ndims >= 1, where,
-              " has the magic number ", hex32(magic), "; an IDX file of unsigned bytes starts "
+              " has the magic number ", hex32(magic),
+              "; an IDX file of unsigned bytes starts "
               "0x000008NN, NN the number of dimensions (at least 1)");
   const size_t header_bytes = 4 + 4 * size_t{ndims};
   BATON_CHECK(bytes.size() >= header_bytes, where, " holds ", bytes.size(), " bytes, too few for",
@@ -56,10 +57,9 @@ IdxArray parse_idx(std::string_view bytes, const std::string& name) {
     if (!larger && !empty) count *= dim;
   }
   const bool matches = empty ? payload == 0 : !larger && count == payload;
-  const std::string mismatch = larger && !empty
-                                   ? " elements are more than"
-                                   : detail::concat(" = ", empty ? 0 : count,
-                                                    " elements do not match");
+  const std::string mismatch =
+      larger && !empty ? " elements are more than"
+                       : detail::concat(" = ", empty ? 0 : count, " elements do not match");
   BATON_CHECK(matches, where, ": its ", format_idx_dims(array.dims), mismatch, " the ", payload,
               " bytes after its ", header_bytes, "-byte header");
   array.values = bytes.substr(header_bytes);
@@ -69,8 +69,7 @@ IdxArray parse_idx(std::string_view bytes, const std::string& name) {
 void check_idx_dims(const IdxArray& array, const std::vector<int64_t>& expected,
                     const std::string& name, const std::string& what) {
   BATON_CHECK(array.dims == expected, "[data.idx] ", printable(name, 256), " holds ",
-              format_idx_dims(array.dims), " elements; ", what, " are ",
-              format_idx_dims(expected));
+              format_idx_dims(array.dims), " elements; ", what, " are ", format_idx_dims(expected));
 }
 
 void check_idx_labels(const IdxArray& labels, int classes, const std::string& name) {

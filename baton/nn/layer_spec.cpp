@@ -45,12 +45,12 @@ namespace {
 
 // build_layer() without the tied weights.
 torch::nn::AnyModule build_untied(const ModelSpec& spec, int global_index, uint64_t seed) {
-  BATON_CHECK(global_index >= 0 && global_index < spec.num_layers(),
-              "[nn.build_layer] model '", spec.name, "': layer index ", global_index,
-              " is outside [0, ", spec.num_layers(), ")");
+  BATON_CHECK(global_index >= 0 && global_index < spec.num_layers(), "[nn.build_layer] model '",
+              spec.name, "': layer index ", global_index, " is outside [0, ", spec.num_layers(),
+              ")");
   const LayerSpec& layer = spec.layers[static_cast<size_t>(global_index)];
-  BATON_CHECK(static_cast<bool>(layer.build), "[nn.build_layer] model '", spec.name,
-              "': layer ", global_index, " (", layer.name, ") has no build function");
+  BATON_CHECK(static_cast<bool>(layer.build), "[nn.build_layer] model '", spec.name, "': layer ",
+              global_index, " (", layer.name, ") has no build function");
 
   std::lock_guard<std::mutex> build_lock(build_mutex());
   at::Generator generator = at::detail::getDefaultCPUGenerator();
@@ -83,8 +83,8 @@ torch::nn::AnyModule build_untied(const ModelSpec& spec, int global_index, uint6
   BATON_CHECK(out_of_memory.empty(), "[nn.build_layer] model '", spec.name, "': layer ",
               global_index, " (", layer.name, ") cannot allocate ", out_of_memory,
               " for its parameters: out of memory");
-  BATON_CHECK(!module.is_empty(), "[nn.build_layer] model '", spec.name, "': layer ",
-              global_index, " (", layer.name, ") built an empty module");
+  BATON_CHECK(!module.is_empty(), "[nn.build_layer] model '", spec.name, "': layer ", global_index,
+              " (", layer.name, ") built an empty module");
   return module;
 }
 
@@ -109,7 +109,8 @@ torch::nn::AnyModule build_layer(const ModelSpec& spec, int global_index, uint64
       BATON_CHECK(first.layer >= 0 && first.layer < spec.num_layers(), "[nn.tied] model '",
                   spec.name, "': a tied weight names layer ", first.layer, " outside [0, ",
                   spec.num_layers(), ")");
-      const torch::Tensor source = named_parameter(spec, build_untied(spec, first.layer, seed), first);
+      const torch::Tensor source =
+          named_parameter(spec, build_untied(spec, first.layer, seed), first);
       torch::Tensor target = named_parameter(spec, module, copies[k]);
       BATON_CHECK(source.sizes() == target.sizes() && source.dtype() == target.dtype(),
                   "[nn.tied] model '", spec.name, "': layer ", first.layer, " ", first.name, " ",

@@ -57,8 +57,8 @@ class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLine
     // version; measured, the copy also won nothing (bench/RESULTS.md).
     const auto input_2d = input.reshape({-1, input.size(-1)});
     const torch::Tensor weight_t = weight.t();
-    torch::Tensor out = bias.has_value() ? torch::addmm(*bias, input_2d, weight_t)
-                                         : input_2d.mm(weight_t);
+    torch::Tensor out =
+        bias.has_value() ? torch::addmm(*bias, input_2d, weight_t) : input_2d.mm(weight_t);
     auto sizes = input.sizes().vec();
     sizes.back() = weight.size(0);
     return out.view(sizes);
@@ -105,8 +105,8 @@ void LinearImpl::reset() {
   BATON_CHECK(options.in_features() > 0 && options.out_features() > 0,
               "[nn.Linear] features must be positive: in_features ", options.in_features(),
               ", out_features ", options.out_features());
-  weight = register_parameter("weight",
-                              torch::empty({options.out_features(), options.in_features()}));
+  weight =
+      register_parameter("weight", torch::empty({options.out_features(), options.in_features()}));
   if (options.bias()) {
     bias = register_parameter("bias", torch::empty(options.out_features()));
   } else {
@@ -156,9 +156,13 @@ bool LinearImpl::defer_weight_grad() const {
   return stash_->defer;
 }
 
-int LinearImpl::run_weight_backward() { return run_weight_backward_if(true, 0); }
+int LinearImpl::run_weight_backward() {
+  return run_weight_backward_if(true, 0);
+}
 
-int LinearImpl::run_weight_backward(int64_t key) { return run_weight_backward_if(false, key); }
+int LinearImpl::run_weight_backward(int64_t key) {
+  return run_weight_backward_if(false, key);
+}
 
 int LinearImpl::run_weight_backward_if(bool all, int64_t key) {
   std::vector<detail::WeightGradStash::Item> work;
@@ -234,6 +238,8 @@ DeferWeightGradScope::DeferWeightGradScope(torch::nn::Module& module, int64_t ke
   set_deferred_weight_grad(module_, true, key);
 }
 
-DeferWeightGradScope::~DeferWeightGradScope() { set_deferred_weight_grad(module_, false); }
+DeferWeightGradScope::~DeferWeightGradScope() {
+  set_deferred_weight_grad(module_, false);
+}
 
 }  // namespace baton::nn

@@ -26,6 +26,8 @@
 #include <mutex>
 #include <vector>
 
+#include "baton/nn/weight_grad.h"
+
 namespace baton::nn {
 namespace detail {
 
@@ -48,7 +50,7 @@ struct WeightGradStash : torch::CustomClassHolder {
 
 }  // namespace detail
 
-class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
+class LinearImpl : public torch::nn::Cloneable<LinearImpl>, public DeferredWeightGrad {
  public:
   LinearImpl(int64_t in_features, int64_t out_features)
       : LinearImpl(torch::nn::LinearOptions(in_features, out_features)) {}
@@ -66,7 +68,7 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
   // While on, every backward through this module stashes its weight-gradient
   // work under `key` (e.g. the micro-batch) instead of doing it. The flag is
   // read when backward runs, on whichever thread autograd uses.
-  void set_defer_weight_grad(bool defer, int64_t key = 0);
+  void set_defer_weight_grad(bool defer, int64_t key = 0) override;
   bool defer_weight_grad() const;
 
   // The W pass: computes the stashed weight/bias gradient products,
@@ -74,7 +76,7 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
   // and frees the stash. Returns how many stashed products ran. The overload
   // with a key runs only the products stashed under that key.
   int run_weight_backward();
-  int run_weight_backward(int64_t key);
+  int run_weight_backward(int64_t key) override;
   int pending_weight_backwards() const;
 
   torch::nn::LinearOptions options;

@@ -43,15 +43,15 @@ ModelSpec mlp(int layers, int hidden, int in_features, int classes) {
     const int in = i == 0 ? in_features : hidden;
     const int out = i == layers - 1 ? classes : hidden;
     const bool relu = i != layers - 1;
-    spec.layers.push_back(LayerSpec{
-        "linear" + std::to_string(i) + (relu ? "_relu" : ""), [in, out, relu] {
-          Chain chain;
-          chain->push_back(Linear(in, out));
-          if (relu) {
-            chain->push_back(torch::nn::ReLU());
-          }
-          return torch::nn::AnyModule(chain);
-        }});
+    spec.layers.push_back(
+        LayerSpec{"linear" + std::to_string(i) + (relu ? "_relu" : ""), [in, out, relu] {
+                    Chain chain;
+                    chain->push_back(Linear(in, out));
+                    if (relu) {
+                      chain->push_back(torch::nn::ReLU());
+                    }
+                    return torch::nn::AnyModule(chain);
+                  }});
   }
   spec.loss = classification_loss;
   return spec;
@@ -60,35 +60,37 @@ ModelSpec mlp(int layers, int hidden, int in_features, int classes) {
 ModelSpec fashion_cnn() {
   ModelSpec spec;
   spec.name = "fashion_cnn";
-  spec.layers.push_back(LayerSpec{"conv1_relu", [] {
-    Chain chain;
-    chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
-    chain->push_back(torch::nn::ReLU());
-    return torch::nn::AnyModule(chain);
-  }});
-  spec.layers.push_back(LayerSpec{"pool1", [] {
-    return torch::nn::AnyModule(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
-  }});
-  spec.layers.push_back(LayerSpec{"conv2_relu", [] {
-    Chain chain;
-    chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
-    chain->push_back(torch::nn::ReLU());
-    return torch::nn::AnyModule(chain);
-  }});
+  spec.layers.push_back(LayerSpec{
+      "conv1_relu", [] {
+        Chain chain;
+        chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 3).padding(1)));
+        chain->push_back(torch::nn::ReLU());
+        return torch::nn::AnyModule(chain);
+      }});
+  spec.layers.push_back(LayerSpec{
+      "pool1",
+      [] { return torch::nn::AnyModule(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2))); }});
+  spec.layers.push_back(LayerSpec{
+      "conv2_relu", [] {
+        Chain chain;
+        chain->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 3).padding(1)));
+        chain->push_back(torch::nn::ReLU());
+        return torch::nn::AnyModule(chain);
+      }});
   spec.layers.push_back(LayerSpec{"pool2_flatten", [] {
-    Chain chain;
-    chain->push_back(torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
-    chain->push_back(torch::nn::Flatten());
-    return torch::nn::AnyModule(chain);
-  }});
+                                    Chain chain;
+                                    chain->push_back(
+                                        torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(2)));
+                                    chain->push_back(torch::nn::Flatten());
+                                    return torch::nn::AnyModule(chain);
+                                  }});
   spec.layers.push_back(LayerSpec{"fc1_relu", [] {
-    Chain chain;
-    chain->push_back(Linear(64 * 7 * 7, 128));
-    chain->push_back(torch::nn::ReLU());
-    return torch::nn::AnyModule(chain);
-  }});
-  spec.layers.push_back(
-      LayerSpec{"fc2", [] { return torch::nn::AnyModule(Linear(128, 10)); }});
+                                    Chain chain;
+                                    chain->push_back(Linear(64 * 7 * 7, 128));
+                                    chain->push_back(torch::nn::ReLU());
+                                    return torch::nn::AnyModule(chain);
+                                  }});
+  spec.layers.push_back(LayerSpec{"fc2", [] { return torch::nn::AnyModule(Linear(128, 10)); }});
   spec.loss = classification_loss;
   return spec;
 }
@@ -102,16 +104,16 @@ ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context, bool ti
   ModelSpec spec;
   spec.name = "gpt";
   spec.layers.push_back(LayerSpec{"embedding", [vocab, context, hidden] {
-    return torch::nn::AnyModule(TokenEmbedding(vocab, context, hidden));
-  }});
+                                    return torch::nn::AnyModule(
+                                        TokenEmbedding(vocab, context, hidden));
+                                  }});
   for (int i = 0; i < layers; ++i) {
     spec.layers.push_back(LayerSpec{"block" + std::to_string(i), [hidden, heads] {
-      return torch::nn::AnyModule(TransformerBlock(hidden, heads));
-    }});
+                                      return torch::nn::AnyModule(TransformerBlock(hidden, heads));
+                                    }});
   }
-  spec.layers.push_back(LayerSpec{"lm_head", [hidden, vocab] {
-    return torch::nn::AnyModule(LmHead(hidden, vocab));
-  }});
+  spec.layers.push_back(LayerSpec{
+      "lm_head", [hidden, vocab] { return torch::nn::AnyModule(LmHead(hidden, vocab)); }});
   if (tie_embeddings) spec.tied.push_back({{0, "token.weight"}, {layers + 1, "head.weight"}});
   spec.loss = [](const torch::Tensor& logits, const torch::Tensor& target) {
     return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
@@ -120,14 +122,16 @@ ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context, bool ti
   return spec;
 }
 
-std::vector<std::string> model_names() { return {"mlp", "fashion_cnn", "gpt"}; }
+std::vector<std::string> model_names() {
+  return {"mlp", "fashion_cnn", "gpt"};
+}
 
 ModelSpec make_model(const std::string& name, const ModelOptions& options) {
   const std::vector<std::string> known = model_names();
   BATON_CHECK(!options.tie_embeddings() || name == "gpt" ||
                   std::find(known.begin(), known.end(), name) == known.end(),
-              "[nn.make_model] tie_embeddings ties gpt's token embedding and LM head; model '", name,
-              "' has no embedding to tie");
+              "[nn.make_model] tie_embeddings ties gpt's token embedding and LM head; model '",
+              name, "' has no embedding to tie");
   if (name == "mlp") {
     return mlp(options.layers(), options.hidden(), options.in_features(), options.classes());
   }
@@ -160,7 +164,8 @@ double parameter_count(const std::string& name, const ModelOptions& o) {
   if (name == "gpt") {
     const double h = o.hidden();
     // Two LayerNorms (2h each), qkv, proj, fc1, fc2.
-    const double block = 4 * h + linear(h, 3 * h) + linear(h, h) + linear(h, 4 * h) + linear(4 * h, h);
+    const double block =
+        4 * h + linear(h, 3 * h) + linear(h, h) + linear(h, 4 * h) + linear(4 * h, h);
     return (o.vocab() + o.context()) * h + o.layers() * block + 2 * h + linear(h, o.vocab());
   }
   make_model(name, o);  // throws, naming the known models

@@ -31,17 +31,18 @@ ModelSpec fashion_cnn();
 // Wolf 2017, as GPT-2): ModelSpec::tied holds {layer 0 "token.weight",
 // layer layers + 1 "head.weight"}.
 // REQUIRES: hidden % heads == 0; T <= context.
-ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context, bool tie_embeddings = false);
+ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context,
+              bool tie_embeddings = false);
 
 // Sizes for make_model; each model reads the ones it needs.
 struct ModelOptions {
-  TORCH_ARG(int, layers) = 4;        // mlp: Linears; gpt: transformer blocks
-  TORCH_ARG(int, hidden) = 64;       // mlp, gpt
-  TORCH_ARG(int, heads) = 4;         // gpt
-  TORCH_ARG(int, vocab) = 256;       // gpt
-  TORCH_ARG(int, context) = 64;      // gpt
-  TORCH_ARG(int, in_features) = 32;  // mlp
-  TORCH_ARG(int, classes) = 10;      // mlp
+  TORCH_ARG(int, layers) = 4;               // mlp: Linears; gpt: transformer blocks
+  TORCH_ARG(int, hidden) = 64;              // mlp, gpt
+  TORCH_ARG(int, heads) = 4;                // gpt
+  TORCH_ARG(int, vocab) = 256;              // gpt
+  TORCH_ARG(int, context) = 64;             // gpt
+  TORCH_ARG(int, in_features) = 32;         // mlp
+  TORCH_ARG(int, classes) = 10;             // mlp
   TORCH_ARG(bool, tie_embeddings) = false;  // gpt: one matrix for the embedding and LM head
 };
 

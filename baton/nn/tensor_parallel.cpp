@@ -16,70 +16,84 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-comm::Communicator* group_of(AutogradContext* ctx) {
-  return reinterpret_cast<comm::Communicator*>(ctx->saved_data["group"].toInt());
+// The group as an autograd context keeps it for the backward: a capsule
+// (an IValue that holds any CustomClassHolder) that shares its ownership.
+struct GroupCapsule : torch::CustomClassHolder {
+  explicit GroupCapsule(TpGroup g) : group(std::move(g)) {}
+  TpGroup group;
+};
+
+TpGroup group_of(AutogradContext* ctx) {
+  const c10::intrusive_ptr<torch::CustomClassHolder> capsule = ctx->saved_data["group"].toCapsule();
+  return static_cast<GroupCapsule*>(capsule.get())->group;
 }
 
-torch::Tensor summed(const torch::Tensor& x, comm::Communicator* group, const char* what) {
+torch::Tensor summed(const torch::Tensor& x, comm::Communicator& group, const char* what) {
   std::vector<torch::Tensor> t{x.contiguous().clone()};
-  group->all_reduce_sum(t, what);
+  group.all_reduce_sum(t, what);
   return t[0];
 }
 
 struct CopyToTensorParallel : torch::autograd::Function<CopyToTensorParallel> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t group) {
-    ctx->saved_data["group"] = group;
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const TpGroup& group) {
+    ctx->saved_data["group"] = c10::IValue::make_capsule(c10::make_intrusive<GroupCapsule>(group));
     return x.view_as(x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {summed(grad[0], group_of(ctx), "the tensor-parallel input gradient (f backward)"), torch::Tensor()};
+    return {summed(grad[0], *group_of(ctx), "the tensor-parallel input gradient (f backward)"),
+            torch::Tensor()};
   }
 };
 
 struct ReduceFromTensorParallel : torch::autograd::Function<ReduceFromTensorParallel> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t group) {
-    return summed(x, reinterpret_cast<comm::Communicator*>(group), "the tensor-parallel output (g forward)");
+  static torch::Tensor forward(AutogradContext*, const torch::Tensor& x, const TpGroup& group) {
+    return summed(x, *group, "the tensor-parallel output (g forward)");
   }
-  static variable_list backward(AutogradContext*, variable_list grad) { return {grad[0], torch::Tensor()}; }
+  static variable_list backward(AutogradContext*, variable_list grad) {
+    return {grad[0], torch::Tensor()};
+  }
 };
 
-int64_t handle(comm::Communicator* group) { return reinterpret_cast<int64_t>(group); }
-
-void check_split(const char* layer, const char* dimension, int64_t size_of_dim, int rank, int size, int parts = 1) {
+void check_split(const char* layer, const char* dimension, int64_t size_of_dim, int rank, int size,
+                 int parts = 1) {
   BATON_CHECK(size >= 1 && rank >= 0 && rank < size, "[nn.", layer, "] tensor-parallel rank ", rank,
               " of ", size, " is out of range");
-  BATON_CHECK(parts >= 1 && size_of_dim % (parts * size) == 0, "[nn.", layer, "] tp=", size, " must divide the ",
-              dimension, " features (", size_of_dim,
+  BATON_CHECK(parts >= 1 && size_of_dim % (parts * size) == 0, "[nn.", layer, "] tp=", size,
+              " must divide the ", dimension, " features (", size_of_dim,
               parts > 1 ? ::baton::detail::concat(" in ", parts, " blocks") : "", ")");
 }
 
 }  // namespace
 
-torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, comm::Communicator* group) {
-  if (group == nullptr || group->world_size() == 1) return x;
-  return CopyToTensorParallel::apply(x, handle(group));
+torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, const TpGroup& group) {
+  if (group->world_size() == 1) return x;
+  return CopyToTensorParallel::apply(x, group);
 }
 
-torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, comm::Communicator* group) {
-  if (group == nullptr || group->world_size() == 1) return x;
-  return ReduceFromTensorParallel::apply(x, handle(group));
+torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, const TpGroup& group) {
+  if (group->world_size() == 1) return x;
+  return ReduceFromTensorParallel::apply(x, group);
 }
 
-ColumnParallelLinearImpl::ColumnParallelLinearImpl(const torch::Tensor& full_weight, const torch::Tensor& full_bias,
-                                                   int rank, int size, comm::Communicator* group, int parts)
-    : group_(group), parts_(parts) {
+ColumnParallelLinearImpl::ColumnParallelLinearImpl(const torch::Tensor& full_weight,
+                                                   const torch::Tensor& full_bias, TpGroup group,
+                                                   int parts)
+    : group_(std::move(group)), parts_(parts) {
+  const int rank = group_->rank(), size = group_->world_size();
   check_split("column_parallel_linear", "output", full_weight.size(0), rank, size, parts);
   weight = register_parameter("weight", take_slice(full_weight, weight_split(), rank, size));
-  if (full_bias.defined()) bias = register_parameter("bias", take_slice(full_bias, bias_split(), rank, size));
+  if (full_bias.defined())
+    bias = register_parameter("bias", take_slice(full_bias, bias_split(), rank, size));
 }
 
 torch::Tensor ColumnParallelLinearImpl::forward(const torch::Tensor& x) {
   return torch::nn::functional::linear(copy_to_tensor_parallel(x, group_), weight, bias);
 }
 
-RowParallelLinearImpl::RowParallelLinearImpl(const torch::Tensor& full_weight, const torch::Tensor& full_bias,
-                                             int rank, int size, comm::Communicator* group)
-    : group_(group) {
+RowParallelLinearImpl::RowParallelLinearImpl(const torch::Tensor& full_weight,
+                                             const torch::Tensor& full_bias, TpGroup group)
+    : group_(std::move(group)) {
+  const int rank = group_->rank(), size = group_->world_size();
   check_split("row_parallel_linear", "input", full_weight.size(1), rank, size);
   weight = register_parameter("weight", take_slice(full_weight, weight_split(), rank, size));
   if (full_bias.defined()) bias = register_parameter("bias", full_bias.detach().clone());
@@ -90,8 +104,9 @@ torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& x) {
   return bias.defined() ? y + bias : y;
 }
 
-TensorParallelBlockImpl::TensorParallelBlockImpl(const TransformerBlock& full, int rank, int size,
-                                                 comm::Communicator* group) {
+TensorParallelBlockImpl::TensorParallelBlockImpl(const TransformerBlock& full,
+                                                 const TpGroup& group) {
+  const int size = group->world_size();
   BATON_CHECK(size >= 1 && full->heads % size == 0, "[nn.tensor_parallel_block] tp=", size,
               " must divide the heads (", full->heads, ")");
   torch::NoGradGuard no_grad;
@@ -105,34 +120,40 @@ TensorParallelBlockImpl::TensorParallelBlockImpl(const TransformerBlock& full, i
   ln2 = register_module("ln2", torch::nn::LayerNorm(f.ln2->options));
   ln2->weight.copy_(f.ln2->weight);
   ln2->bias.copy_(f.ln2->bias);
-  // The fused QKV rows are [q; k; v], each by head: rank r keeps [q_r; k_r; v_r], its heads of all three.
-  qkv = register_module("qkv", ColumnParallelLinear(f.qkv->weight, f.qkv->bias, rank, size, group, /*parts=*/3));
-  proj = register_module("proj", RowParallelLinear(f.proj->weight, f.proj->bias, rank, size, group));
-  fc1 = register_module("fc1", ColumnParallelLinear(f.fc1->weight, f.fc1->bias, rank, size, group));
-  fc2 = register_module("fc2", RowParallelLinear(f.fc2->weight, f.fc2->bias, rank, size, group));
+  // The fused QKV rows are [q; k; v], each by head: rank r keeps [q_r; k_r; v_r], its heads of all
+  // three.
+  qkv =
+      register_module("qkv", ColumnParallelLinear(f.qkv->weight, f.qkv->bias, group, /*parts=*/3));
+  proj = register_module("proj", RowParallelLinear(f.proj->weight, f.proj->bias, group));
+  fc1 = register_module("fc1", ColumnParallelLinear(f.fc1->weight, f.fc1->bias, group));
+  fc2 = register_module("fc2", RowParallelLinear(f.fc2->weight, f.fc2->bias, group));
 }
 
 torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
-  BATON_CHECK(x.dim() == 3, "[nn.tensor_parallel_block] input must be [batch, time, hidden]: got ", x.sizes());
+  BATON_CHECK(x.dim() == 3, "[nn.tensor_parallel_block] input must be [batch, time, hidden]: got ",
+              x.sizes());
   const int64_t batch = x.size(0), time = x.size(1);
   // [B, T, 3 H/t] -> 3 x [B, heads/t, T, head_dim]: this rank's heads.
-  const auto heads = qkv(ln1(x)).view({batch, time, 3, local_heads, head_dim}).permute({2, 0, 3, 1, 4});
-  auto scores = heads[0].matmul(heads[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
-  const auto future = torch::ones({time, time}, x.options().dtype(torch::kBool)).triu(/*diagonal=*/1);
+  const auto heads =
+      qkv(ln1(x)).view({batch, time, 3, local_heads, head_dim}).permute({2, 0, 3, 1, 4});
+  auto scores =
+      heads[0].matmul(heads[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+  const auto future =
+      torch::ones({time, time}, x.options().dtype(torch::kBool)).triu(/*diagonal=*/1);
   scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
   const auto mixed = scores.softmax(-1).matmul(heads[2]);  // [B, heads/t, T, head_dim]
   const auto h = x + proj(mixed.transpose(1, 2).reshape({batch, time, local_heads * head_dim}));
   return h + fc2(torch::gelu(fc1(ln2(h))));
 }
 
-ModelSpec tensor_parallel(const ModelSpec& spec, int rank, int size, comm::Communicator* group) {
+ModelSpec tensor_parallel(const ModelSpec& spec, const TpGroup& group) {
   ModelSpec out = spec;
   for (auto& layer : out.layers) {
-    layer.build = [build = layer.build, rank, size, group] {
+    layer.build = [build = layer.build, group] {
       torch::nn::AnyModule whole = build();
       auto block = std::dynamic_pointer_cast<TransformerBlockImpl>(whole.ptr());
       if (block == nullptr) return whole;
-      return torch::nn::AnyModule(TensorParallelBlock(TransformerBlock(block), rank, size, group));
+      return torch::nn::AnyModule(TensorParallelBlock(TransformerBlock(block), group));
     };
   }
   return out;

@@ -13,9 +13,8 @@
 //
 // Both are built from the full layer's weight and bias, so that t ranks start
 // exactly where one device does (the caller seeds and builds the full layer;
-// each rank keeps its slice). The all-reduces run on `group`, a communicator
-// of the t ranks (Communicator::new_group), which must outlive the module;
-// null means t = 1.
+// each rank keeps its slice). The all-reduces run on `group` (TpGroup below),
+// a communicator of the t ranks that the modules share the ownership of.
 //
 // baton::Pipeline applies them with PipelineOptions::tp (tensor_parallel()
 // below): every TransformerBlock layer is split, the other layers are whole on
@@ -27,6 +26,8 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <memory>
+
 #include "baton/comm/communicator.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/nn/tensor_split.h"
@@ -34,10 +35,15 @@
 
 namespace baton::nn {
 
+// A tensor-parallel group: this rank is share group->rank() of
+// group->world_size(). Never null; a solo communicator (comm::solo) for one
+// share. The layers hold it, so it lives as long as they do.
+using TpGroup = std::shared_ptr<comm::Communicator>;
+
 // f: identity forward; the gradient is summed over `group` in backward.
-torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, comm::Communicator* group);
+torch::Tensor copy_to_tensor_parallel(const torch::Tensor& x, const TpGroup& group);
 // g: `x` summed over `group` in forward; identity backward.
-torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, comm::Communicator* group);
+torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, const TpGroup& group);
 
 // Both keep only their slice (copies, cut by take_slice): the full tensors
 // they were built from can be freed. weight_split() and bias_split() say how
@@ -45,11 +51,11 @@ torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& x, comm::Communic
 class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   // `weight` [out, in] and `bias` [out] (may be undefined) of the full layer;
-  // this rank keeps rows of slice `rank` of `size`, of each of `parts` equal
-  // blocks of rows when the layer fuses several (QKV: 3). Throws
-  // baton::Error when parts x size does not divide out.
-  ColumnParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, int rank, int size,
-                           comm::Communicator* group, int parts = 1);
+  // this rank keeps rows of slice group->rank() of group->world_size(), of
+  // each of `parts` equal blocks of rows when the layer fuses several (QKV:
+  // 3). Throws baton::Error when parts x size does not divide out.
+  ColumnParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, TpGroup group,
+                           int parts = 1);
   // x [..., in] -> this rank's slice of the output [..., out / size].
   torch::Tensor forward(const torch::Tensor& x);
   TensorSplit weight_split() const { return {0, parts_}; }
@@ -58,7 +64,7 @@ class ColumnParallelLinearImpl : public torch::nn::Module {
   torch::Tensor weight, bias;
 
  private:
-  comm::Communicator* group_;
+  TpGroup group_;
   int parts_;
 };
 TORCH_MODULE(ColumnParallelLinear);
@@ -66,10 +72,9 @@ TORCH_MODULE(ColumnParallelLinear);
 class RowParallelLinearImpl : public torch::nn::Module {
  public:
   // `weight` [out, in] and `bias` [out] of the full layer; this rank keeps
-  // columns of slice `rank` of `size` and the whole bias. Throws baton::Error
-  // when `size` does not divide in.
-  RowParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, int rank, int size,
-                        comm::Communicator* group);
+  // columns of slice group->rank() of group->world_size() and the whole
+  // bias. Throws baton::Error when the size does not divide in.
+  RowParallelLinearImpl(const torch::Tensor& weight, const torch::Tensor& bias, TpGroup group);
   // x [..., in / size] (this rank's slice) -> the whole output [..., out].
   torch::Tensor forward(const torch::Tensor& x);
   // The bias is whole on every rank.
@@ -78,7 +83,7 @@ class RowParallelLinearImpl : public torch::nn::Module {
   torch::Tensor weight, bias;
 
  private:
-  comm::Communicator* group_;
+  TpGroup group_;
 };
 TORCH_MODULE(RowParallelLinear);
 
@@ -92,7 +97,7 @@ TORCH_MODULE(RowParallelLinear);
 // Throws baton::Error unless t divides the heads (and so the 4h units).
 class TensorParallelBlockImpl : public torch::nn::Module {
  public:
-  TensorParallelBlockImpl(const TransformerBlock& full, int rank, int size, comm::Communicator* group);
+  TensorParallelBlockImpl(const TransformerBlock& full, const TpGroup& group);
   // x [batch, time, hidden] (the same on every rank) -> the block's output, whole on every rank.
   torch::Tensor forward(const torch::Tensor& x);
 
@@ -104,10 +109,10 @@ class TensorParallelBlockImpl : public torch::nn::Module {
 TORCH_MODULE(TensorParallelBlock);
 
 // `spec` with every layer that builds a TransformerBlock built whole (the same
-// seeded draw as on one device) and then split as tp rank `rank` of `size`
-// over `group`; other layers unchanged (whole on every tp rank: their inputs
+// seeded draw as on one device) and then split as this rank's share of
+// `group`; other layers unchanged (whole on every tp rank: their inputs
 // and gradients are the same on all of them, so they stay equal without
 // communication). A model without blocks is then replicated t times.
-ModelSpec tensor_parallel(const ModelSpec& spec, int rank, int size, comm::Communicator* group);
+ModelSpec tensor_parallel(const ModelSpec& spec, const TpGroup& group);
 
 }  // namespace baton::nn

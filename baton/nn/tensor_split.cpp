@@ -10,13 +10,15 @@ namespace {
 
 // The length of one rank's slice of one block along split.dim of `whole`.
 int64_t slice_length(const torch::Tensor& whole, TensorSplit split, int rank, int size) {
-  BATON_CHECK(size >= 1 && rank >= 0 && rank < size, "[nn.tensor_split] tensor-parallel rank ", rank, " of ",
-              size, " is out of range");
-  BATON_CHECK(split.parts >= 1 && split.dim >= 0 && split.dim < whole.dim(), "[nn.tensor_split] cannot split a ",
-              whole.dim(), "-dimensional tensor along dimension ", split.dim, " in ", split.parts, " block(s)");
+  BATON_CHECK(size >= 1 && rank >= 0 && rank < size, "[nn.tensor_split] tensor-parallel rank ",
+              rank, " of ", size, " is out of range");
+  BATON_CHECK(split.parts >= 1 && split.dim >= 0 && split.dim < whole.dim(),
+              "[nn.tensor_split] cannot split a ", whole.dim(),
+              "-dimensional tensor along dimension ", split.dim, " in ", split.parts, " block(s)");
   const int64_t n = whole.size(split.dim);
   BATON_CHECK(n % (split.parts * size) == 0, "[nn.tensor_split] tp=", size, " does not divide the ",
-              split.parts, " block(s) of dimension ", split.dim, " (", n, ") of a tensor of shape ", whole.sizes());
+              split.parts, " block(s) of dimension ", split.dim, " (", n, ") of a tensor of shape ",
+              whole.sizes());
   return n / split.parts / size;
 }
 
@@ -33,32 +35,34 @@ torch::Tensor take_slice(const torch::Tensor& whole, TensorSplit split, int rank
 }
 
 std::vector<torch::Tensor> gather_slices(const std::vector<torch::Tensor>& slices,
-                                         const std::vector<TensorSplit>& splits, comm::Communicator* group,
-                                         const std::string& what) {
+                                         const std::vector<TensorSplit>& splits,
+                                         comm::Communicator& group, const std::string& what) {
   BATON_ASSERT(slices.size() == splits.size(), "[nn.gather_slices] ", slices.size(), " slices but ",
                splits.size(), " splits");
   std::vector<torch::Tensor> wholes;
-  if (group == nullptr || group->world_size() == 1) {
+  if (group.world_size() == 1) {
     for (const auto& slice : slices) wholes.push_back(slice.detach());
     return wholes;
   }
-  const int size = group->world_size(), rank = group->rank();
+  const int size = group.world_size(), rank = group.rank();
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < slices.size(); ++i) {
     const TensorSplit split = splits[i];
     std::vector<int64_t> shape = slices[i].sizes().vec();
-    BATON_ASSERT(split.dim >= 0 && split.dim < static_cast<int>(shape.size()) && shape[split.dim] % split.parts == 0,
+    BATON_ASSERT(split.dim >= 0 && split.dim < static_cast<int>(shape.size()) &&
+                     shape[split.dim] % split.parts == 0,
                  "[nn.gather_slices] a slice of shape ", slices[i].sizes(), " has no ", split.parts,
                  " block(s) along dimension ", split.dim);
     shape[split.dim] *= size;
     torch::Tensor whole = torch::zeros(shape, slices[i].options());
     const int64_t slice = slices[i].size(split.dim) / split.parts;
     for (int p = 0; p < split.parts; ++p) {
-      whole.narrow(split.dim, (p * size + rank) * slice, slice).copy_(slices[i].narrow(split.dim, p * slice, slice));
+      whole.narrow(split.dim, (p * size + rank) * slice, slice)
+          .copy_(slices[i].narrow(split.dim, p * slice, slice));
     }
     wholes.push_back(std::move(whole));
   }
-  if (!wholes.empty()) group->all_reduce_sum(wholes, what);
+  if (!wholes.empty()) group.all_reduce_sum(wholes, what);
   return wholes;
 }
 
@@ -73,7 +77,8 @@ std::map<std::string, TensorSplit> tensor_parallel_splits(const torch::nn::Modul
     }
   };
   add("", module);
-  for (const auto& item : module.named_modules("", /*include_self=*/false)) add(item.key() + ".", *item.value());
+  for (const auto& item : module.named_modules("", /*include_self=*/false))
+    add(item.key() + ".", *item.value());
   return out;
 }
 

@@ -35,10 +35,10 @@ torch::Tensor take_slice(const torch::Tensor& whole, TensorSplit split, int rank
 // slice index: a collective over the group, every member passing slices of
 // the same shapes and dtypes in the same order, and every member gets the
 // whole tensors. Exact (an all-reduce of zero-padded slices: x + 0 = x).
-// Null `group` (tp = 1): the slices are already whole.
+// A group of one rank (tp = 1): the slices are already whole.
 std::vector<torch::Tensor> gather_slices(const std::vector<torch::Tensor>& slices,
-                                         const std::vector<TensorSplit>& splits, comm::Communicator* group,
-                                         const std::string& what);
+                                         const std::vector<TensorSplit>& splits,
+                                         comm::Communicator& group, const std::string& what);
 
 // Every split parameter of `module` and its descendants, keyed as
 // module.named_parameters() keys it (e.g. "3.qkv.weight" for a module whose

@@ -74,6 +74,8 @@ LmHeadImpl::LmHeadImpl(int64_t hidden, int64_t vocab) {
   head = register_module("head", Linear(hidden, vocab));
 }
 
-torch::Tensor LmHeadImpl::forward(const torch::Tensor& x) { return head(ln(x)); }
+torch::Tensor LmHeadImpl::forward(const torch::Tensor& x) {
+  return head(ln(x));
+}
 
 }  // namespace baton::nn

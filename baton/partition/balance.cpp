@@ -7,9 +7,13 @@
 namespace baton::partition {
 namespace {
 
-const char* plural(long long n) { return n == 1 ? "" : "s"; }
+const char* plural(long long n) {
+  return n == 1 ? "" : "s";
+}
 
-bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
+bool finite_non_negative(double x) {
+  return std::isfinite(x) && x >= 0;
+}
 
 void check_cost(size_t layer, const char* field, double value) {
   BATON_CHECK(finite_non_negative(value), "[partition] layer ", layer, ": ", field, " is ", value,
@@ -36,8 +40,7 @@ void check_shape(int layers, int stages) {
               "; every stage needs at least one layer");
 }
 
-void check_problem(const std::vector<LayerCost>& costs, int stages,
-                   const BalanceOptions& options) {
+void check_problem(const std::vector<LayerCost>& costs, int stages, const BalanceOptions& options) {
   check_shape(static_cast<int>(costs.size()), stages);
   for (size_t i = 0; i < costs.size(); ++i) {
     check_cost(i, "forward_time", costs[i].forward_time);
@@ -49,9 +52,10 @@ void check_problem(const std::vector<LayerCost>& costs, int stages,
   BATON_CHECK(finite_non_negative(options.comm_latency),
               "[partition] comm_latency must be finite and non-negative, got ",
               options.comm_latency);
-  BATON_CHECK(finite_non_negative(options.comm_bytes_per_time),
-              "[partition] comm_bytes_per_time must be finite and non-negative (0 = infinite), got ",
-              options.comm_bytes_per_time);
+  BATON_CHECK(
+      finite_non_negative(options.comm_bytes_per_time),
+      "[partition] comm_bytes_per_time must be finite and non-negative (0 = infinite), got ",
+      options.comm_bytes_per_time);
   BATON_CHECK(finite_non_negative(options.memory_cap_bytes),
               "[partition] memory_cap_bytes must be finite and non-negative (0 = no cap), got ",
               options.memory_cap_bytes);
@@ -60,8 +64,8 @@ void check_problem(const std::vector<LayerCost>& costs, int stages,
               "[partition] activations_in_flight has ", in_flight.size(),
               " entries but the pipeline has ", stages, " stage", plural(stages));
   for (size_t s = 0; s < in_flight.size(); ++s) {
-    BATON_CHECK(finite_non_negative(in_flight[s]), "[partition] activations_in_flight of stage ",
-                s, " is ", in_flight[s], "; it must be finite and non-negative");
+    BATON_CHECK(finite_non_negative(in_flight[s]), "[partition] activations_in_flight of stage ", s,
+                " is ", in_flight[s], "; it must be finite and non-negative");
   }
 }
 
@@ -75,8 +79,7 @@ std::vector<double> one_f_one_b_in_flight(int stages) {
 }
 
 const std::vector<std::string>& method_names() {
-  static const std::vector<std::string> names = {"uniform", "params", "time", "memory",
-                                                 "optimal"};
+  static const std::vector<std::string> names = {"uniform", "params", "time", "memory", "optimal"};
   return names;
 }
 
@@ -94,8 +97,8 @@ Partition balance(std::string_view method, const std::vector<LayerCost>& costs, 
   }
   std::string known;
   for (const auto& name : method_names()) known += name + ", ";
-  BATON_CHECK(false, "[partition.balance] unknown method \"", std::string(method), "\" (known: ",
-              known, "or comma-separated layer counts such as 3,5,4)");
+  BATON_CHECK(false, "[partition.balance] unknown method \"", std::string(method),
+              "\" (known: ", known, "or comma-separated layer counts such as 3,5,4)");
   return {};
 }
 

@@ -32,9 +32,18 @@ struct BalanceOptions {
   // stage. Used by optimal() and by_memory().
   std::vector<double> activations_in_flight;
 
-  BalanceOptions& set_comm_latency(double t) { comm_latency = t; return *this; }
-  BalanceOptions& set_comm_bytes_per_time(double b) { comm_bytes_per_time = b; return *this; }
-  BalanceOptions& set_memory_cap_bytes(double b) { memory_cap_bytes = b; return *this; }
+  BalanceOptions& set_comm_latency(double t) {
+    comm_latency = t;
+    return *this;
+  }
+  BalanceOptions& set_comm_bytes_per_time(double b) {
+    comm_bytes_per_time = b;
+    return *this;
+  }
+  BalanceOptions& set_memory_cap_bytes(double b) {
+    memory_cap_bytes = b;
+    return *this;
+  }
   BalanceOptions& set_activations_in_flight(std::vector<double> f) {
     activations_in_flight = std::move(f);
     return *this;

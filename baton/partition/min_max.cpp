@@ -13,7 +13,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // (0.1 + 0.2 vs 0.3) does not decide between two equally good partitions.
 constexpr double kTolerance = 1e-9;
 
-double slack(double value) { return value + kTolerance * std::abs(value); }
+double slack(double value) {
+  return value + kTolerance * std::abs(value);
+}
 
 // table[s][i] for stage s starting at layer i, flattened.
 class Table {

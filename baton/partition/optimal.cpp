@@ -24,8 +24,8 @@ Partition optimal(const std::vector<LayerCost>& costs, int stages, const Balance
   const int layers = static_cast<int>(costs.size());
   const double cap = options.memory_cap_bytes;
   const detail::LoadTable table(costs, stages, options);
-  std::vector<int> counts = detail::min_max_partition(
-      layers, stages, [&](int s, int first, int end) {
+  std::vector<int> counts =
+      detail::min_max_partition(layers, stages, [&](int s, int first, int end) {
         if (cap > 0 && table.memory_bytes(s, first, end) > cap) {
           return std::numeric_limits<double>::infinity();
         }

@@ -15,7 +15,9 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-const char* plural(long long n) { return n == 1 ? "" : "s"; }
+const char* plural(long long n) {
+  return n == 1 ? "" : "s";
+}
 
 }  // namespace
 

@@ -14,16 +14,31 @@ namespace baton::partition {
 // simulator's), bytes in bytes. All must be finite and non-negative.
 struct LayerCost {
   double forward_time = 0;
-  double backward_time = 0;      // full backward (input and weight gradients)
-  double parameter_bytes = 0;    // weights, and whatever optimizer state the caller counts
-  double activation_bytes = 0;   // stashed by this layer from its F until its B
-  double output_bytes = 0;       // the boundary activation sent if this layer ends a stage
+  double backward_time = 0;     // full backward (input and weight gradients)
+  double parameter_bytes = 0;   // weights, and whatever optimizer state the caller counts
+  double activation_bytes = 0;  // stashed by this layer from its F until its B
+  double output_bytes = 0;      // the boundary activation sent if this layer ends a stage
 
-  LayerCost& set_forward_time(double t) { forward_time = t; return *this; }
-  LayerCost& set_backward_time(double t) { backward_time = t; return *this; }
-  LayerCost& set_parameter_bytes(double b) { parameter_bytes = b; return *this; }
-  LayerCost& set_activation_bytes(double b) { activation_bytes = b; return *this; }
-  LayerCost& set_output_bytes(double b) { output_bytes = b; return *this; }
+  LayerCost& set_forward_time(double t) {
+    forward_time = t;
+    return *this;
+  }
+  LayerCost& set_backward_time(double t) {
+    backward_time = t;
+    return *this;
+  }
+  LayerCost& set_parameter_bytes(double b) {
+    parameter_bytes = b;
+    return *this;
+  }
+  LayerCost& set_activation_bytes(double b) {
+    activation_bytes = b;
+    return *this;
+  }
+  LayerCost& set_output_bytes(double b) {
+    output_bytes = b;
+    return *this;
+  }
 };
 
 // Layer counts per stage, each at least 1. Immutable once built.

@@ -5,8 +5,7 @@
 namespace baton::partition {
 namespace detail {
 
-LoadTable::LoadTable(const std::vector<LayerCost>& costs, int stages,
-                     const BalanceOptions& options)
+LoadTable::LoadTable(const std::vector<LayerCost>& costs, int stages, const BalanceOptions& options)
     : stages_(stages),
       comm_latency_(options.comm_latency),
       comm_bytes_per_time_(options.comm_bytes_per_time),
@@ -42,8 +41,8 @@ double LoadTable::memory_bytes(int stage, int first, int end) const {
 std::vector<StageLoad> stage_loads(const Partition& partition, const std::vector<LayerCost>& costs,
                                    const BalanceOptions& options) {
   BATON_CHECK(partition.layers() == static_cast<int>(costs.size()), "[partition.stage_loads] ",
-              "partition ", partition, " covers ", partition.layers(), " layers but ",
-              costs.size(), " layer costs were given");
+              "partition ", partition, " covers ", partition.layers(), " layers but ", costs.size(),
+              " layer costs were given");
   detail::check_problem(costs, partition.stages(), options);
   const detail::LoadTable table(costs, partition.stages(), options);
   std::vector<StageLoad> loads;

@@ -45,8 +45,8 @@ class LoadTable {
   int stages_;
   double comm_latency_;
   double comm_bytes_per_time_;
-  std::vector<double> in_flight_;     // one a stage
-  std::vector<double> output_bytes_;  // one a layer
+  std::vector<double> in_flight_;                                  // one a stage
+  std::vector<double> output_bytes_;                               // one a layer
   std::vector<double> time_, parameter_bytes_, activation_bytes_;  // prefix sums
 };
 

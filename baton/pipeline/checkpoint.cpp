@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -31,7 +31,8 @@ std::string step_folder(int64_t step) {
   return name;
 }
 
-json file_entry(const std::string& path, const char* kind, int layer, const FileRecord& record, json tensors) {
+json file_entry(const std::string& path, const char* kind, int layer, const FileRecord& record,
+                json tensors) {
   json entry{{"path", path},
              {"kind", kind},
              {"bytes", record.bytes},
@@ -48,7 +49,9 @@ void sync_folder(const std::string& dir) {
   ::close(fd);
 }
 
-std::string file_name(const std::string& path) { return fs::path(path).filename().string(); }
+std::string file_name(const std::string& path) {
+  return fs::path(path).filename().string();
+}
 
 void write_text(const fs::path& path, const std::string& text) {
   write_atomically(path.string(), std::vector<char>(text.begin(), text.end()));
@@ -129,7 +132,8 @@ void finish_save(const SaveRequest& r, json manifest) {
   std::vector<std::string> kept{folder}, dropped;
   for (const std::string& k : previous) {
     if (k == folder || !fs::is_directory(fs::symlink_status(dir / k, error))) continue;
-    const bool keep = static_cast<int>(kept.size()) < r.keep_last || is_protected(dir / k, r.protect);
+    const bool keep =
+        static_cast<int>(kept.size()) < r.keep_last || is_protected(dir / k, r.protect);
     (keep ? kept : dropped).push_back(k);
   }
   manifest["kept"] = kept;
@@ -156,9 +160,13 @@ const json* find_file(const json& manifest, const char* kind, int layer) {
   return nullptr;
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
-std::string shape_text(const torch::Tensor& t) { return describe(t).dump(); }
+std::string shape_text(const torch::Tensor& t) {
+  return describe(t).dump();
+}
 
 // A file the manifest lists: its path under `dir` and its recorded CRC-32
 // (check() has validated the field).
@@ -174,32 +182,34 @@ Listed listed(const std::string& dir, const json& entry) {
 }
 
 // `whole` as this rank holds it (to_local's part, or itself), for `name` of `layer` in `path`.
-torch::Tensor local_part(const ToLocal& to_local, const std::string& path, int layer, const std::string& name,
-                         const torch::Tensor& whole) {
+torch::Tensor local_part(const ToLocal& to_local, const std::string& path, int layer,
+                         const std::string& name, const torch::Tensor& whole) {
   if (!to_local) return whole;
   try {
     return to_local(layer, name, whole);
   } catch (const Error& e) {
-    BATON_CHECK(false, "[checkpoint] file ", path, ": layer ", layer, " \"", name, "\" is ", shape_text(whole),
-                ", which this rank cannot take its part of: ", e.what());
+    BATON_CHECK(false, "[checkpoint] file ", path, ": layer ", layer, " \"", name, "\" is ",
+                shape_text(whole), ", which this rank cannot take its part of: ", e.what());
   }
 }
 
-void restore_layer(const Listed& file, int layer, const NamedTensors& live, const ToLocal& to_local) {
+void restore_layer(const Listed& file, int layer, const NamedTensors& live,
+                   const ToLocal& to_local) {
   const std::string& path = file.path;
   std::map<std::string, torch::Tensor> by_name;
   for (const auto& [name, value] : read_tensors(path, file.crc32)) by_name[name] = value;
   NamedTensors parts;
   for (const auto& [name, tensor] : live) {
     auto it = by_name.find(name);
-    BATON_CHECK(it != by_name.end(), "[checkpoint] file ", path, ": layer ", layer, " has no \"", name,
-                "\" (the model's layer ", layer, " has it; another model?)");
+    BATON_CHECK(it != by_name.end(), "[checkpoint] file ", path, ": layer ", layer, " has no \"",
+                name, "\" (the model's layer ", layer, " has it; another model?)");
     const torch::Tensor part = local_part(to_local, path, layer, name, it->second);
-    BATON_CHECK(part.sizes() == tensor.sizes() && part.scalar_type() == tensor.scalar_type(),
-                "[checkpoint] file ", path, ": layer ", layer, " \"", name, "\" is ", shape_text(it->second),
-                " in the checkpoint",
-                part.sizes() == it->second.sizes() ? "" : " (" + shape_text(part) + " on this rank)",
-                " but ", shape_text(tensor), " in the model");
+    BATON_CHECK(
+        part.sizes() == tensor.sizes() && part.scalar_type() == tensor.scalar_type(),
+        "[checkpoint] file ", path, ": layer ", layer, " \"", name, "\" is ",
+        shape_text(it->second), " in the checkpoint",
+        part.sizes() == it->second.sizes() ? "" : " (" + shape_text(part) + " on this rank)",
+        " but ", shape_text(tensor), " in the model");
     parts.emplace_back(name, part);
     by_name.erase(it);
   }
@@ -211,8 +221,8 @@ void restore_layer(const Listed& file, int layer, const NamedTensors& live, cons
 }
 
 // Restores the state of the parameters of `live` that `optimizer` steps.
-void restore_optimizer(const Listed& file, int layer, const NamedTensors& live, torch::optim::Optimizer& optimizer,
-                       const ToLocal& to_local) {
+void restore_optimizer(const Listed& file, int layer, const NamedTensors& live,
+                       torch::optim::Optimizer& optimizer, const ToLocal& to_local) {
   const std::string& path = file.path;
   const NamedTensors saved = read_tensors(path, file.crc32);
   std::map<std::string, NamedTensors> by_parameter;
@@ -223,7 +233,8 @@ void restore_optimizer(const Listed& file, int layer, const NamedTensors& live, 
     const std::string parameter = key.substr(0, dot);
     // A scalar (Adam's step) is the same on every rank.
     by_parameter[parameter].emplace_back(
-        key.substr(dot + 1), value.dim() == 0 ? value : local_part(to_local, path, layer, parameter, value));
+        key.substr(dot + 1),
+        value.dim() == 0 ? value : local_part(to_local, path, layer, parameter, value));
   }
   std::set<const void*> stepped;
   for (const auto& group : optimizer.param_groups()) {
@@ -232,7 +243,8 @@ void restore_optimizer(const Listed& file, int layer, const NamedTensors& live, 
   for (const auto& [name, tensor] : live) {
     auto it = by_parameter.find(name);
     if (stepped.count(tensor.unsafeGetTensorImpl()) != 0) {
-      set_optimizer_state(optimizer, tensor, it == by_parameter.end() ? NamedTensors{} : it->second, path, name);
+      set_optimizer_state(optimizer, tensor, it == by_parameter.end() ? NamedTensors{} : it->second,
+                          path, name);
     }
     if (it != by_parameter.end()) by_parameter.erase(it);
   }
@@ -248,14 +260,14 @@ void save(const SaveRequest& r) {
   // Rank 0 checks the folder and makes the new step's partial folder; every
   // rank learns its name, or rank 0's refusal, from one gather.
   json plan = nullptr;
-  if (r.rank == 0) {
+  if (r.comm->rank() == 0) {
     try {
       plan = begin_save(r.dir, r.step);
     } catch (const Error& e) {
       plan = {{"error", e.what()}};
     }
   }
-  plan = all_gather_json(r.comm, plan, "the checkpoint folder of step " + std::to_string(r.step))
+  plan = all_gather_json(*r.comm, plan, "the checkpoint folder of step " + std::to_string(r.step))
              .front();
   if (plan.contains("error")) throw Error(plan["error"].get<std::string>());
   const std::string folder = plan["folder"];
@@ -269,24 +281,27 @@ void save(const SaveRequest& r) {
     written.push_back(partial / name);
     const FileRecord record = writer(written.back().string());
     files.push_back(file_entry(folder + "/" + name, kind, layer, record, std::move(tensors)));
-    kill_if_asked(r.rank, r.step, written.back().string());
+    kill_if_asked(r.comm->rank(), r.step, written.back().string());
   };
   try {
     for (const auto& [layer, tensors] : r.layers) {
       const NamedTensors& t = tensors;
-      write(file_name(layer_file(".", layer)), "layer", layer,
-            [&](const std::string& path) { return write_tensors(path, t); }, describe(t));
+      write(
+          file_name(layer_file(".", layer)), "layer", layer,
+          [&](const std::string& path) { return write_tensors(path, t); }, describe(t));
       if (r.optimizer == nullptr) continue;
       const auto state = r.optimizer_states.find(layer);
       const NamedTensors held = state == r.optimizer_states.end() ? NamedTensors{} : state->second;
-      write(file_name(optimizer_file(".", layer)), "optimizer", layer,
-            [&](const std::string& path) { return write_tensors(path, held); }, describe(held));
+      write(
+          file_name(optimizer_file(".", layer)), "optimizer", layer,
+          [&](const std::string& path) { return write_tensors(path, held); }, describe(held));
     }
-    if (r.rank == 0) {
+    if (r.comm->rank() == 0) {
       const torch::Tensor rng = at::detail::getDefaultCPUGenerator().get_state();
-      write(file_name(rng_file(".")), "rng", -1,
-            [&](const std::string& path) { return write_tensor(path, rng); },
-            json{{"", describe(rng)}});
+      write(
+          file_name(rng_file(".")), "rng", -1,
+          [&](const std::string& path) { return write_tensor(path, rng); },
+          json{{"", describe(rng)}});
     }
     sync_folder(partial.string());
   } catch (...) {
@@ -295,11 +310,17 @@ void save(const SaveRequest& r) {
     throw;
   }
 
-  const std::vector<json> all = all_gather_json(r.comm, files, "the checkpoint's file lists");
-  if (r.rank == 0) {
-    json manifest{{"format", "baton-checkpoint"}, {"version", kFormatVersion}, {"step", r.step},
-                  {"folder", folder},             {"model", r.model},         {"pipeline", r.pipeline},
-                  {"optimizer", nullptr},         {"extra", r.extra},         {"files", json::array()}};
+  const std::vector<json> all = all_gather_json(*r.comm, files, "the checkpoint's file lists");
+  if (r.comm->rank() == 0) {
+    json manifest{{"format", "baton-checkpoint"},
+                  {"version", kFormatVersion},
+                  {"step", r.step},
+                  {"folder", folder},
+                  {"model", r.model},
+                  {"pipeline", r.pipeline},
+                  {"optimizer", nullptr},
+                  {"extra", r.extra},
+                  {"files", json::array()}};
     if (r.optimizer != nullptr) {
       manifest["optimizer"] = {{"kind", optimizer_kind(*r.optimizer)},
                                {"lr", r.optimizer->param_groups().at(0).options().get_lr()}};
@@ -312,7 +333,7 @@ void save(const SaveRequest& r) {
     finish_save(r, std::move(manifest));
   }
   // No rank reads or saves again before the manifest is in place.
-  if (r.comm != nullptr) r.comm->barrier("the checkpoint manifest of step " + std::to_string(r.step));
+  r.comm->barrier("the checkpoint manifest of step " + std::to_string(r.step));
 }
 
 LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Optimizer* optimizer,
@@ -336,12 +357,13 @@ LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Opti
     const std::string saved_kind = manifest["optimizer"].value("kind", "");
     BATON_CHECK(saved_kind == kind, "[checkpoint] ", path, " holds the state of a ", saved_kind,
                 " optimizer, not of ", kind);
-    for (auto& group : optimizer->param_groups()) group.options().set_lr(manifest["optimizer"].value("lr", 0.0));
+    for (auto& group : optimizer->param_groups())
+      group.options().set_lr(manifest["optimizer"].value("lr", 0.0));
   }
   for (const auto& [layer, tensors] : layers) {
     const json* f = find_file(manifest, "layer", layer);
-    BATON_CHECK(f != nullptr, "[checkpoint] ", path, " lists no file for layer ", layer, " (it holds ",
-                describe_layers(manifest), ")");
+    BATON_CHECK(f != nullptr, "[checkpoint] ", path, " lists no file for layer ", layer,
+                " (it holds ", describe_layers(manifest), ")");
     restore_layer(listed(dir, *f), layer, tensors, to_local);
     if (optimizer == nullptr) continue;
     const json* o = find_file(manifest, "optimizer", layer);
@@ -358,7 +380,8 @@ LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Opti
     try {
       generator.set_state(state);
     } catch (const c10::Error& e) {
-      BATON_CHECK(false, "[checkpoint] file ", rng_listed.path, " is not a CPU generator state: ", first_line(e.what_without_backtrace()));
+      BATON_CHECK(false, "[checkpoint] file ", rng_listed.path,
+                  " is not a CPU generator state: ", first_line(e.what_without_backtrace()));
     }
   }
   return LoadResult{manifest["step"].get<int64_t>(),

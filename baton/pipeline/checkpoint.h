@@ -29,8 +29,8 @@
 // are older step folders removed, and only those the previous root manifest
 // lists in "kept" beyond the newest `keep_last` (default 2, so a corrupt
 // newest save still leaves one), except `protect`ed ones (the folder a run
-// resumed from), which stay listed for a later save to remove. A save that fails removes the files its rank wrote; one
-// killed leaves a step_<N>.partial folder, which no manifest names (so it is
+// resumed from), which stay listed for a later save to remove. A save that fails removes the files
+// its rank wrote; one killed leaves a step_<N>.partial folder, which no manifest names (so it is
 // never loaded) and which the next save into DIR removes when it holds only
 // names baton writes. A save killed at any point leaves the previous root
 // manifest and every file it names.
@@ -41,12 +41,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "baton/comm/communicator.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/pipeline/checkpoint_files.h"
 #include "baton/pipeline/manifest.h"
 
@@ -59,10 +60,9 @@ using Layers = std::map<int, NamedTensors>;
 struct SaveRequest {
   std::string dir;
   int64_t step = 0;
-  // This rank and its group (null: alone). Every rank of the group calls
-  // save() with the same dir and step (a collective).
-  int rank = 0;
-  comm::Communicator* comm = nullptr;
+  // The ranks that save together (solo: alone); every one calls save() with
+  // the same dir and step (a collective). Rank 0 of it writes the manifests.
+  std::shared_ptr<comm::Communicator> comm = comm::solo();
   // The layers this rank writes, whole; over all ranks, each layer exactly
   // once.
   Layers layers;
@@ -100,7 +100,8 @@ struct LoadResult {
 // This rank's part of `whole`, the checkpoint's tensor `name` of layer
 // `layer` (a parameter's or buffer's name inside the layer; for optimizer
 // state, the parameter's), e.g. its tensor-parallel slice.
-using ToLocal = std::function<torch::Tensor(int layer, const std::string& name, const torch::Tensor& whole)>;
+using ToLocal =
+    std::function<torch::Tensor(int layer, const std::string& name, const torch::Tensor& whole)>;
 
 // Restores `layers` (copying into the live tensors) and, when `optimizer`
 // is given, the optimizer state of those of their parameters that

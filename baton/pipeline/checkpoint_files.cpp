@@ -6,8 +6,8 @@
 #include <torch/serialize.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,7 +20,9 @@
 namespace baton::checkpoint {
 namespace {
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
 void write_all(int fd, const char* data, size_t size, const std::string& path) {
   while (size > 0) {
@@ -34,7 +36,8 @@ void write_all(int fd, const char* data, size_t size, const std::string& path) {
 
 std::vector<char> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  BATON_CHECK(in.good(), "[checkpoint] file ", path, " is missing or unreadable: ", std::strerror(errno));
+  BATON_CHECK(in.good(), "[checkpoint] file ", path,
+              " is missing or unreadable: ", std::strerror(errno));
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
@@ -51,29 +54,41 @@ torch::IValue unpickle(const std::string& path, uint32_t expected_crc32) {
                                " bytes) is not a tensor file torch.save wrote (truncated?): ",
                                first_line(e.what_without_backtrace())));
   } catch (const std::exception& e) {
-    throw Error(detail::concat("[checkpoint] file ", path, " (", bytes.size(),
-                               " bytes) is not a tensor file torch.save wrote (truncated?): ",
-                               first_line(e.what())));
+    throw Error(detail::concat(
+        "[checkpoint] file ", path, " (", bytes.size(),
+        " bytes) is not a tensor file torch.save wrote (truncated?): ", first_line(e.what())));
   }
 }
 
 const char* python_dtype(torch::ScalarType type) {
   switch (type) {
-    case torch::kFloat: return "float32";
-    case torch::kDouble: return "float64";
-    case torch::kHalf: return "float16";
-    case torch::kBFloat16: return "bfloat16";
-    case torch::kLong: return "int64";
-    case torch::kInt: return "int32";
-    case torch::kShort: return "int16";
-    case torch::kChar: return "int8";
-    case torch::kByte: return "uint8";
-    case torch::kBool: return "bool";
-    default: return c10::toString(type);
+    case torch::kFloat:
+      return "float32";
+    case torch::kDouble:
+      return "float64";
+    case torch::kHalf:
+      return "float16";
+    case torch::kBFloat16:
+      return "bfloat16";
+    case torch::kLong:
+      return "int64";
+    case torch::kInt:
+      return "int32";
+    case torch::kShort:
+      return "int16";
+    case torch::kChar:
+      return "int8";
+    case torch::kByte:
+      return "uint8";
+    case torch::kBool:
+      return "bool";
+    default:
+      return c10::toString(type);
   }
 }
 
-std::string numbered(const std::string& step_dir, const char* prefix, int layer, const char* suffix) {
+std::string numbered(const std::string& step_dir, const char* prefix, int layer,
+                     const char* suffix) {
   char name[64];
   std::snprintf(name, sizeof name, "%s%05d%s", prefix, layer, suffix);
   return step_dir + "/" + name;
@@ -130,7 +145,8 @@ NamedTensors read_tensors(const std::string& path, uint32_t expected_crc32) {
 
 torch::Tensor read_tensor(const std::string& path, uint32_t expected_crc32) {
   const torch::IValue value = unpickle(path, expected_crc32);
-  BATON_CHECK(value.isTensor(), "[checkpoint] file ", path, " holds a ", value.tagKind(), ", not a tensor");
+  BATON_CHECK(value.isTensor(), "[checkpoint] file ", path, " holds a ", value.tagKind(),
+              ", not a tensor");
   return value.toTensor();
 }
 
@@ -152,7 +168,9 @@ std::string optimizer_file(const std::string& step_dir, int layer) {
   return numbered(step_dir, "layer_", layer, ".optim.pt");
 }
 
-std::string rng_file(const std::string& step_dir) { return step_dir + "/rng.pt"; }
+std::string rng_file(const std::string& step_dir) {
+  return step_dir + "/rng.pt";
+}
 
 void kill_if_asked(int rank, int64_t step, const std::string& next_path) {
   const char* hook = std::getenv("BATON_TEST_KILL_IN_SAVE");
@@ -162,7 +180,8 @@ void kill_if_asked(int rank, int64_t step, const std::string& next_path) {
   if (std::sscanf(hook, "%d:%lld", &hook_rank, &hook_step) != 2) return;
   if (hook_rank != rank || hook_step != step) return;
   // What a kill in the middle of a write leaves: half a temporary file.
-  std::ofstream(detail::concat(next_path, ".tmp.", ::getpid()), std::ios::binary) << "PK\x03\x04half";
+  std::ofstream(detail::concat(next_path, ".tmp.", ::getpid()), std::ios::binary)
+      << "PK\x03\x04half";
   std::raise(SIGKILL);
 }
 

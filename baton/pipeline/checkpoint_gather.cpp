@@ -8,20 +8,22 @@ namespace baton::checkpoint {
 
 using nlohmann::json;
 
-std::vector<json> all_gather_json(comm::Communicator* group, const json& local, const std::string& what) {
-  if (group == nullptr) return {local};
+std::vector<json> all_gather_json(comm::Communicator& group, const json& local,
+                                  const std::string& what) {
+  if (group.world_size() == 1) return {local};
   // Each member's text travels as bytes in two all-reduces: lengths, then the bytes at its offset.
   const std::string text = local.dump();
-  const int size = group->world_size(), rank = group->rank();
+  const int size = group.world_size(), rank = group.rank();
   std::vector<torch::Tensor> lengths{torch::zeros({size}, torch::kLong)};
   lengths[0][rank] = static_cast<int64_t>(text.size());
-  group->all_reduce_sum(lengths, what + " (lengths)");
+  group.all_reduce_sum(lengths, what + " (lengths)");
   std::vector<int64_t> offsets(size + 1, 0);
   for (int r = 0; r < size; ++r) offsets[r + 1] = offsets[r] + lengths[0][r].item<int64_t>();
   std::vector<torch::Tensor> bytes{torch::zeros({offsets[size]}, torch::kInt)};
   int32_t* data = bytes[0].data_ptr<int32_t>();
-  for (size_t i = 0; i < text.size(); ++i) data[offsets[rank] + i] = static_cast<unsigned char>(text[i]);
-  group->all_reduce_sum(bytes, what);
+  for (size_t i = 0; i < text.size(); ++i)
+    data[offsets[rank] + i] = static_cast<unsigned char>(text[i]);
+  group.all_reduce_sum(bytes, what);
   data = bytes[0].data_ptr<int32_t>();
   std::vector<json> out;
   for (int r = 0; r < size; ++r) {
@@ -32,10 +34,12 @@ std::vector<json> all_gather_json(comm::Communicator* group, const json& local, 
   return out;
 }
 
-std::vector<NamedTensors> gather_from_owners(comm::Communicator* group, const std::vector<NamedTensors>& held,
+std::vector<NamedTensors> gather_from_owners(comm::Communicator& group,
+                                             const std::vector<NamedTensors>& held,
                                              const std::string& what) {
-  if (group == nullptr || group->world_size() == 1) return held;
-  // First who holds what: {item index: [[name, shape, dtype], ...]} for the items this member holds.
+  if (group.world_size() == 1) return held;
+  // First who holds what: {item index: [[name, shape, dtype], ...]} for the items this member
+  // holds.
   json mine = json::object();
   for (size_t i = 0; i < held.size(); ++i) {
     if (held[i].empty()) continue;
@@ -51,8 +55,9 @@ std::vector<NamedTensors> gather_from_owners(comm::Communicator* group, const st
   for (int member = 0; member < static_cast<int>(all.size()); ++member) {
     for (const auto& [key, entries] : all[member].items()) {
       const size_t i = std::stoul(key);
-      BATON_CHECK(i < held.size() && owner[i] < 0, "[checkpoint] ", what, ": item ", i, " is held by members ",
-                  i < held.size() ? owner[i] : -1, " and ", member, " of the group (one owner each)");
+      BATON_CHECK(i < held.size() && owner[i] < 0, "[checkpoint] ", what, ": item ", i,
+                  " is held by members ", i < held.size() ? owner[i] : -1, " and ", member,
+                  " of the group (one owner each)");
       owner[i] = member;
       layout[i] = entries;
     }
@@ -61,7 +66,7 @@ std::vector<NamedTensors> gather_from_owners(comm::Communicator* group, const st
   std::vector<torch::Tensor> values;
   for (size_t i = 0; i < held.size(); ++i) {
     if (owner[i] < 0) continue;
-    if (owner[i] == group->rank()) {
+    if (owner[i] == group.rank()) {
       // On the CPU, as the zeros are (the group reduces there anyway).
       for (const auto& [name, tensor] : held[i]) {
         values.push_back(tensor.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
@@ -69,16 +74,18 @@ std::vector<NamedTensors> gather_from_owners(comm::Communicator* group, const st
       continue;
     }
     for (const auto& entry : layout[i]) {
-      values.push_back(torch::zeros(entry[1].get<std::vector<int64_t>>(),
-                                    torch::TensorOptions().dtype(static_cast<c10::ScalarType>(entry[2].get<int>()))));
+      values.push_back(torch::zeros(
+          entry[1].get<std::vector<int64_t>>(),
+          torch::TensorOptions().dtype(static_cast<c10::ScalarType>(entry[2].get<int>()))));
     }
   }
-  if (!values.empty()) group->all_reduce_sum(values, what);
+  if (!values.empty()) group.all_reduce_sum(values, what);
   std::vector<NamedTensors> out(held.size());
   size_t k = 0;
   for (size_t i = 0; i < held.size(); ++i) {
     if (owner[i] < 0) continue;
-    for (const auto& entry : layout[i]) out[i].emplace_back(entry[0].get<std::string>(), values[k++]);
+    for (const auto& entry : layout[i])
+      out[i].emplace_back(entry[0].get<std::string>(), values[k++]);
   }
   return out;
 }

@@ -16,8 +16,8 @@
 namespace baton::checkpoint {
 
 // Every member's `local`, in the group's rank order, on every member (a
-// collective over `group`; null: {local}).
-std::vector<nlohmann::json> all_gather_json(comm::Communicator* group, const nlohmann::json& local,
+// collective over `group`; a group of one: {local}).
+std::vector<nlohmann::json> all_gather_json(comm::Communicator& group, const nlohmann::json& local,
                                             const std::string& what);
 
 // held[i] is what this member holds of item i: its tensors where it owns the
@@ -28,7 +28,8 @@ std::vector<nlohmann::json> all_gather_json(comm::Communicator* group, const nlo
 // passing the same number of items in the same order. Exact (an all-reduce
 // in which only the owner's values are not zero). Throws baton::Error when
 // two members hold the same item.
-std::vector<NamedTensors> gather_from_owners(comm::Communicator* group, const std::vector<NamedTensors>& held,
+std::vector<NamedTensors> gather_from_owners(comm::Communicator& group,
+                                             const std::vector<NamedTensors>& held,
                                              const std::string& what);
 
 }  // namespace baton::checkpoint

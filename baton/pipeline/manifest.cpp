@@ -97,13 +97,13 @@ void check_files(const json& manifest, const std::string& path) {
       continue;
     }
     BATON_CHECK(f.contains("layer"), named, " names no layer");
-    const int64_t layer =
-        integer_in(f["layer"], "file \"" + printable(file, 256) + "\"'s layer", 0, layers - 1, path);
+    const int64_t layer = integer_in(f["layer"], "file \"" + printable(file, 256) + "\"'s layer", 0,
+                                     layers - 1, path);
     BATON_CHECK(kind == "layer" || with_optimizer, named,
                 " holds optimizer state, but the manifest's \"optimizer\" is null");
     std::vector<int>& count = kind == "layer" ? layer_files : optimizer_files;
-    BATON_CHECK(++count[layer] == 1, "[checkpoint] ", path, " lists two ", kind, " files for layer ",
-                layer);
+    BATON_CHECK(++count[layer] == 1, "[checkpoint] ", path, " lists two ", kind,
+                " files for layer ", layer);
   }
   for (int64_t layer = 0; layer < layers; ++layer) {
     BATON_CHECK(layer_files[layer] == 1, "[checkpoint] ", path, " lists no file for layer ", layer,
@@ -145,12 +145,15 @@ void check_tied(const json& model, const std::string& path) {
               ": model \"tied\" must be a list of lists of {\"layer\", \"name\"}");
 }
 
-std::string quoted(const fs::path& p) { return p.string(); }
+std::string quoted(const fs::path& p) {
+  return p.string();
+}
 
 // Reads the whole file and returns its CRC-32; `bytes` is its size.
 uint32_t file_crc32(const fs::path& file, std::uintmax_t* bytes) {
   std::ifstream in(file, std::ios::binary);
-  BATON_CHECK(in.good(), "[checkpoint] file ", quoted(file), " cannot be read: ", std::strerror(errno));
+  BATON_CHECK(in.good(), "[checkpoint] file ", quoted(file),
+              " cannot be read: ", std::strerror(errno));
   std::vector<char> buffer(1 << 20);
   uint32_t crc = 0;
   *bytes = 0;
@@ -167,7 +170,8 @@ uint32_t file_crc32(const fs::path& file, std::uintmax_t* bytes) {
 // `inner` lies inside `outer` (both canonical).
 bool inside(const fs::path& inner, const fs::path& outer) {
   const std::string o = outer.string(), i = inner.string();
-  return i.size() > o.size() && i.compare(0, o.size(), o) == 0 && (o.back() == '/' || i[o.size()] == '/');
+  return i.size() > o.size() && i.compare(0, o.size(), o) == 0 &&
+         (o.back() == '/' || i[o.size()] == '/');
 }
 
 // Names baton gives the files of a step folder, and their temporary files.
@@ -210,8 +214,8 @@ json parse_manifest(std::string_view text, const std::string& path) {
   try {
     manifest = json::parse(text);
   } catch (const json::exception& e) {
-    BATON_CHECK(false, "[checkpoint] ", path, " is not valid JSON (truncated?): ",
-                printable(e.what(), 200));
+    BATON_CHECK(false, "[checkpoint] ", path,
+                " is not valid JSON (truncated?): ", printable(e.what(), 200));
   }
   try {
     BATON_CHECK(manifest.is_object() && manifest.value("format", "") == "baton-checkpoint",
@@ -220,8 +224,8 @@ json parse_manifest(std::string_view text, const std::string& path) {
     const json version = manifest.value("version", json(-1));
     BATON_CHECK(version.is_number_integer() && version.get<int64_t>() >= kOldestReadableVersion &&
                     version.get<int64_t>() <= kFormatVersion,
-                "[checkpoint] ", path, " has version ", shown(version), "; this baton reads versions ",
-                kOldestReadableVersion, " to ", kFormatVersion);
+                "[checkpoint] ", path, " has version ", shown(version),
+                "; this baton reads versions ", kOldestReadableVersion, " to ", kFormatVersion);
     for (const char* key : {"step", "folder", "model", "files"}) {
       BATON_CHECK(manifest.contains(key), "[checkpoint] ", path, " lacks \"", key, "\"");
     }
@@ -349,13 +353,16 @@ void prepare_save_folder(const std::string& where, const std::string& dir) {
                 " cannot be created: ", std::strerror(errno));
     BATON_CHECK(fs::is_directory(dir, error), where, " ", dir, " cannot be created as a folder");
   }
-  const std::string probe = (fs::path(dir) / (".baton-probe." + std::to_string(::getpid()))).string();
+  const std::string probe =
+      (fs::path(dir) / (".baton-probe." + std::to_string(::getpid()))).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   BATON_CHECK(fd >= 0, where, " ", dir, " cannot be written: ", std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
 }
 
-bool is_baton_step_file(const std::string& name) { return baton_file_name(name); }
+bool is_baton_step_file(const std::string& name) {
+  return baton_file_name(name);
+}
 
 }  // namespace baton::checkpoint

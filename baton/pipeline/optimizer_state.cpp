@@ -57,7 +57,8 @@ class StateReader {
       : parameter_(parameter), file_(file), name_(name) {
     for (const auto& [key, tensor] : state) entries_[key] = tensor;
   }
-  // The entry `key`, of the parameter's shape and dtype (copied, so the file's storage is not shared).
+  // The entry `key`, of the parameter's shape and dtype (copied, so the file's storage is not
+  // shared).
   torch::Tensor like_parameter(const std::string& key, bool required = true) const {
     const torch::Tensor t = find(key, required);
     if (!t.defined()) return t;
@@ -106,7 +107,8 @@ std::string optimizer_kind(torch::optim::Optimizer& optimizer) {
               " is not supported by checkpoints (supported: torch::optim::SGD, Adam, AdamW)");
 }
 
-NamedTensors optimizer_state_of(torch::optim::Optimizer& optimizer, const torch::Tensor& parameter) {
+NamedTensors optimizer_state_of(torch::optim::Optimizer& optimizer,
+                                const torch::Tensor& parameter) {
   torch::optim::OptimizerParamState* state = find_state(optimizer, parameter);
   if (state == nullptr) return {};
   if (auto* adam = dynamic_cast<torch::optim::AdamParamState*>(state)) return adam_state(*adam);

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "baton/comm/device_choice.h"
 #include "baton/comm/nccl.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
 #include "baton/nn/tensor_parallel.h"
@@ -28,27 +30,102 @@ bool balance_profiles(const std::string& method) {
   return method == "params" || method == "time" || method == "memory" || method == "optimal";
 }
 
-// Sums a scalar over all ranks; `what` names the collective for its errors.
-double sum_over_ranks(comm::Communicator* comm, double value, const std::string& what) {
-  if (comm == nullptr) return value;
+// Sums a scalar over the ranks of `group`; `what` names the collective for its errors.
+double sum_over(comm::Communicator& group, double value, const std::string& what) {
   std::vector<torch::Tensor> t{torch::tensor({value}, torch::kFloat64)};
-  comm->all_reduce_sum(t, what);
+  group.all_reduce_sum(t, what);
   return t[0].item<double>();
 }
 
-// The device the stages run on: the CPU, or a CUDA device (cuda:local_rank
-// when `requested` names no index).
-torch::Device resolve_device(const torch::Device& requested, int local_rank) {
-  if (requested.is_cpu()) return requested;
-  BATON_CHECK(requested.is_cuda(), "[pipeline] device ", requested.str(),
-              " is not supported; use cpu or cuda");
-  BATON_CHECK(torch::cuda::is_available(), "[pipeline] device ", requested.str(),
-              ": this process sees no CUDA device (or LibTorch was built without CUDA)");
-  const int index = requested.has_index() ? requested.index() : local_rank;
-  const auto count = static_cast<int>(torch::cuda::device_count());
-  BATON_CHECK(index >= 0 && index < count, "[pipeline] device cuda:", index, " does not exist; ",
-              count, " CUDA device(s) are visible");
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+void check_options(const PipelineOptions& o) {
+  BATON_CHECK(o.microbatches() >= 1, "[pipeline] microbatches must be at least 1, got ",
+              o.microbatches());
+  BATON_CHECK(o.virtual_stages() >= 0,
+              "[pipeline] virtual_stages must be >= 0 (0: the schedule's "
+              "default), got ",
+              o.virtual_stages());
+  BATON_CHECK(o.dp() >= 1, "[pipeline] dp must be at least 1, got ", o.dp());
+  BATON_CHECK(o.tp() >= 1, "[pipeline] tp must be at least 1, got ", o.tp());
+  BATON_CHECK(o.zero() == 0 || o.zero() == 1,
+              "[pipeline] zero must be 0 or 1 (ZeRO stage 1: the optimizer "
+              "state sharded over the dp replicas), got ",
+              o.zero());
+  BATON_CHECK(std::isfinite(o.bucket_mb()) && o.bucket_mb() > 0,
+              "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
+}
+
+// Where this rank runs: the world it joins (the given communicator; the one
+// rank_env, or else torchrun's variables, describe; or a solo one), its
+// place in the dp x pp x tp grid with its groups (collective), and its device.
+struct Joined {
+  comm::RankLayout layout;
+  torch::Device device = torch::kCPU;
+};
+
+Joined join(const PipelineOptions& o) {
+  std::optional<comm::RankEnv> env = o.rank_env();
+  if (!env) env = comm::rank_env_from_environment();
+  int world_size = 1;
+  if (o.communicator()) {
+    world_size = o.communicator()->world_size();
+  } else if (env) {
+    world_size = env->world_size;
+  }
+  // Without a launcher's LOCAL_RANK, a given communicator's rank is the local one.
+  const int local_rank = env ? env->local_rank : (o.communicator() ? o.communicator()->rank() : 0);
+  Joined joined;
+  joined.device = comm::device_for_local_rank(o.device(), local_rank);
+  const int dp = o.dp(), tp = o.tp();
+  // The tp factor is named only when there is one (dp-only grids read as before).
+  const std::string tp_text = tp > 1 ? detail::concat(" x tp=", tp) : std::string();
+  BATON_CHECK(o.pp() > 0 || world_size % (dp * tp) == 0, "[pipeline] dp=", dp, tp_text,
+              " does not divide the world of ", world_size, " ranks into equal pipelines");
+  const int pp = o.pp() > 0 ? o.pp() : world_size / (dp * tp);
+  BATON_CHECK(dp * pp * tp == world_size, "[pipeline] dp=", dp, " x pp=", pp, tp_text, " is ",
+              dp * pp * tp, " ranks but the world has ", world_size, "; each rank runs one ",
+              tp > 1 ? "tensor-parallel share of one " : "", "pipeline rank of one replica");
+  std::shared_ptr<comm::Communicator> world = o.communicator();
+  if (!world && world_size == 1) world = comm::solo(o.timeout());
+  if (!world) {
+    const auto connect_options = comm::ConnectOptions{}
+                                     .set_rank(env->rank)
+                                     .set_world_size(env->world_size)
+                                     .set_master_addr(env->master_addr)
+                                     .set_master_port(env->master_port)
+                                     .set_timeout(o.timeout())
+                                     .set_transport(comm::parse_transport(o.transport()));
+    // Stages on a GPU talk over NCCL on that GPU; on the CPU, shared memory or Gloo.
+    world = std::make_shared<comm::Communicator>(
+        joined.device.is_cuda() ? comm::connect_nccl(connect_options, joined.device.index())
+                                : comm::connect(connect_options));
+  }
+  joined.layout =
+      comm::make_rank_layout(std::move(world), topology::Topology(dp, pp, tp), local_rank);
+  return joined;
+}
+
+// Every layer's profiled times on the options' sample, averaged over the
+// world's ranks so that all cut the model (and pick a schedule) alike.
+std::vector<partition::LayerCost> profiled_costs(const nn::ModelSpec& model,
+                                                 const PipelineOptions& o,
+                                                 comm::Communicator& world,
+                                                 const std::string& why) {
+  BATON_CHECK(o.sample().defined(), "[pipeline] ", why,
+              " the layers' costs, profiled on a sample; set PipelineOptions().sample(one "
+              "micro-batch of inputs)");
+  const int L = model.num_layers();
+  std::vector<partition::LayerCost> costs = runtime::profile_layers(model, o.sample(), o.seed());
+  std::vector<torch::Tensor> times{torch::zeros({2, L}, torch::kFloat64)};
+  for (int i = 0; i < L; ++i) {
+    times[0][0][i] = costs[i].forward_time;
+    times[0][1][i] = costs[i].backward_time;
+  }
+  world.all_reduce_sum(times, "the layer profile average");
+  for (int i = 0; i < L; ++i) {
+    costs[i].forward_time = times[0][0][i].item<double>() / world.world_size();
+    costs[i].backward_time = times[0][1][i].item<double>() / world.world_size();
+  }
+  return costs;
 }
 
 // zb-auto's costs from profiled layers cut by `partition`: the slowest
@@ -77,20 +154,96 @@ schedule::ZbAutoCosts zb_auto_costs(const std::vector<partition::LayerCost>& lay
 
 // The lowered schedule (its reductions come once the stages are built): the
 // file's, or the generator's with `generator`.
-schedule::Schedule make_schedule(const PipelineOptions& o, int world_size,
+schedule::Schedule make_schedule(const PipelineOptions& o, int pp,
                                  const schedule::GeneratorOptions& generator) {
   if (o.schedule_file().empty())
     return schedule::lowered_schedule(schedule::ScheduleSource::generated(o.schedule(), generator));
   schedule::Schedule s =
       schedule::lowered_schedule(schedule::ScheduleSource::from_file(o.schedule_file()));
-  BATON_CHECK(s.ranks == world_size, "[pipeline] schedule file ", printable(o.schedule_file(), 256),
-              " has ", s.ranks, " ranks but pp is ", world_size,
+  BATON_CHECK(s.ranks == pp, "[pipeline] schedule file ", printable(o.schedule_file(), 256),
+              " has ", s.ranks, " ranks but pp is ", pp,
               "; a schedule file must have one row per pipeline rank");
   BATON_CHECK(s.microbatches == o.microbatches(), "[pipeline] schedule file ",
               printable(o.schedule_file(), 256), " runs ", s.microbatches,
               " micro-batches but microbatches=", o.microbatches(),
               "; set microbatches to the file's");
   return s;
+}
+
+// The schedule (lowered, before its reductions) and the cut of the layers
+// into its stages, each decided once. zb-auto searches with this model's
+// costs, so its cut (one stage per rank) comes first; every other schedule
+// decides the stage count, and the cut follows.
+struct StagePlan {
+  schedule::Schedule schedule;
+  partition::Partition partition;
+};
+
+StagePlan plan_stages(const nn::ModelSpec& model, const PipelineOptions& o,
+                      const comm::RankLayout& layout) {
+  const int pp = layout.grid.pp();
+  const bool zb_auto = o.schedule() == "zb-auto" && o.schedule_file().empty();
+  std::optional<std::vector<partition::LayerCost>> costs;
+  if (zb_auto) {
+    costs = profiled_costs(model, o, *layout.world, "schedule \"zb-auto\" searches with");
+  } else if (balance_profiles(o.balance())) {
+    costs = profiled_costs(model, o, *layout.world, "balance \"" + o.balance() + "\" cuts by");
+  }
+  auto cut = [&](int stages) {
+    partition::BalanceOptions options;
+    options.set_activations_in_flight(partition::one_f_one_b_in_flight(stages));
+    const bool profiles = balance_profiles(o.balance());
+    return partition::balance(
+        o.balance(), profiles ? *costs : std::vector<partition::LayerCost>(model.num_layers()),
+        stages, options);
+  };
+  auto generator = schedule::GeneratorOptions{}
+                       .set_ranks(pp)
+                       .set_microbatches(o.microbatches())
+                       .set_virtual_stages(o.virtual_stages());
+  StagePlan plan;
+  if (zb_auto) {
+    BATON_CHECK(pp <= model.num_layers(), "[pipeline] schedule zb-auto with pp=", pp, " makes ", pp,
+                " stages but model \"", model.name, "\" has only ", model.num_layers(),
+                " layers; every stage needs at least one layer");
+    plan.partition = cut(pp);
+    generator.set_zb_auto(zb_auto_costs(*costs, plan.partition));
+  }
+  plan.schedule = make_schedule(o, pp, generator);
+  const int stages = plan.schedule.stages;
+  BATON_CHECK(stages <= model.num_layers(), "[pipeline] schedule ", plan.schedule.name,
+              " with pp=", pp, " makes ", stages, " stages but model \"", model.name,
+              "\" has only ", model.num_layers(), " layers; every stage needs at least one layer");
+  if (!zb_auto) plan.partition = cut(stages);
+  BATON_ASSERT(plan.partition.stages() == stages, "zb-auto made ", stages, " stages for pp=", pp);
+  return plan;
+}
+
+// Every stage's gradient bucket count (a collective over the world): each
+// rank knows its own stages' parameters, so the first replica's lowest
+// holder of each stage contributes its count, and a sum gives every rank all.
+std::vector<int> buckets_per_stage(const std::vector<std::shared_ptr<runtime::Stage>>& built,
+                                   const schedule::Placement& placement, int stages,
+                                   const comm::RankLayout& layout, double bucket_bytes) {
+  std::vector<torch::Tensor> counts{torch::zeros({stages}, torch::kFloat64)};
+  for (const auto& stage : built) {
+    const std::vector<int> holders = placement.ranks_of_stage(stage->index());
+    if (layout.here.dp != 0 || layout.here.tp != 0 ||
+        *std::min_element(holders.begin(), holders.end()) != layout.pipeline_rank()) {
+      continue;
+    }
+    std::vector<double> bytes;
+    for (const auto& p : stage->parameters()) bytes.push_back(static_cast<double>(p.nbytes()));
+    counts[0][stage->index()] =
+        static_cast<double>(schedule::gradient_buckets(bytes, bucket_bytes).size());
+  }
+  layout.world->all_reduce_sum(counts, "the gradient bucket counts");
+  std::vector<int> out;
+  for (int stage = 0; stage < stages; ++stage) {
+    // A stage without parameters still gets one (empty) bucket.
+    out.push_back(std::max(1, static_cast<int>(std::lround(counts[0][stage].item<double>()))));
+  }
+  return out;
 }
 
 int64_t batch_size(const torch::Tensor& inputs, const torch::Tensor& targets) {
@@ -116,104 +269,87 @@ Pipeline& Pipeline::operator=(Pipeline&&) noexcept = default;
 Pipeline::~Pipeline() = default;
 
 void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options) {
-  State& s = *state_;
-  s.options = std::move(options);
-  const PipelineOptions& o = s.options;
   BATON_CHECK(model.num_layers() > 0, "[pipeline] model \"", model.name,
               "\" has 0 layers; a pipeline needs at least one");
   if (!loss) loss = model.loss;
   BATON_CHECK(static_cast<bool>(loss), "[pipeline] loss is empty and model \"", model.name,
               "\" has none; pass a loss function");
-  s.model = std::move(model);
-  const runtime::Recompute recompute = runtime::parse_recompute(o.recompute());
-  BATON_CHECK(o.microbatches() >= 1, "[pipeline] microbatches must be at least 1, got ", o.microbatches());
-  BATON_CHECK(o.virtual_stages() >= 0, "[pipeline] virtual_stages must be >= 0 (0: the schedule's "
-              "default), got ", o.virtual_stages());
-  join_process_group();
-  make_groups();
-
-  auto generator = schedule::GeneratorOptions{}
-                       .set_ranks(s.pp)
-                       .set_microbatches(o.microbatches())
-                       .set_virtual_stages(o.virtual_stages());
-  if (o.schedule() == "zb-auto" && o.schedule_file().empty()) {
-    // zb-auto searches with this model's costs: one stage per rank, cut first.
-    BATON_CHECK(s.pp <= s.model.num_layers(), "[pipeline] schedule zb-auto with pp=",
-                s.pp, " makes ", s.pp, " stages but model \"", s.model.name,
-                "\" has only ", s.model.num_layers(), " layers; every stage needs at least one layer");
-    s.partition = choose_partition(s.pp);
-    generator.set_zb_auto(zb_auto_costs(profiled_costs("schedule \"zb-auto\" searches with"), s.partition));
-  }
-  s.schedule = make_schedule(o, s.pp, generator);
-  const int stages = s.schedule.stages;
-  BATON_CHECK(stages <= s.model.num_layers(), "[pipeline] schedule ", s.schedule.name, " with pp=",
-              s.pp, " makes ", stages, " stages but model \"", s.model.name, "\" has only ",
-              s.model.num_layers(), " layers; every stage needs at least one layer");
-  if (s.partition.stages() != stages) s.partition = choose_partition(stages);
-  const schedule::Placement placement(s.schedule);
+  const runtime::Recompute recompute = runtime::parse_recompute(options.recompute());
+  check_options(options);
+  // Each step below takes what it needs and returns what it decided.
+  Joined joined = join(options);
+  const comm::RankLayout& layout = joined.layout;
+  const int dp = layout.grid.dp(), tp = layout.grid.tp();
+  StagePlan plan = plan_stages(model, options, layout);
+  BATON_CHECK(!plan.schedule.carries || (dp == 1 && tp == 1), "[pipeline] schedule ",
+              plan.schedule.name,
+              " has no flush between steps and runs with dp=1 and tp=1 only, got dp=", dp,
+              " tp=", tp, " (data parallelism reduces whole steps' gradients)");
+  const schedule::Placement placement(plan.schedule);
   // With tp > 1 the blocks are built whole and split (profiling above ran them whole).
-  const nn::ModelSpec built_model =
-      s.tp > 1 ? nn::tensor_parallel(s.model, s.tp_rank, s.tp, &*s.tp_group) : s.model;
-  auto built = runtime::build_stages(built_model, s.partition, placement.stages_of_rank(s.pipeline_rank), o.seed());
+  const nn::ModelSpec built_model = tp > 1 ? nn::tensor_parallel(model, layout.tp) : model;
+  auto built =
+      runtime::build_stages(built_model, plan.partition,
+                            placement.stages_of_rank(layout.pipeline_rank()), options.seed());
   // Profiling ran the user's modules (a Sequential's): drop the gradients it left.
   for (auto& stage : built) {
     for (auto& p : stage->parameters()) p.mutable_grad() = torch::Tensor();
-    if (!s.device.is_cpu()) stage->module().to(s.device);
+    if (!joined.device.is_cpu()) stage->module().to(joined.device);
   }
   runtime::ExecutorOptions executor_options;
   executor_options.recompute = recompute;
-  executor_options.device = s.device;
-  executor_options.share_loss = !o.step_barrier();
-  executor_options.world_ranks = s.world_ranks;
-  if (s.tp > 1) {
-    executor_options.tp_group = &*s.tp_group;
-    executor_options.scatter_gather = o.tp_scatter_gather();
-  }
-  BATON_CHECK(!s.schedule.carries || (s.dp == 1 && s.tp == 1), "[pipeline] schedule ",
-              s.schedule.name, " has no flush between steps and runs with dp=1 and tp=1 only, got dp=",
-              s.dp, " tp=", s.tp, " (data parallelism reduces whole steps' gradients)");
+  executor_options.device = joined.device;
+  executor_options.share_loss = !options.step_barrier();
+  executor_options.scatter_gather = options.tp_scatter_gather();
+  executor_options.bucket_bytes = options.bucket_mb() * (1 << 20);
   // A file's own reductions stay (schedule/runnable.h); the executor checks
   // its REDUCE_GRADs against the built stages' buckets.
   schedule::ReductionOptions reductions;
-  reductions.set_dp(s.dp).set_overlap_grad_reduce(o.overlap_grad_reduce());
-  if (s.dp > 1) {
-    executor_options.dp_group = &*s.dp_group;
-    executor_options.bucket_bytes = o.bucket_mb() * (1 << 20);
-    reductions.set_buckets_per_stage(
-        buckets_per_stage(built, placement, executor_options.bucket_bytes));
+  reductions.set_dp(dp).set_overlap_grad_reduce(options.overlap_grad_reduce());
+  if (dp > 1) {
+    reductions.set_buckets_per_stage(buckets_per_stage(built, placement, plan.schedule.stages,
+                                                       layout, executor_options.bucket_bytes));
   }
   // Tied weights and replicated stages sum their copies' gradients.
-  for (const auto& copies : s.model.tied) {
+  for (const auto& copies : model.tied) {
     reductions.tied.emplace_back();
     executor_options.tied.emplace_back();
     for (const nn::TiedParameter& copy : copies) {
-      const int stage = s.partition.stage_of_layer(copy.layer);
+      const int stage = plan.partition.stage_of_layer(copy.layer);
       reductions.tied.back().push_back(stage);
       executor_options.tied.back().push_back({stage, std::to_string(copy.layer) + "." + copy.name});
     }
   }
-  s.schedule = schedule::add_reductions(s.schedule, reductions);
-  s.executor = std::make_unique<runtime::Executor>(s.schedule, s.pipeline_rank, std::move(built),
-                                                   std::move(loss), s.comm, executor_options);
-  if (o.zero() == 1 && s.dp > 1) shard_optimizer_state();
+  State& s = *state_;
+  s.options = std::move(options);
+  s.model = std::move(model);
+  s.layout = std::move(joined.layout);
+  s.device = joined.device;
+  s.partition = std::move(plan.partition);
+  s.schedule = schedule::add_reductions(plan.schedule, reductions);
+  s.executor = std::make_unique<runtime::Executor>(s.schedule, s.layout, std::move(built),
+                                                   std::move(loss), executor_options);
+  if (s.options.zero() == 1 && dp > 1) shard_optimizer_state();
 }
 
 void Pipeline::shard_optimizer_state() {
   State& s = *state_;
   s.zero = true;
+  const int dp = s.layout.grid.dp();
   const std::vector<torch::Tensor> all = s.executor->parameters();
   std::vector<size_t> order(all.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return all[a].numel() > all[b].numel(); });
-  std::vector<int64_t> load(s.dp, 0);
+  std::vector<int64_t> load(dp, 0);
   s.zero_owns.assign(all.size(), false);
   for (const size_t i : order) {
     const int owner = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     load[owner] += all[i].numel();
-    s.zero_owns[i] = owner == s.dp_rank;
+    s.zero_owns[i] = owner == s.layout.here.dp;
   }
-  for (size_t i = 0; i < all.size(); ++i) (s.zero_owns[i] ? s.zero_owned : s.zero_others).push_back(all[i]);
+  for (size_t i = 0; i < all.size(); ++i)
+    (s.zero_owns[i] ? s.zero_owned : s.zero_others).push_back(all[i]);
 }
 
 void Pipeline::gather_parameters() const {
@@ -224,147 +360,19 @@ void Pipeline::gather_parameters() const {
   const std::vector<torch::Tensor> all = s.executor->parameters();
   std::vector<torch::Tensor> flat;
   for (size_t i = 0; i < all.size(); ++i) {
-    flat.push_back(s.zero_owns[i] ? all[i].detach().reshape({-1}) : torch::zeros({all[i].numel()}, all[i].options()));
+    flat.push_back(s.zero_owns[i] ? all[i].detach().reshape({-1})
+                                  : torch::zeros({all[i].numel()}, all[i].options()));
   }
   if (flat.empty()) return;
   std::vector<torch::Tensor> buffer{torch::cat(flat)};
-  s.dp_group->all_reduce_sum(buffer, detail::concat("the step ", s.steps, " ZeRO-1 parameter gather"));
+  s.layout.dp->all_reduce_sum(buffer,
+                              detail::concat("the step ", s.steps, " ZeRO-1 parameter gather"));
   int64_t offset = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     const int64_t n = all[i].numel();
     if (!s.zero_owns[i]) all[i].detach().copy_(buffer[0].narrow(0, offset, n).view_as(all[i]));
     offset += n;
   }
-}
-
-std::vector<int> Pipeline::buckets_per_stage(const std::vector<std::shared_ptr<runtime::Stage>>& built,
-                                             const schedule::Placement& placement,
-                                             double bucket_bytes) {
-  State& s = *state_;
-  // Each rank knows its own stages' parameters: the first replica's lowest
-  // holder of each stage contributes its count, and a sum over the world
-  // gives every rank all of them.
-  std::vector<torch::Tensor> counts{torch::zeros({s.schedule.stages}, torch::kFloat64)};
-  for (const auto& stage : built) {
-    const std::vector<int> holders = placement.ranks_of_stage(stage->index());
-    if (s.dp_rank != 0 || s.tp_rank != 0 ||
-        *std::min_element(holders.begin(), holders.end()) != s.pipeline_rank) {
-      continue;
-    }
-    std::vector<double> bytes;
-    for (const auto& p : stage->parameters()) bytes.push_back(static_cast<double>(p.nbytes()));
-    counts[0][stage->index()] =
-        static_cast<double>(schedule::gradient_buckets(bytes, bucket_bytes).size());
-  }
-  s.comm->all_reduce_sum(counts, "the gradient bucket counts");
-  std::vector<int> out;
-  for (int stage = 0; stage < s.schedule.stages; ++stage) {
-    // A stage without parameters still gets one (empty) bucket.
-    out.push_back(std::max(1, static_cast<int>(std::lround(counts[0][stage].item<double>()))));
-  }
-  return out;
-}
-
-void Pipeline::join_process_group() {
-  State& s = *state_;
-  const PipelineOptions& o = s.options;
-  std::optional<comm::RankEnv> env = o.rank_env();
-  if (o.communicator() != nullptr) {
-    s.comm = o.communicator();
-    s.rank = s.comm->rank();
-    s.world_size = s.comm->world_size();
-    if (!env) env = comm::rank_env_from_environment();
-    s.local_rank = env ? env->local_rank : s.rank;
-  } else {
-    if (!env) env = comm::rank_env_from_environment();
-    if (env) {
-      s.rank = env->rank;
-      s.world_size = env->world_size;
-      s.local_rank = env->local_rank;
-    }
-  }
-  s.device = resolve_device(o.device(), s.local_rank);
-  BATON_CHECK(o.dp() >= 1, "[pipeline] dp must be at least 1, got ", o.dp());
-  BATON_CHECK(o.tp() >= 1, "[pipeline] tp must be at least 1, got ", o.tp());
-  BATON_CHECK(o.zero() == 0 || o.zero() == 1, "[pipeline] zero must be 0 or 1 (ZeRO stage 1: the optimizer "
-              "state sharded over the dp replicas), got ", o.zero());
-  BATON_CHECK(std::isfinite(o.bucket_mb()) && o.bucket_mb() > 0,
-              "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
-  s.dp = o.dp();
-  s.tp = o.tp();
-  // The tp factor is named only when there is one (dp-only grids read as before).
-  const std::string tp_text = s.tp > 1 ? detail::concat(" x tp=", s.tp) : std::string();
-  BATON_CHECK(o.pp() > 0 || s.world_size % (s.dp * s.tp) == 0, "[pipeline] dp=", s.dp, tp_text,
-              " does not divide the world of ", s.world_size, " ranks into equal pipelines");
-  s.pp = o.pp() > 0 ? o.pp() : s.world_size / (s.dp * s.tp);
-  BATON_CHECK(s.dp * s.pp * s.tp == s.world_size, "[pipeline] dp=", s.dp, " x pp=", s.pp, tp_text, " is ",
-              s.dp * s.pp * s.tp, " ranks but the world has ", s.world_size, "; each rank runs one ",
-              s.tp > 1 ? "tensor-parallel share of one " : "", "pipeline rank of one replica");
-  const topology::Topology grid(s.dp, s.pp, s.tp);
-  const topology::Coords here = grid.coords(s.rank);
-  s.pipeline_rank = here.pp;
-  s.dp_rank = here.dp;
-  s.tp_rank = here.tp;
-  s.world_ranks.clear();
-  if (s.dp > 1 || s.tp > 1) {
-    for (int r = 0; r < s.pp; ++r) s.world_ranks.push_back(grid.rank({here.dp, r, here.tp}));
-  }
-  if (s.comm != nullptr || s.world_size == 1) return;
-  const comm::TransportKind transport = comm::parse_transport(o.transport());
-  const auto connect_options = comm::ConnectOptions{}
-                                   .set_rank(env->rank)
-                                   .set_world_size(env->world_size)
-                                   .set_master_addr(env->master_addr)
-                                   .set_master_port(env->master_port)
-                                   .set_timeout(o.timeout())
-                                   .set_transport(transport);
-  // Stages on a GPU talk over NCCL on that GPU; on the CPU, shared memory or Gloo.
-  s.owned.emplace(s.device.is_cuda() ? comm::connect_nccl(connect_options, s.device.index())
-                                     : comm::connect(connect_options));
-  s.comm = &*s.owned;
-}
-
-void Pipeline::make_groups() {
-  State& s = *state_;
-  const topology::Topology grid(s.dp, s.pp, s.tp);
-  // Every rank makes its groups in the same order: tp, then dp.
-  if (s.tp > 1) s.tp_group.emplace(s.comm->new_group(grid.tp_group(s.rank), "tp"));
-  if (s.dp > 1) s.dp_group.emplace(s.comm->new_group(grid.dp_group(s.rank), "dp"));
-}
-
-const std::vector<partition::LayerCost>& Pipeline::profiled_costs(const std::string& why) {
-  State& s = *state_;
-  if (s.profiled) return *s.profiled;
-  BATON_CHECK(s.options.sample().defined(), "[pipeline] ", why,
-              " the layers' costs, profiled on a sample; set PipelineOptions().sample(one micro-batch of inputs)");
-  const int L = s.model.num_layers();
-  std::vector<partition::LayerCost> costs = runtime::profile_layers(s.model, s.options.sample(), s.options.seed());
-  if (s.comm != nullptr) {
-    // Every rank must cut the model (and pick a schedule) the same way: average the timings.
-    std::vector<torch::Tensor> times{torch::zeros({2, L}, torch::kFloat64)};
-    for (int i = 0; i < L; ++i) {
-      times[0][0][i] = costs[i].forward_time;
-      times[0][1][i] = costs[i].backward_time;
-    }
-    s.comm->all_reduce_sum(times, "the layer profile average");
-    for (int i = 0; i < L; ++i) {
-      costs[i].forward_time = times[0][0][i].item<double>() / s.world_size;
-      costs[i].backward_time = times[0][1][i].item<double>() / s.world_size;
-    }
-  }
-  s.profiled = std::move(costs);
-  return *s.profiled;
-}
-
-partition::Partition Pipeline::choose_partition(int stages) {
-  State& s = *state_;
-  const std::string& method = s.options.balance();
-  const int L = s.model.num_layers();
-  std::vector<partition::LayerCost> costs(L);
-  if (balance_profiles(method)) costs = profiled_costs("balance \"" + method + "\" cuts by");
-  partition::BalanceOptions options;
-  options.set_activations_in_flight(partition::one_f_one_b_in_flight(stages));
-  return partition::balance(method, costs, stages, options);
 }
 
 double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets) {
@@ -379,39 +387,41 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
               "optimizer with set_optimizer() before step()");
   const int m = s.options.microbatches();
   const int64_t batch = batch_size(inputs, targets);
-  if (s.dp == 1) {
+  const int dp = s.layout.grid.dp();
+  if (dp == 1) {
     BATON_CHECK(batch >= m, "[pipeline] microbatches=", m, " is more than the batch of ", batch,
                 " samples; use a batch of at least ", m, " or fewer micro-batches");
     s.last = s.executor->run_step(inputs, targets);
   } else {
-    BATON_CHECK(batch % s.dp == 0, "[pipeline] the batch of ", batch, " samples does not split into dp=",
-                s.dp, " equal replica batches; use a multiple of ", s.dp);
-    const int64_t share = batch / s.dp;
+    BATON_CHECK(batch % dp == 0, "[pipeline] the batch of ", batch,
+                " samples does not split into dp=", dp,
+                " equal replica batches; use a multiple of ", dp);
+    const int64_t share = batch / dp;
     BATON_CHECK(share >= m, "[pipeline] microbatches=", m, " is more than a replica's ", share,
-                " samples (batch ", batch, " / dp=", s.dp, "); use a batch of at least ", m * s.dp,
+                " samples (batch ", batch, " / dp=", dp, "); use a batch of at least ", m * dp,
                 " or fewer micro-batches");
     auto slice = [&](const torch::Tensor& t) {
-      return t.defined() && t.dim() > 0 ? t.narrow(0, s.dp_rank * share, share) : t;
+      return t.defined() && t.dim() > 0 ? t.narrow(0, s.layout.here.dp * share, share) : t;
     };
     s.last = s.executor->run_step(slice(inputs), slice(targets));
   }
   ++s.steps;
   if (!s.options.step_barrier()) {
-    if (s.dp == 1) return s.last.minibatch_loss;
+    if (dp == 1) return s.last.minibatch_loss;
     // Each replica's loss is its share's mean: their mean is the batch's. A
     // collective among this pipeline rank's replicas only, which the step's
     // REDUCE_GRADs have already brought together.
-    std::vector<torch::Tensor> t{torch::tensor({s.last.minibatch_loss}, torch::kFloat64)};
-    s.dp_group->all_reduce_sum(t, detail::concat("the step ", s.steps, " loss sum"));
-    return t[0].item<double>() / s.dp;
+    return sum_over(*s.layout.dp, s.last.minibatch_loss,
+                    detail::concat("the step ", s.steps, " loss sum")) /
+           dp;
   }
   // A collective cannot tell which rank is missing; it names the group. Each
   // replica's losses add up to its share's mean: their mean is the batch's
   // (each of a stage's tp ranks computes the same loss).
-  return sum_over_ranks(s.comm, s.last.loss,
-                        detail::concat("the step ", s.steps, " loss sum (an all-reduce over ranks 0-",
-                                       s.world_size - 1, ")")) /
-         (s.dp * s.tp);
+  return sum_over(*s.layout.world, s.last.loss,
+                  detail::concat("the step ", s.steps, " loss sum (an all-reduce over ranks 0-",
+                                 s.layout.world_size() - 1, ")")) /
+         (dp * s.layout.grid.tp());
 }
 
 torch::Tensor Pipeline::eval(const torch::Tensor& inputs) {
@@ -426,7 +436,8 @@ torch::Tensor Pipeline::eval(const torch::Tensor& inputs) {
   return torch::cat(parts);
 }
 
-std::map<int, torch::Tensor> Pipeline::eval_microbatches(const torch::Tensor& inputs, int microbatches) {
+std::map<int, torch::Tensor> Pipeline::eval_microbatches(const torch::Tensor& inputs,
+                                                         int microbatches) {
   gather_parameters();
   return state_->executor->evaluate(inputs, microbatches);
 }
@@ -440,7 +451,8 @@ std::vector<std::pair<std::string, torch::Tensor>> Pipeline::named_parameters() 
   // Without a flush the optimizer's tensors are the executor's masters, in
   // the modules' order (runtime/weight_versions.h).
   const bool masters = state_->schedule.carries;
-  const std::vector<torch::Tensor> all = masters ? state_->executor->parameters() : std::vector<torch::Tensor>{};
+  const std::vector<torch::Tensor> all =
+      masters ? state_->executor->parameters() : std::vector<torch::Tensor>{};
   size_t k = 0;
   for (const auto& [index, stage] : state_->executor->stages()) {
     for (const auto& item : stage->module().named_parameters()) {
@@ -455,15 +467,21 @@ void Pipeline::set_optimizer(torch::optim::Optimizer* optimizer) {
   state_->executor->set_update([optimizer] { optimizer->step(); });
 }
 
-bool Pipeline::updates_inside_step() const { return state_->executor->updates_per_microbatch(); }
+bool Pipeline::updates_inside_step() const {
+  return state_->executor->updates_per_microbatch();
+}
 
 runtime::StepResult Pipeline::flush() {
   State& s = *state_;
   return s.executor->carrying() ? s.executor->drain() : runtime::StepResult{};
 }
 
-int Pipeline::rank() const { return state_->rank; }
-int Pipeline::world_size() const { return state_->world_size; }
+int Pipeline::rank() const {
+  return state_->layout.world_rank();
+}
+int Pipeline::world_size() const {
+  return state_->layout.world_size();
+}
 
 std::vector<std::pair<int, std::vector<int>>> Pipeline::stage_layers() const {
   std::vector<std::pair<int, std::vector<int>>> out;
@@ -475,11 +493,23 @@ std::vector<std::pair<int, std::vector<int>>> Pipeline::stage_layers() const {
   return out;
 }
 
-const schedule::Schedule& Pipeline::schedule() const { return state_->schedule; }
-const partition::Partition& Pipeline::partition() const { return state_->partition; }
-const runtime::StepResult& Pipeline::last_step() const { return state_->last; }
-runtime::Executor& Pipeline::executor() { return *state_->executor; }
-comm::Communicator* Pipeline::communicator() const { return state_->comm; }
-int64_t Pipeline::steps() const { return state_->steps; }
+const schedule::Schedule& Pipeline::schedule() const {
+  return state_->schedule;
+}
+const partition::Partition& Pipeline::partition() const {
+  return state_->partition;
+}
+const runtime::StepResult& Pipeline::last_step() const {
+  return state_->last;
+}
+const comm::RankLayout& Pipeline::layout() const {
+  return state_->layout;
+}
+comm::Communicator& Pipeline::communicator() const {
+  return *state_->layout.world;
+}
+int64_t Pipeline::steps() const {
+  return state_->steps;
+}
 
 }  // namespace baton

@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/comm/communicator.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/partition/partition.h"
 #include "baton/pipeline/pipeline_options.h"
@@ -53,9 +54,9 @@ class Pipeline {
   // an empty model, a schedule undefined for (pp, microbatches, virtual
   // stages) (the generator's message), more stages than layers, a bad
   // balance, recompute, transport or device, dp x pp not equal to the world
-  // size, a bucket_mb not above 0, a balance that profiles without a sample. Joining the process group (and
-  // profiling, which averages over ranks) is collective: every rank builds
-  // its Pipeline at the same point.
+  // size, a bucket_mb not above 0, a balance that profiles without a sample. Joining the process
+  // group (and profiling, which averages over ranks) is collective: every rank builds its Pipeline
+  // at the same point.
 
   // Each child of `model` becomes one layer, in order; this rank keeps the
   // children of its stages (the others stay the caller's, untouched). Every
@@ -178,30 +179,23 @@ class Pipeline {
   const schedule::Schedule& schedule() const;
   const partition::Partition& partition() const;
   const runtime::StepResult& last_step() const;
-  runtime::Executor& executor();
-  // Null when the Pipeline runs alone (one rank).
-  comm::Communicator* communicator() const;
+  // This rank's place in the dp x pp x tp grid and its groups.
+  const comm::RankLayout& layout() const;
+  // The world's communicator (a solo one when the Pipeline runs alone).
+  comm::Communicator& communicator() const;
   // The steps run so far.
   int64_t steps() const;
 
  private:
   struct State;
+  // Joins the world, plans the stages and builds the executor (pipeline.cpp:
+  // each step a function of its inputs).
   void build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options);
-  void join_process_group();
-  // The dp group of this rank (dp > 1), a collective over its members.
-  void make_groups();
   // ZeRO-1: which replica steps each parameter; then, once per step, every
   // replica receives the parameters the others stepped (a dp collective).
   // (Logically const: the owners' values are the model's.)
   void shard_optimizer_state();
   void gather_parameters() const;
-  // Every stage's gradient bucket count (a collective over the world).
-  std::vector<int> buckets_per_stage(const std::vector<std::shared_ptr<runtime::Stage>>& built,
-                                     const schedule::Placement& placement, double bucket_bytes);
-  partition::Partition choose_partition(int stages);
-  // Every layer's profiled times on `sample`, averaged over the ranks (so all
-  // cut the model alike); profiled once, on first use.
-  const std::vector<partition::LayerCost>& profiled_costs(const std::string& why);
 
   std::unique_ptr<State> state_;
 };

@@ -22,13 +22,16 @@ namespace {
 // This rank's layers by global index, each with its parameters and buffers;
 // with `writers_only`, only the layers this pipeline rank writes (a
 // replicated stage's by the lower of its ranks).
-checkpoint::Layers checkpoint_layers(const runtime::Executor& executor, const schedule::Schedule& schedule,
-                                     int pipeline_rank, bool writers_only) {
+checkpoint::Layers checkpoint_layers(const runtime::Executor& executor,
+                                     const schedule::Schedule& schedule, int pipeline_rank,
+                                     bool writers_only) {
   const schedule::Placement placement(schedule);
   checkpoint::Layers layers;
   for (const auto& [index, stage] : executor.stages()) {
     const std::vector<int> ranks = placement.ranks_of_stage(index);
-    if (writers_only && !ranks.empty() && *std::min_element(ranks.begin(), ranks.end()) != pipeline_rank) continue;
+    if (writers_only && !ranks.empty() &&
+        *std::min_element(ranks.begin(), ranks.end()) != pipeline_rank)
+      continue;
     for (int i = 0; i < stage->layer_count(); ++i) layers[stage->first_layer() + i];
     auto add = [&](const std::string& key, const torch::Tensor& tensor) {
       const size_t dot = key.find('.');  // "<global index>.<name inside the layer>"
@@ -54,33 +57,38 @@ nlohmann::json model_json(const nn::ModelSpec& model) {
   nlohmann::json tied = nlohmann::json::array();
   for (const auto& group : model.tied) {
     nlohmann::json copies = nlohmann::json::array();
-    for (const nn::TiedParameter& copy : group) copies.push_back({{"layer", copy.layer}, {"name", copy.name}});
+    for (const nn::TiedParameter& copy : group)
+      copies.push_back({{"layer", copy.layer}, {"name", copy.name}});
     tied.push_back(copies);
   }
   return {{"name", model.name}, {"layers", model.num_layers()}, {"tied", tied}};
 }
 
-std::string split_key(int layer, const std::string& name) { return std::to_string(layer) + "." + name; }
+std::string split_key(int layer, const std::string& name) {
+  return std::to_string(layer) + "." + name;
+}
 
 // `optimizer`'s state of each parameter of `layers` ({state: tensor}), one
-// entry per tensor of `layers` in order (buffers have none). With ZeRO-1,
-// `dp_group` brings each parameter's state from its owner replica to every
-// replica (a collective; every replica lists the same layers).
+// entry per tensor of `layers` in order (buffers have none). With ZeRO-1
+// (`zero`), `dp_group` brings each parameter's state from its owner replica
+// to every replica (a collective; every replica lists the same layers).
 std::vector<checkpoint::NamedTensors> optimizer_states(const checkpoint::Layers& layers,
                                                        torch::optim::Optimizer& optimizer,
-                                                       comm::Communicator* dp_group, int64_t step) {
+                                                       bool zero, comm::Communicator& dp_group,
+                                                       int64_t step) {
   std::vector<checkpoint::NamedTensors> out;
   for (const auto& [layer, tensors] : layers) {
-    for (const auto& [name, tensor] : tensors) out.push_back(checkpoint::optimizer_state_of(optimizer, tensor));
+    for (const auto& [name, tensor] : tensors)
+      out.push_back(checkpoint::optimizer_state_of(optimizer, tensor));
   }
-  if (dp_group == nullptr) return out;
-  return checkpoint::gather_from_owners(dp_group, out,
-                                        detail::concat("the step ", step, " checkpoint's ZeRO-1 optimizer state"));
+  if (!zero) return out;
+  return checkpoint::gather_from_owners(
+      dp_group, out, detail::concat("the step ", step, " checkpoint's ZeRO-1 optimizer state"));
 }
 
 // The optimizer files' contents: per layer, "<parameter>.<state>" tensors.
-std::map<int, checkpoint::NamedTensors> by_layer(const checkpoint::Layers& layers,
-                                                 const std::vector<checkpoint::NamedTensors>& states) {
+std::map<int, checkpoint::NamedTensors> by_layer(
+    const checkpoint::Layers& layers, const std::vector<checkpoint::NamedTensors>& states) {
   std::map<int, checkpoint::NamedTensors> out;
   size_t k = 0;
   for (const auto& [layer, tensors] : layers) {
@@ -97,8 +105,8 @@ std::map<int, checkpoint::NamedTensors> by_layer(const checkpoint::Layers& layer
 // state is cut as its parameter is) with the whole tensor, gathered over
 // `tp_group` (a collective: every tp rank of the stage lists the same).
 void gather_whole(checkpoint::Layers& layers, std::map<int, checkpoint::NamedTensors>& states,
-                  const std::map<std::string, nn::TensorSplit>& splits, comm::Communicator* tp_group,
-                  int64_t step) {
+                  const std::map<std::string, nn::TensorSplit>& splits,
+                  comm::Communicator& tp_group, int64_t step) {
   std::vector<torch::Tensor*> targets;
   std::vector<torch::Tensor> slices;
   std::vector<nn::TensorSplit> how;
@@ -115,8 +123,9 @@ void gather_whole(checkpoint::Layers& layers, std::map<int, checkpoint::NamedTen
   for (auto& [layer, state] : states) {
     for (auto& [key, tensor] : state) visit(layer, key.substr(0, key.rfind('.')), tensor);
   }
-  const std::vector<torch::Tensor> whole = nn::gather_slices(
-      slices, how, tp_group, detail::concat("the step ", step, " checkpoint's tensor-parallel layers"));
+  const std::vector<torch::Tensor> whole =
+      nn::gather_slices(slices, how, tp_group,
+                        detail::concat("the step ", step, " checkpoint's tensor-parallel layers"));
   for (size_t i = 0; i < targets.size(); ++i) *targets[i] = whole[i];
 }
 
@@ -131,19 +140,21 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
   gather_parameters();
   // Every replica and tp rank of a pipeline rank lists the same layers (the
   // collectives below match), and replica 0's tp rank 0 writes them.
-  checkpoint::Layers layers = checkpoint_layers(*s.executor, s.schedule, s.pipeline_rank, /*writers_only=*/true);
+  const comm::RankLayout& where = s.layout;
+  checkpoint::Layers layers =
+      checkpoint_layers(*s.executor, s.schedule, where.pipeline_rank(), /*writers_only=*/true);
   std::map<int, checkpoint::NamedTensors> states;
   if (optimizer != nullptr) {
     checkpoint::optimizer_kind(*optimizer);  // refuses an unsupported one before any collective
-    states = by_layer(layers, optimizer_states(layers, *optimizer, s.zero ? &*s.dp_group : nullptr, s.steps));
+    states = by_layer(layers, optimizer_states(layers, *optimizer, s.zero, *where.dp, s.steps));
   }
-  if (s.dp_rank == 0 && s.tp > 1) gather_whole(layers, states, tensor_splits(*s.executor), &*s.tp_group, s.steps);
+  if (where.here.dp == 0 && where.grid.tp() > 1)
+    gather_whole(layers, states, tensor_splits(*s.executor), *where.tp, s.steps);
   checkpoint::SaveRequest request;
   request.dir = dir;
   request.step = s.steps;
-  request.rank = s.rank;
-  request.comm = s.comm;
-  if (s.dp_rank == 0 && s.tp_rank == 0) {
+  request.comm = where.world;
+  if (where.here.dp == 0 && where.here.tp == 0) {
     request.layers = std::move(layers);
     request.optimizer_states = std::move(states);
   }
@@ -152,9 +163,9 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
   request.keep_last = options.keep_last;
   request.protect = options.protect;
   request.pipeline = {
-      {"pp", s.pp},
-      {"dp", s.dp},
-      {"tp", s.tp},
+      {"pp", where.grid.pp()},
+      {"dp", where.grid.dp()},
+      {"tp", where.grid.tp()},
       {"zero", s.zero ? 1 : 0},
       {"schedule", s.options.schedule_file().empty() ? s.options.schedule()
                                                      : "file " + s.options.schedule_file()},
@@ -173,17 +184,19 @@ nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* o
               ": its weights are double-buffered with backwards carried between steps, which "
               "checkpoints do not hold yet; resume with a flushed schedule (e.g. 1f1b)");
   checkpoint::ToLocal to_local;
-  if (s.tp > 1) {
-    to_local = [splits = tensor_splits(*s.executor), rank = s.tp_rank, size = s.tp](
-                   int layer, const std::string& name, const torch::Tensor& whole) {
+  if (s.layout.grid.tp() > 1) {
+    to_local = [splits = tensor_splits(*s.executor), rank = s.layout.here.tp,
+                size = s.layout.grid.tp()](int layer, const std::string& name,
+                                           const torch::Tensor& whole) {
       const auto it = splits.find(split_key(layer, name));
       return it == splits.end() ? whole : nn::take_slice(whole, it->second, rank, size);
     };
   }
   // With ZeRO-1 the optimizer steps this replica's share: load() restores only theirs.
   const checkpoint::LoadResult result = checkpoint::load(
-      dir, checkpoint_layers(*s.executor, s.schedule, s.pipeline_rank, /*writers_only=*/false), optimizer,
-      model_json(s.model), to_local);
+      dir,
+      checkpoint_layers(*s.executor, s.schedule, s.layout.pipeline_rank(), /*writers_only=*/false),
+      optimizer, model_json(s.model), to_local);
   s.steps = result.step;
   s.executor->set_steps_run(result.step);
   // Every replica loaded every parameter: nothing to gather before the next step.

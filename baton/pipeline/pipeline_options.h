@@ -13,18 +13,17 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_env.h"
+#include "baton/comm/rank_layout.h"
 
 namespace baton {
 
 struct PipelineOptions {
-  // One token, so TORCH_ARG's `const T&` is a const pointer, not a pointer to const.
-  using CommunicatorPtr = comm::Communicator*;
-
   // A generator of schedule::schedule_names(): naive, gpipe, 1f1b, interleaved,
   // looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min, zb-auto (which needs
   // `sample`: it searches with the profiled layer costs).
@@ -61,8 +60,8 @@ struct PipelineOptions {
   // depend only on (seed, global layer index).
   TORCH_ARG(uint64_t, seed) = 1;
   // End every step with a blocking all-reduce of the loss, so every rank
-  // waits for the slowest (baton before issue 10; kept to measure what
-  // overlapping steps buys). By default steps overlap: see Pipeline::step().
+  // waits for the slowest (kept to measure what overlapping steps buys). By
+  // default steps overlap: see Pipeline::step().
   TORCH_ARG(bool, step_barrier) = false;
   // Pipeline ranks; 0: the world size / (dp * tp). The world must be dp * pp * tp ranks.
   TORCH_ARG(int, pp) = 0;
@@ -106,8 +105,14 @@ struct PipelineOptions {
   // The process group. Without one, the Pipeline joins the group that
   // `rank_env` describes, or else the one torchrun's variables (RANK,
   // WORLD_SIZE, MASTER_ADDR, MASTER_PORT) describe, or else runs alone. A
-  // given communicator must outlive the Pipeline.
-  TORCH_ARG(CommunicatorPtr, communicator) = nullptr;
+  // communicator given by reference must outlive the Pipeline; a shared one
+  // is kept alive by it. Empty: none given.
+  TORCH_ARG(std::shared_ptr<comm::Communicator>, communicator);
+
+ public:
+  PipelineOptions& communicator(comm::Communicator& world) {
+    return communicator(comm::borrow(world));
+  }
   TORCH_ARG(std::optional<comm::RankEnv>, rank_env) = std::nullopt;
 };
 

@@ -8,7 +8,9 @@ namespace baton::plan {
 
 namespace {
 
-double bytes_per_second(double gbps) { return gbps * 1e9 / 8; }
+double bytes_per_second(double gbps) {
+  return gbps * 1e9 / 8;
+}
 
 struct Link {
   double gbps, latency_us;
@@ -18,7 +20,9 @@ Link link(const Cluster& c, bool in_node) {
                  : Link{c.inter_node_gbps, c.inter_node_latency_us};
 }
 
-int stages_of(const Config& c) { return c.p * c.virtual_stages; }
+int stages_of(const Config& c) {
+  return c.p * c.virtual_stages;
+}
 
 }  // namespace
 
@@ -155,10 +159,14 @@ Estimate estimate(const sim::CostModel& costs, const Config& c, double dp_expose
   }
   const double m = c.microbatches, p = c.p, all = f + i + w;
   double step = 0;
-  if (c.schedule == "interleaved") step = (m + (p - 1) / c.virtual_stages) * all;
-  else if (c.schedule == "zb-h1") step = m * all + (p - 1) * std::max(0.0, f + i - w);
-  else if (c.schedule == "zb-v") step = m * all + (p - 1) * std::max(0.0, f + i - 2 * w);
-  else step = (m + p - 1) * all;
+  if (c.schedule == "interleaved")
+    step = (m + (p - 1) / c.virtual_stages) * all;
+  else if (c.schedule == "zb-h1")
+    step = m * all + (p - 1) * std::max(0.0, f + i - w);
+  else if (c.schedule == "zb-v")
+    step = m * all + (p - 1) * std::max(0.0, f + i - 2 * w);
+  else
+    step = (m + p - 1) * all;
   if (c.p > 1) step += 2 * (p - 1) * c.virtual_stages * costs.comm_time(0);
   step += dp_exposed_s;
 

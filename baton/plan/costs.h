@@ -19,8 +19,8 @@ namespace baton::plan {
 struct Cluster {
   int gpus = 1;
   int gpus_per_node = 8;
-  double memory_gb = 80;    // per GPU, 1 GB = 1e9 bytes
-  double peak_tflops = 312; // per GPU, dense fp16/bf16
+  double memory_gb = 80;     // per GPU, 1 GB = 1e9 bytes
+  double peak_tflops = 312;  // per GPU, dense fp16/bf16
   double intra_node_gbps = 2400;
   double inter_node_gbps = 200;
   double intra_node_latency_us = 5;
@@ -35,10 +35,10 @@ struct Cluster {
 
 struct Config {
   int t = 1, p = 1, d = 1;
-  int microbatch = 1;     // b, sequences
-  int microbatches = 1;   // m = B / (d b)
+  int microbatch = 1;    // b, sequences
+  int microbatches = 1;  // m = B / (d b)
   std::string schedule = "1f1b";
-  int virtual_stages = 1; // v: stage chunks per rank (2 for interleaved v=2 and zb-v)
+  int virtual_stages = 1;  // v: stage chunks per rank (2 for interleaved v=2 and zb-v)
   bool recompute = false;
   bool zero1 = false;
 };

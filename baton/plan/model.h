@@ -8,11 +8,11 @@
 namespace baton::plan {
 
 struct ModelShape {
-  int layers = 0;   // l
-  int hidden = 0;   // h
-  int heads = 0;    // a
-  int seq = 0;      // s
-  int vocab = 0;    // V
+  int layers = 0;  // l
+  int hidden = 0;  // h
+  int heads = 0;   // a
+  int seq = 0;     // s
+  int vocab = 0;   // V
 };
 
 // REQUIRES for all: positive sizes (check_shape() says which is not).

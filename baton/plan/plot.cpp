@@ -11,10 +11,14 @@ namespace {
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -40,9 +44,7 @@ std::string plot_svg(const PlanResult& result, double limit_gb, const std::strin
   }
   max_x = std::min(max_x, 4 * limit_gb) * 1.05;  // far outliers sit on the right edge
   max_y = max_y > 0 ? max_y * 1.05 : 1;
-  auto x = [&](double gb) {
-    return left + std::min(gb, max_x) / max_x * (width - left - right);
-  };
+  auto x = [&](double gb) { return left + std::min(gb, max_x) / max_x * (width - left - right); };
   auto y = [&](double v) { return height - bottom - v / max_y * (height - top - bottom); };
 
   std::ostringstream svg;
@@ -57,9 +59,9 @@ std::string plot_svg(const PlanResult& result, double limit_gb, const std::strin
         << height - bottom + 16 << "\" text-anchor=\"middle\">" << g << "</text>\n";
   }
   for (double v = 0; v <= max_y; v += sy) {
-    svg << "<line x1=\"" << left << "\" y1=\"" << y(v) << "\" x2=\"" << width - right
-        << "\" y2=\"" << y(v) << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\""
-        << y(v) + 4 << "\" text-anchor=\"end\">" << v << "</text>\n";
+    svg << "<line x1=\"" << left << "\" y1=\"" << y(v) << "\" x2=\"" << width - right << "\" y2=\""
+        << y(v) << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\"" << y(v) + 4
+        << "\" text-anchor=\"end\">" << v << "</text>\n";
   }
   svg << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << height - 12
       << "\" text-anchor=\"middle\">memory per GPU (GB)</text>\n"

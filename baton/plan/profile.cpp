@@ -60,8 +60,10 @@ Profile parse_profile(const std::string& text, const std::string& path) {
     layer.activation_bytes = number(l, "activation_bytes", where, path);
     layer.parameter_bytes = number(l, "parameter_bytes", where, path);
     layer.output_bytes = number(l, "output_bytes", where, path);
-    if (l.contains("forward_fixed_s")) layer.forward_fixed_s = number(l, "forward_fixed_s", where, path);
-    if (l.contains("backward_fixed_s")) layer.backward_fixed_s = number(l, "backward_fixed_s", where, path);
+    if (l.contains("forward_fixed_s"))
+      layer.forward_fixed_s = number(l, "forward_fixed_s", where, path);
+    if (l.contains("backward_fixed_s"))
+      layer.backward_fixed_s = number(l, "backward_fixed_s", where, path);
     BATON_CHECK(layer.forward_fixed_s <= layer.forward_s &&
                     layer.backward_fixed_s <= layer.input_backward_s + layer.weight_backward_s,
                 "[plan] --profile ", path, ": ", where,
@@ -122,7 +124,8 @@ double profiled_optimizer_seconds(const Profile& profile, const Config& c) {
   for (int r = 0; r < c.p; ++r) {
     double bytes = 0;
     for (int s : stages_of_rank(c, r)) {
-      for (int i = cut.first_layer(s); i < cut.end_layer(s); ++i) bytes += profile.layers[i].parameter_bytes;
+      for (int i = cut.first_layer(s); i < cut.end_layer(s); ++i)
+        bytes += profile.layers[i].parameter_bytes;
     }
     longest = std::max(longest, bytes * profile.optimizer_s_per_parameter_byte);
   }

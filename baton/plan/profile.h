@@ -41,8 +41,8 @@ struct ProfiledLayer {
 };
 
 struct Profile {
-  nlohmann::json model;       // the flags of the model profiled: {"model": "mlp", "layers": 8, ...}
-  int microbatch = 1;         // sequences (samples) per micro-batch profiled
+  nlohmann::json model;  // the flags of the model profiled: {"model": "mlp", "layers": 8, ...}
+  int microbatch = 1;    // sequences (samples) per micro-batch profiled
   double optimizer_s_per_parameter_byte = 0;
   std::vector<ProfiledLayer> layers;
 };

@@ -30,8 +30,8 @@ std::vector<int> divisors(int n) {
 
 std::string describe(const Config& c) {
   std::ostringstream out;
-  out << "t=" << c.t << " p=" << c.p << " d=" << c.d << " b=" << c.microbatch << " m="
-      << c.microbatches << " " << c.schedule << (c.recompute ? " recompute" : "")
+  out << "t=" << c.t << " p=" << c.p << " d=" << c.d << " b=" << c.microbatch
+      << " m=" << c.microbatches << " " << c.schedule << (c.recompute ? " recompute" : "")
       << (c.zero1 ? " zero1" : "");
   return out.str();
 }
@@ -88,7 +88,8 @@ bool simulate(const PlanRequest& req, const Config& c, Plan& plan) {
   if (req.profile) {
     optimizer_s = profiled_optimizer_seconds(*req.profile, c);
     if (c.zero1 && c.d > 1) {
-      optimizer_s += gradient_allreduce_seconds(profiled_gradient_bytes(*req.profile, c), req.cluster, c);
+      optimizer_s +=
+          gradient_allreduce_seconds(profiled_gradient_bytes(*req.profile, c), req.cluster, c);
     }
   }
   plan.step_s = stats.steady_step + exposed_dp_of(req, c, costs) + optimizer_s;
@@ -121,7 +122,7 @@ PlanResult plan(const PlanRequest& req) {
   std::string refused;  // why the first (t, p, d) failed, for the error
   int refused_count = 0;
   int allowed = 0;
-  Plan smallest;        // the least memory any candidate needs
+  Plan smallest;  // the least memory any candidate needs
   smallest.memory_bytes = INFINITY;
   std::map<std::tuple<int, int, std::string, bool, bool>, Plan> best;  // family -> fastest b
 
@@ -133,7 +134,8 @@ PlanResult plan(const PlanRequest& req) {
         why = "t=" + std::to_string(t) + " is not 1 (a profile is one device's)";
         ++result.rejected["profile_needs_t_1"];
       } else if (!req.profile && req.shape.heads % t != 0) {
-        why = "t=" + std::to_string(t) + " does not divide heads=" + std::to_string(req.shape.heads);
+        why =
+            "t=" + std::to_string(t) + " does not divide heads=" + std::to_string(req.shape.heads);
         ++result.rejected["t_does_not_divide_heads"];
       } else if (cl.gpus_per_node % t != 0 && t % cl.gpus_per_node != 0) {
         why = "t=" + std::to_string(t) + " neither divides nor is a multiple of gpus-per-node=" +
@@ -151,8 +153,9 @@ PlanResult plan(const PlanRequest& req) {
       }
       if (!why.empty()) {
         if (++refused_count <= kRefusalsNamed) {
-          refused += (refused.empty() ? "" : "; ") + ("(" + std::to_string(t) + "," +
-                     std::to_string(p) + "," + std::to_string(d) + "): " + why);
+          refused +=
+              (refused.empty() ? "" : "; ") + ("(" + std::to_string(t) + "," + std::to_string(p) +
+                                               "," + std::to_string(d) + "): " + why);
         }
         continue;
       }
@@ -209,9 +212,10 @@ PlanResult plan(const PlanRequest& req) {
     refused += "; and " + std::to_string(refused_count - kRefusalsNamed) + " more";
   BATON_CHECK(allowed > 0, "[plan] no (t, p, d) with t*p*d = ", cl.gpus,
               " GPUs is allowed (t must divide heads and tile nodes, p divide layers, "
-              "d batch): ", refused);
-  BATON_CHECK(req.microbatch == 0 || result.candidates > 0, "[plan] --microbatch ",
-              req.microbatch, " divides batch / d for no allowed d (batch=", req.batch, ")");
+              "d batch): ",
+              refused);
+  BATON_CHECK(req.microbatch == 0 || result.candidates > 0, "[plan] --microbatch ", req.microbatch,
+              " divides batch / d for no allowed d (batch=", req.batch, ")");
   BATON_CHECK(!best.empty(), "[plan] no configuration fits in ", cl.memory_gb,
               " GB per GPU; the smallest needs ", std::ceil(smallest.memory_bytes / 1e8) / 10,
               " GB per GPU (", describe(smallest.config), ")");

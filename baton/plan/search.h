@@ -1,10 +1,9 @@
 // The planner's search: every (t, p, d) with t p d = N, t dividing the heads
-// and dividing (or a multiple of) the GPUs per node, p dividing the layers, d dividing the global batch B; every micro-batch size
-// b dividing B / d; the schedules below; recomputation on and off; ZeRO-1 on
-// and off when d > 1. Each candidate is first estimated analytically
-// (costs.h); those that do not fit in memory are rejected, only the fastest b
-// of each (t, p, d, schedule, recompute, zero) family is kept, and the
-// `simulate_limit` fastest of those are simulated (one data-parallel
+// and dividing (or a multiple of) the GPUs per node, p dividing the layers, d dividing the global
+// batch B; every micro-batch size b dividing B / d; the schedules below; recomputation on and off;
+// ZeRO-1 on and off when d > 1. Each candidate is first estimated analytically (costs.h); those
+// that do not fit in memory are rejected, only the fastest b of each (t, p, d, schedule, recompute,
+// zero) family is kept, and the `simulate_limit` fastest of those are simulated (one data-parallel
 // replica's pipeline, stream_stats.h) and ranked by simulated throughput.
 // Pipelines of more than 2^20 (stage, micro-batch) pairs are not searched.
 #pragma once
@@ -46,10 +45,10 @@ struct Plan {
 };
 
 struct PlanResult {
-  std::vector<Plan> plans;      // simulated and fitting, best first
-  std::vector<Plan> estimates;  // every candidate past the structural rules (analytic)
+  std::vector<Plan> plans;               // simulated and fitting, best first
+  std::vector<Plan> estimates;           // every candidate past the structural rules (analytic)
   std::map<std::string, long> rejected;  // reason -> count (see the README for the units)
-  long candidates = 0;          // (t, p, d, b, schedule, recompute, zero) estimated
+  long candidates = 0;                   // (t, p, d, b, schedule, recompute, zero) estimated
 };
 
 // Throws baton::Error (one line) when no (t, p, d) is allowed, naming each

@@ -41,24 +41,24 @@ std::string_view to_string(Recompute recompute) {
   return "never";
 }
 
-Executor::Executor(schedule::Schedule schedule, int rank,
-                   std::vector<std::shared_ptr<Stage>> stages, LossFn loss,
-                   comm::Communicator* comm, ExecutorOptions options)
+Executor::Executor(schedule::Schedule schedule, comm::RankLayout layout,
+                   std::vector<std::shared_ptr<Stage>> stages, LossFn loss, ExecutorOptions options)
     : schedule_(std::move(schedule)),
       placement_(schedule_),
-      rank_(rank),
+      rank_(layout.pipeline_rank()),
       loss_(std::move(loss)),
-      comm_(comm),
+      layout_(std::move(layout)),
+      comm_(*layout_.world),
       options_(options) {
-  BATON_CHECK(rank >= 0 && rank < schedule_.ranks, "[runtime.executor] rank ", rank,
-              " is outside the schedule's ", schedule_.ranks, " ranks");
+  BATON_CHECK(schedule_.ranks == layout_.grid.pp(), "[runtime.executor] schedule \"",
+              schedule_.name, "\" has ", schedule_.ranks,
+              " ranks but the pipeline has pp=", layout_.grid.pp());
+  const int rank = rank_;
   for (auto& stage : stages) stages_[stage->index()] = std::move(stage);
   for (int s : placement_.stages_of_rank(rank)) {
     BATON_CHECK(stages_.count(s), "[runtime.executor] rank ", rank, " runs stage ", s,
                 " in schedule \"", schedule_.name, "\" but was given no module for it");
   }
-  BATON_CHECK(comm_ != nullptr || schedule_.ranks == 1, "[runtime.executor] a schedule over ",
-              schedule_.ranks, " ranks needs a communicator");
   loss_ranks_ = placement_.ranks_of_stage(schedule_.stages - 1);
   std::sort(loss_ranks_.begin(), loss_ranks_.end());
   const auto& actions = schedule_.actions[rank_];
@@ -66,20 +66,10 @@ Executor::Executor(schedule::Schedule schedule, int rank,
     if (actions[i].kind == ActionKind::F && actions[i].stage == schedule_.stages - 1)
       last_loss_forward_ = i;
   }
-  BATON_CHECK(options_.world_ranks.empty() ||
-                  static_cast<int>(options_.world_ranks.size()) == schedule_.ranks,
-              "[runtime.executor] ", options_.world_ranks.size(),
-              " world ranks for a schedule over ", schedule_.ranks,
-              " ranks; give one per pipeline rank");
-  peers_ = options_.world_ranks;
-  if (peers_.empty()) {
-    peers_.resize(static_cast<size_t>(schedule_.ranks));
-    std::iota(peers_.begin(), peers_.end(), 0);
-  }
-  buckets_ = std::make_unique<BucketReducer>(schedule_, rank_, stages_, options_.dp_group,
-                                             options_.bucket_bytes);
-  tie_groups_ = std::make_unique<TiedReducer>(schedule_, placement_, rank_, stages_, options_.tied,
-                                              comm_, peers_, options_.device);
+  buckets_ =
+      std::make_unique<BucketReducer>(schedule_, rank_, stages_, layout_.dp, options_.bucket_bytes);
+  tie_groups_ = std::make_unique<TiedReducer>(schedule_, placement_, layout_, stages_,
+                                              options_.tied, options_.device);
   carries_ = std::make_unique<Carries>(schedule_, rank_, stages_, options_.recompute);
 }
 
@@ -139,9 +129,9 @@ StepResult Executor::run(const torch::Tensor& inputs, const torch::Tensor& targe
     step.targets = split_microbatches(on_device(targets), m);
     step.scales = loss_scales(step.targets);
   }
-  if (options_.share_loss && comm_ != nullptr && !drain_only) {
+  if (options_.share_loss && !drain_only) {
     for (int r : loss_ranks_) {
-      if (r != rank_) step.recv_loss.emplace(r, comm_->irecv(peer(r), comm::loss_tag(S)));
+      if (r != rank_) step.recv_loss.emplace(r, comm_.irecv(peer(r), comm::loss_tag(S)));
     }
   }
   interpret(step);
@@ -171,7 +161,7 @@ void Executor::interpret(Step& step) {
     if (skipped(step, i)) continue;
     if (a.kind != ActionKind::RECV_F && a.kind != ActionKind::RECV_B) continue;
     auto& handles = a.kind == ActionKind::RECV_F ? step.recv_forward : step.recv_backward;
-    handles[step.cell(a.stage, a.microbatch)] = comm_->irecv(peer_of(step, a), comm::tag_for(a));
+    handles[step.cell(a.stage, a.microbatch)] = comm_.irecv(peer_of(step, a), comm::tag_for(a));
   }
   const bool trains = !step.forward_only;
   for (size_t i = 0; i < actions.size(); ++i) {
@@ -333,7 +323,7 @@ void Executor::send(Step& step, const Action& a) {
     payload = tp_scatter(step.grad_input[c], a);
     step.grad_input[c] = torch::Tensor();
   }
-  step.sends.push_back(comm_->isend(payload, to, comm::tag_for(a)));
+  step.sends.push_back(comm_.isend(payload, to, comm::tag_for(a)));
 }
 
 void Executor::receive(Step& step, const Action& a) {
@@ -379,16 +369,16 @@ void Executor::send_loss(Step& step) {
     step.result.loss += step.device_loss.item<double>();
     step.device_loss = torch::Tensor();
   }
-  if (!options_.share_loss || comm_ == nullptr) return;
+  if (!options_.share_loss) return;
   const torch::Tensor part = torch::tensor({step.result.loss}, torch::kFloat64);
   for (int r = 0; r < schedule_.ranks; ++r) {
     if (r != rank_)
-      step.sends.push_back(comm_->isend(part, peer(r), comm::loss_tag(schedule_.stages)));
+      step.sends.push_back(comm_.isend(part, peer(r), comm::loss_tag(schedule_.stages)));
   }
 }
 
 void Executor::gather_loss(Step& step) {
-  if (!options_.share_loss && comm_ != nullptr) {
+  if (!options_.share_loss) {
     const bool holds_last =
         std::find(loss_ranks_.begin(), loss_ranks_.end(), rank_) != loss_ranks_.end();
     step.result.minibatch_loss = holds_last && loss_ranks_.size() == 1
@@ -426,8 +416,8 @@ std::string Executor::describe(const Action& action, int peer) const {
 }
 
 torch::Tensor Executor::tp_scatter(const torch::Tensor& whole, const Action& action) const {
-  if (options_.tp_group == nullptr || !options_.scatter_gather) return whole;
-  const int t = options_.tp_group->world_size(), k = options_.tp_group->rank();
+  const int t = layout_.tp->world_size(), k = layout_.tp->rank();
+  if (t == 1 || !options_.scatter_gather) return whole;
   BATON_CHECK(whole.dim() >= 1 && whole.size(-1) % t == 0,
               "[runtime.executor] scatter/gather over tp=", t,
               " needs boundary tensors whose last dimension tp divides; ", describe(action, -1),
@@ -437,15 +427,15 @@ torch::Tensor Executor::tp_scatter(const torch::Tensor& whole, const Action& act
 }
 
 torch::Tensor Executor::tp_gather(const torch::Tensor& slice, const Action& action) const {
-  if (options_.tp_group == nullptr || !options_.scatter_gather) return slice;
-  const int t = options_.tp_group->world_size(), k = options_.tp_group->rank();
+  const int t = layout_.tp->world_size(), k = layout_.tp->rank();
+  if (t == 1 || !options_.scatter_gather) return slice;
   std::vector<int64_t> shape = slice.sizes().vec();
   const int64_t d = shape.back();
   shape.back() *= t;
   // Each rank fills its slice and zeros: the sum is the whole, exactly.
   std::vector<torch::Tensor> whole{torch::zeros(shape, slice.options())};
   whole[0].narrow(-1, k * d, d).copy_(slice);
-  options_.tp_group->all_reduce_sum(whole, "the tensor-parallel gather of " + describe(action, -1));
+  layout_.tp->all_reduce_sum(whole, "the tensor-parallel gather of " + describe(action, -1));
   return whole[0];
 }
 

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "baton/comm/communicator.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/runtime/reducers.h"
 #include "baton/runtime/stage.h"
@@ -87,27 +88,20 @@ struct ExecutorOptions {
   // Off, minibatch_loss stays NaN on ranks without the last stage, and the
   // caller sums StepResult::loss over ranks itself.
   bool share_loss = true;
-  // Data parallelism. `dp_group`: the replicas of this rank's stages (the
-  // rank's dp group), over which REDUCE_GRAD averages a bucket's gradients;
-  // null when dp = 1, where REDUCE_GRAD is the identity. It must outlive the
-  // executor. `bucket_bytes`: the size that packed the schedule's buckets
+  // Data parallelism: REDUCE_GRAD averages a bucket's gradients over the
+  // layout's dp group (the identity with dp = 1). `bucket_bytes`: the size
+  // that packed the schedule's buckets
   // (schedule::gradient_bucket_members over each stage's parameters in
   // order); bucket k of a stage is the k-th of those. The schedule must
   // reduce each stage of this rank in exactly that many buckets (one when
   // it has no parameters); the constructor throws otherwise.
-  comm::Communicator* dp_group = nullptr;
   double bucket_bytes = 25.0 * (1 << 20);
-  // The communicator's rank of each pipeline rank (the schedule's ranks
-  // 0..pp-1): with dp or tp > 1 the pipeline's peers are the world ranks of
-  // the same dp and tp index. Empty: the same numbers.
-  std::vector<int> world_ranks;
-  // Tensor parallelism: this rank's tp group (null when tp = 1). With
+  // Tensor parallelism (the layout's tp group has more than one rank). With
   // `scatter_gather` (Megatron-LM's scatter/gather), every tp rank of a
   // stage sends only its 1/t of each boundary tensor (a slice of the last
   // dimension, which t must divide) to its peer of the same tp index, and the
   // receivers all-gather the slices over their tp group: pipeline traffic
   // drops by t; the gather runs on the (fast, intra-node) tp links.
-  comm::Communicator* tp_group = nullptr;
   bool scatter_gather = true;
   // Tied weights: each entry lists the copies of one weight as (stage,
   // parameter name as Stage::module().named_parameters() gives it, e.g.
@@ -153,11 +147,13 @@ struct Step;
 
 class Executor {
  public:
-  // `stages`: the stages this rank holds (any order). `comm` must outlive the
-  // executor; it may be null when the schedule has one rank.
+  // Runs pipeline rank layout.pipeline_rank() of `schedule`, whose ranks are
+  // the layout's pipeline (schedule rank p is world rank layout.world_rank_of(p)).
+  // `stages`: the stages this rank holds (any order). Throws baton::Error
+  // when the schedule's rank count is not the layout's pp.
   // REQUIRES: `schedule` is lowered and valid; stages match its placement.
-  Executor(schedule::Schedule schedule, int rank, std::vector<std::shared_ptr<Stage>> stages,
-           LossFn loss, comm::Communicator* comm, ExecutorOptions options = {});
+  Executor(schedule::Schedule schedule, comm::RankLayout layout,
+           std::vector<std::shared_ptr<Stage>> stages, LossFn loss, ExecutorOptions options = {});
   ~Executor();
 
   // One training step on a mini-batch. `inputs` is used only where this rank
@@ -229,9 +225,9 @@ class Executor {
   // Scatter/gather of boundary tensors over the tp group (identity without).
   torch::Tensor tp_scatter(const torch::Tensor& whole, const schedule::Action& action) const;
   torch::Tensor tp_gather(const torch::Tensor& slice, const schedule::Action& action) const;
-  // The communicator's rank of pipeline rank `pipeline_rank`; of the rank on
-  // the other side of a communication action.
-  int peer(int pipeline_rank) const { return peers_[static_cast<size_t>(pipeline_rank)]; }
+  // The world rank of pipeline rank `pipeline_rank`; of the rank on the
+  // other side of a communication action.
+  int peer(int pipeline_rank) const { return layout_.world_rank_of(pipeline_rank); }
   int peer_of(const Step& step, const schedule::Action& a) const;
   // `tensor` on this rank's device (itself when it is there already).
   torch::Tensor on_device(const torch::Tensor& tensor) const;
@@ -243,9 +239,9 @@ class Executor {
   int rank_;
   std::map<int, std::shared_ptr<Stage>> stages_;
   LossFn loss_;
-  comm::Communicator* comm_;
+  comm::RankLayout layout_;
+  comm::Communicator& comm_;  // layout_.world
   ExecutorOptions options_;
-  std::vector<int> peers_;  // the communicator's rank of each pipeline rank
   // The ranks holding the last stage, ascending; and the index in this
   // rank's actions of its last forward of that stage (SIZE_MAX: none).
   std::vector<int> loss_ranks_;

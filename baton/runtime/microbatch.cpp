@@ -9,9 +9,9 @@ std::vector<torch::Tensor> split_microbatches(const torch::Tensor& batch, int mi
               microbatches);
   BATON_CHECK(batch.dim() >= 1, "[runtime.microbatch] a batch needs a batch dimension (dim 0)");
   const int64_t n = batch.size(0);
-  BATON_CHECK(n >= microbatches, "[runtime.microbatch] batch of ", n,
-              " samples cannot make ", microbatches, " micro-batches; use a batch of at least ",
-              microbatches, " or fewer micro-batches");
+  BATON_CHECK(n >= microbatches, "[runtime.microbatch] batch of ", n, " samples cannot make ",
+              microbatches, " micro-batches; use a batch of at least ", microbatches,
+              " or fewer micro-batches");
   return batch.tensor_split(microbatches, 0);
 }
 

@@ -13,7 +13,9 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-double bytes_of(const torch::Tensor& t) { return static_cast<double>(t.numel() * t.element_size()); }
+double bytes_of(const torch::Tensor& t) {
+  return static_cast<double>(t.numel() * t.element_size());
+}
 
 }  // namespace
 

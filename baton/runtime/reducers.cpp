@@ -17,9 +17,9 @@ using schedule::ActionKind;
 
 BucketReducer::BucketReducer(const schedule::Schedule& schedule, int rank,
                              const std::map<int, std::shared_ptr<Stage>>& stages,
-                             comm::Communicator* dp_group, double bucket_bytes)
-    : stages_(stages), dp_group_(dp_group) {
-  if (dp_group_ == nullptr) return;
+                             std::shared_ptr<comm::Communicator> dp_group, double bucket_bytes)
+    : stages_(stages), dp_group_(std::move(dp_group)) {
+  if (dp_group_->world_size() == 1) return;
   for (const auto& [index, stage] : stages_) {
     std::vector<double> bytes;
     for (const auto& p : stage->parameters()) bytes.push_back(static_cast<double>(p.nbytes()));
@@ -39,7 +39,7 @@ BucketReducer::BucketReducer(const schedule::Schedule& schedule, int rank,
 }
 
 std::optional<comm::ReduceHandle> BucketReducer::start(int s, int bucket) const {
-  if (dp_group_ == nullptr) return std::nullopt;
+  if (dp_group_->world_size() == 1) return std::nullopt;
   const auto& buckets = buckets_.at(s);
   // A stage without parameters still has one (empty) bucket in the schedule.
   if (buckets.empty()) return std::nullopt;
@@ -69,10 +69,10 @@ double wait_all(std::vector<comm::ReduceHandle>& pending) {
 }
 
 TiedReducer::TiedReducer(const schedule::Schedule& schedule, const schedule::Placement& placement,
-                         int rank, const std::map<int, std::shared_ptr<Stage>>& stages,
-                         const std::vector<std::vector<TiedCopy>>& tied, comm::Communicator* comm,
-                         std::vector<int> peers, torch::Device device)
-    : rank_(rank), comm_(comm), peers_(std::move(peers)), device_(device) {
+                         const comm::RankLayout& layout,
+                         const std::map<int, std::shared_ptr<Stage>>& stages,
+                         const std::vector<std::vector<TiedCopy>>& tied, torch::Device device)
+    : rank_(layout.pipeline_rank()), layout_(layout), device_(device) {
   // Which tied weight (slot "tied/<i>") each named copy of this rank is, and
   // the stages holding copies of each tied weight.
   std::map<std::pair<int, std::string>, std::string> slot_of;
@@ -161,11 +161,11 @@ void TiedReducer::sum(int group_index) {
   std::map<int, comm::RecvHandle> received;
   std::vector<comm::SendHandle> sends;
   for (const auto& [r, slots] : group.shared) {
-    const int peer = peers_.at(static_cast<size_t>(r));
-    received.emplace(r, comm_->irecv(peer, tag));
+    const int peer = layout_.world_rank_of(r);
+    received.emplace(r, layout_.world->irecv(peer, tag));
     std::vector<torch::Tensor> flat;
     for (const auto& slot : slots) flat.push_back(partial.at(slot).reshape({-1}));
-    sends.push_back(comm_->isend(torch::cat(flat), peer, tag));
+    sends.push_back(layout_.world->isend(torch::cat(flat), peer, tag));
   }
   // Every holder adds the parts in rank order, so every copy gets the same bits.
   std::map<std::string, torch::Tensor> total;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "baton/comm/communicator.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/runtime/stage.h"
 #include "baton/schedule/schedule.h"
 
@@ -37,22 +38,22 @@ struct TiedCopy {
 
 class BucketReducer {
  public:
-  // `dp_group`: the replicas of this rank's stages; null when dp = 1, where
-  // every REDUCE_GRAD is the identity. It must outlive the reducer.
+  // `dp_group`: the replicas of this rank's stages; with one replica (a solo
+  // communicator) every REDUCE_GRAD is the identity.
   // Throws baton::Error unless the schedule reduces each stage of `rank` in
   // exactly as many REDUCE_GRADs as it has buckets (one when it has none).
   BucketReducer(const schedule::Schedule& schedule, int rank,
-                const std::map<int, std::shared_ptr<Stage>>& stages, comm::Communicator* dp_group,
-                double bucket_bytes);
+                const std::map<int, std::shared_ptr<Stage>>& stages,
+                std::shared_ptr<comm::Communicator> dp_group, double bucket_bytes);
 
   // REDUCE_GRAD of bucket `bucket` of stage `stage`: divides its gradients by
   // the dp size (DDP's order: divide, then sum) and starts their sum. Nothing
-  // to wait for without a dp group or for a stage without parameters.
+  // to wait for with one replica or for a stage without parameters.
   std::optional<comm::ReduceHandle> start(int stage, int bucket) const;
 
  private:
   std::map<int, std::shared_ptr<Stage>> stages_;
-  comm::Communicator* dp_group_;
+  std::shared_ptr<comm::Communicator> dp_group_;
   // Per stage: its buckets' parameter indices (into Stage::parameters()), in
   // reduction order.
   std::map<int, std::vector<std::vector<int>>> buckets_;
@@ -65,15 +66,14 @@ double wait_all(std::vector<comm::ReduceHandle>& pending);
 class TiedReducer {
  public:
   // `tied`: the copies of each tied weight (every rank is given the same
-  // list); a replicated stage's parameters need no entry. `peers[r]`: the
-  // communicator's rank of pipeline rank r. `comm` (null only for a one-rank
-  // schedule) must outlive the reducer; received parts are moved to `device`.
+  // list); a replicated stage's parameters need no entry. The parts travel
+  // over `layout`'s world communicator between the ranks of its pipeline;
+  // received parts are moved to `device`.
   // Throws baton::Error when a stage of `rank` holds parameters with copies
   // elsewhere but the schedule has no REDUCE_TIED of it on `rank`.
-  TiedReducer(const schedule::Schedule& schedule, const schedule::Placement& placement, int rank,
-              const std::map<int, std::shared_ptr<Stage>>& stages,
-              const std::vector<std::vector<TiedCopy>>& tied, comm::Communicator* comm,
-              std::vector<int> peers, torch::Device device);
+  TiedReducer(const schedule::Schedule& schedule, const schedule::Placement& placement,
+              const comm::RankLayout& layout, const std::map<int, std::shared_ptr<Stage>>& stages,
+              const std::vector<std::vector<TiedCopy>>& tied, torch::Device device);
 
   // Whether action `index` of this rank is its last REDUCE_TIED of `group`,
   // where the group's sum runs.
@@ -93,9 +93,8 @@ class TiedReducer {
     size_t last = 0;
   };
 
-  int rank_;
-  comm::Communicator* comm_;
-  std::vector<int> peers_;
+  int rank_;  // in the pipeline
+  comm::RankLayout layout_;
   torch::Device device_;
   std::map<int, Group> groups_;
 };

@@ -3,16 +3,19 @@
 #include <torch/autograd.h>
 
 #include "baton/core/error.h"
-#include "baton/nn/linear.h"
+#include "baton/nn/weight_grad.h"
 
 namespace baton::runtime {
 
 Stage::Stage(const nn::ModelSpec& model, int stage_index, int first_layer, int layer_count,
              uint64_t seed)
-    : index_(stage_index), first_layer_(first_layer), holder_(std::make_shared<torch::nn::Module>()) {
-  BATON_CHECK(layer_count >= 1 && first_layer >= 0 && first_layer + layer_count <= model.num_layers(),
-              "[runtime.stage] stage ", stage_index, " needs layers ", first_layer, "..",
-              first_layer + layer_count - 1, " but the model has ", model.num_layers());
+    : index_(stage_index),
+      first_layer_(first_layer),
+      holder_(std::make_shared<torch::nn::Module>()) {
+  BATON_CHECK(
+      layer_count >= 1 && first_layer >= 0 && first_layer + layer_count <= model.num_layers(),
+      "[runtime.stage] stage ", stage_index, " needs layers ", first_layer, "..",
+      first_layer + layer_count - 1, " but the model has ", model.num_layers());
   for (int i = first_layer; i < first_layer + layer_count; ++i) {
     torch::nn::AnyModule layer = nn::build_layer(model, i, seed);
     holder_->register_module(std::to_string(i), layer.ptr());
@@ -34,14 +37,16 @@ torch::Tensor Stage::forward(const torch::Tensor& input, double* activation_byte
 
 void Stage::set_defer_weight_grad(bool defer, int64_t key) {
   for (auto& child : holder_->modules(/*include_self=*/false)) {
-    if (auto* linear = dynamic_cast<nn::LinearImpl*>(child.get())) linear->set_defer_weight_grad(defer, key);
+    if (auto* layer = dynamic_cast<nn::DeferredWeightGrad*>(child.get()))
+      layer->set_defer_weight_grad(defer, key);
   }
 }
 
 int Stage::run_weight_backward(int64_t key) {
   int ran = 0;
   for (auto& child : holder_->modules(/*include_self=*/false)) {
-    if (auto* linear = dynamic_cast<nn::LinearImpl*>(child.get())) ran += linear->run_weight_backward(key);
+    if (auto* layer = dynamic_cast<nn::DeferredWeightGrad*>(child.get()))
+      ran += layer->run_weight_backward(key);
   }
   return ran;
 }
@@ -58,8 +63,8 @@ std::vector<std::shared_ptr<Stage>> build_stages(const nn::ModelSpec& model,
               partition.layers(), " layers but model ", model.name, " has ", model.num_layers());
   std::vector<std::shared_ptr<Stage>> stages;
   for (int s : stage_indices) {
-    stages.push_back(std::make_shared<Stage>(model, s, partition.first_layer(s),
-                                             partition.layers_in(s), seed));
+    stages.push_back(
+        std::make_shared<Stage>(model, s, partition.first_layer(s), partition.layers_in(s), seed));
   }
   return stages;
 }

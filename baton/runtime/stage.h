@@ -34,7 +34,8 @@ class Stage {
   torch::nn::Module& module() { return *holder_; }
   std::vector<torch::Tensor> parameters() const { return holder_->parameters(); }
 
-  // Weight-gradient deferral (baton::nn::Linear only): while on, backward
+  // Weight-gradient deferral (layers with nn::DeferredWeightGrad, such as
+  // nn::Linear; nn/weight_grad.h): while on, backward
   // stashes the weight products under `key`; run_weight_backward(key) does them.
   void set_defer_weight_grad(bool defer, int64_t key);
   int run_weight_backward(int64_t key);

@@ -7,7 +7,8 @@
 
 namespace baton::runtime {
 
-WeightVersions::WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters, Updates updates)
+WeightVersions::WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters,
+                               Updates updates)
     : updates_(updates) {
   torch::NoGradGuard no_grad;
   for (auto& params : stage_parameters) {
@@ -72,7 +73,8 @@ void WeightVersions::move_masters_if_shared(Group& g) {
   // Some micro-batch in flight still runs on the masters' storage: the
   // masters move to a copy, the micro-batches keep the old one (weight
   // stashing; async does not stash).
-  if (updates_ == Updates::PerMicrobatchUnstashed || !g.current || g.current.use_count() == 1) return;
+  if (updates_ == Updates::PerMicrobatchUnstashed || !g.current || g.current.use_count() == 1)
+    return;
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> free;
   if (!g.pool.empty()) {
@@ -88,7 +90,8 @@ void WeightVersions::move_masters_if_shared(Group& g) {
 
 void WeightVersions::after_backward(size_t group, size_t cell) {
   if (updates_ == Updates::PerStep) return;
-  BATON_CHECK(update_, "[runtime.weights] this schedule updates the weights after every "
+  BATON_CHECK(update_,
+              "[runtime.weights] this schedule updates the weights after every "
               "micro-batch's backward: give the Pipeline your optimizer (Pipeline::set_optimizer) "
               "before step()");
   Group& g = groups_[group];

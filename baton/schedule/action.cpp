@@ -64,9 +64,10 @@ Action parse_action(std::string_view token) {
   for (int k = 0; k < kActionKindCount; ++k) {
     if (kNames[k] == kind_text) kind_index = k;
   }
-  BATON_CHECK(kind_index >= 0, "[schedule.parse] action ", quoted, " has unknown kind \"",
-              printable(kind_text),
-              "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE_GRAD or REDUCE_TIED)");
+  BATON_CHECK(
+      kind_index >= 0, "[schedule.parse] action ", quoted, " has unknown kind \"",
+      printable(kind_text),
+      "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE_GRAD or REDUCE_TIED)");
   // PyTorch's "1REDUCE_GRAD" reduces the stage's gradients: bucket 0 of one.
   if (kind_index == static_cast<int>(ActionKind::REDUCE_GRAD) && pos == token.size())
     return Action{ActionKind::REDUCE_GRAD, static_cast<int>(stage), 0};
@@ -82,8 +83,8 @@ Action parse_action(std::string_view token) {
   const long microbatch = read_number(token, pos, kMaxMicrobatches - 1);
   BATON_CHECK(microbatch >= 0 && pos == token.size(), "[schedule.parse] action ", quoted,
               " must end with a ", number, " number, as in ", example);
-  BATON_CHECK(microbatch < kMaxMicrobatches, "[schedule.parse] action ", quoted, ": ", number,
-              " ", printable(token.substr(microbatch_start)), " exceeds the limit of ",
+  BATON_CHECK(microbatch < kMaxMicrobatches, "[schedule.parse] action ", quoted, ": ", number, " ",
+              printable(token.substr(microbatch_start)), " exceeds the limit of ",
               kMaxMicrobatches - 1);
   return Action{kind, static_cast<int>(stage), static_cast<int>(microbatch)};
 }

@@ -22,14 +22,14 @@
 namespace baton::schedule {
 
 enum class ActionKind : std::uint8_t {
-  F,       // forward
-  B,       // full backward: input and weight gradients together
-  I,       // backward for the input gradient only
-  W,       // backward for the weight gradients only (after I)
-  SEND_F,  // send forward activation to stage + 1
-  RECV_F,  // receive forward activation from stage - 1
-  SEND_B,  // send input gradient to stage - 1
-  RECV_B,  // receive output gradient from stage + 1
+  F,            // forward
+  B,            // full backward: input and weight gradients together
+  I,            // backward for the input gradient only
+  W,            // backward for the weight gradients only (after I)
+  SEND_F,       // send forward activation to stage + 1
+  RECV_F,       // receive forward activation from stage - 1
+  SEND_B,       // send input gradient to stage - 1
+  RECV_B,       // receive output gradient from stage + 1
   REDUCE_GRAD,  // all-reduce one gradient bucket of the stage over the dp group
   REDUCE_TIED,  // sum the stage's tied gradient copies within the pipeline
 };

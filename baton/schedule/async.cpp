@@ -9,6 +9,8 @@
 
 namespace baton::schedule {
 
-Schedule async(const GeneratorOptions& options) { return detail::no_flush_1f1b("async", options); }
+Schedule async(const GeneratorOptions& options) {
+  return detail::no_flush_1f1b("async", options);
+}
 
 }  // namespace baton::schedule

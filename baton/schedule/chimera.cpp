@@ -23,8 +23,10 @@ namespace baton::schedule {
 Schedule chimera(const GeneratorOptions& options) {
   detail::check_options("chimera", options, 1);
   const int p = options.ranks, m = options.microbatches;
-  BATON_CHECK(p == 1 || p % 2 == 0, "[schedule.chimera] needs an even pp (two pipes of p/2 "
-              "micro-batches each per group), got pp=", p);
+  BATON_CHECK(p == 1 || p % 2 == 0,
+              "[schedule.chimera] needs an even pp (two pipes of p/2 "
+              "micro-batches each per group), got pp=",
+              p);
   Schedule s = detail::empty_schedule("chimera", options, p, StageMap::Bidirectional);
   detail::GreedyPlan plan;
   plan.ranks = p;
@@ -33,9 +35,7 @@ Schedule chimera(const GeneratorOptions& options) {
   plan.split_backward = false;
   plan.forward_prefers_later_stage = true;
   const int down = std::max(1, p / 2);
-  plan.rank_of = [p, down](int stage, int mb) {
-    return mb % p < down ? stage : p - 1 - stage;
-  };
+  plan.rank_of = [p, down](int stage, int mb) { return mb % p < down ? stage : p - 1 - stage; };
   plan.inflight_limit.assign(p, p);
   plan.stash_limit.assign(p, 0);
   s.actions = detail::greedy_order(plan);

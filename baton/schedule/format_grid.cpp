@@ -31,7 +31,8 @@ std::vector<int> shown_ranks(const Schedule& schedule, const Marks& anchors) {
     for (int r = 0; r < ranks; ++r) rows.insert(r);
   } else {
     for (const auto& [rank, index] : anchors)
-      for (int r = std::max(0, rank - kRanksAround); r <= std::min(ranks - 1, rank + kRanksAround); ++r)
+      for (int r = std::max(0, rank - kRanksAround); r <= std::min(ranks - 1, rank + kRanksAround);
+           ++r)
         rows.insert(r);
   }
   return {rows.begin(), rows.end()};

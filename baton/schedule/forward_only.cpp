@@ -10,8 +10,9 @@
 namespace baton::schedule {
 
 Schedule forward_only(const Schedule& training, int microbatches) {
-  BATON_CHECK(microbatches >= 1 && microbatches <= kMaxMicrobatches, "[schedule.forward_only] micro-batches must be in [1, ",
-              kMaxMicrobatches, "], got ", microbatches);
+  BATON_CHECK(microbatches >= 1 && microbatches <= kMaxMicrobatches,
+              "[schedule.forward_only] micro-batches must be in [1, ", kMaxMicrobatches, "], got ",
+              microbatches);
   const Placement placement(training);
   Schedule out;
   out.name = training.name + "/forward";

@@ -14,28 +14,20 @@ namespace {
 struct Entry {
   const char* name;
   Schedule (*make)(const GeneratorOptions&);
-  int chunks;             // stage chunks per rank unless --virtual says otherwise
-  bool takes_virtual;     // whether --virtual sets the chunks
-  int compute_per_pair;   // compute actions per (stage, micro-batch): F B, or F I W
+  int chunks;            // stage chunks per rank unless --virtual says otherwise
+  bool takes_virtual;    // whether --virtual sets the chunks
+  int compute_per_pair;  // compute actions per (stage, micro-batch): F B, or F I W
 };
 
 constexpr Entry kGenerators[] = {
-    {"naive", naive, 1, false, 2},
-    {"gpipe", gpipe, 1, false, 2},
-    {"1f1b", one_f_one_b, 1, false, 2},
-    {"interleaved", interleaved, 2, true, 2},
-    {"looped-bfs", looped_bfs, 2, true, 2},
-    {"zb-h1", zb_h1, 1, false, 3},
-    {"zb-h2", zb_h2, 1, false, 3},
-    {"zb-v", zb_v, 2, false, 3},
-    {"chimera", chimera, 1, false, 2},
-    {"dualpipev", dualpipe_v, 2, false, 3},
-    {"v-half", v_half, 2, false, 3},
-    {"v-min", v_min, 2, false, 3},
-    {"zb-auto", zb_auto, 1, false, 3},
-    {"2bw", two_bw, 1, false, 2},
-    {"pipedream", pipedream, 1, false, 2},
-    {"async", async, 1, false, 2},
+    {"naive", naive, 1, false, 2},          {"gpipe", gpipe, 1, false, 2},
+    {"1f1b", one_f_one_b, 1, false, 2},     {"interleaved", interleaved, 2, true, 2},
+    {"looped-bfs", looped_bfs, 2, true, 2}, {"zb-h1", zb_h1, 1, false, 3},
+    {"zb-h2", zb_h2, 1, false, 3},          {"zb-v", zb_v, 2, false, 3},
+    {"chimera", chimera, 1, false, 2},      {"dualpipev", dualpipe_v, 2, false, 3},
+    {"v-half", v_half, 2, false, 3},        {"v-min", v_min, 2, false, 3},
+    {"zb-auto", zb_auto, 1, false, 3},      {"2bw", two_bw, 1, false, 2},
+    {"pipedream", pipedream, 1, false, 2},  {"async", async, 1, false, 2},
 };
 
 // Refuses a shape whose lowered schedule could exceed kMaxActions, before the
@@ -46,10 +38,9 @@ void check_size(const Entry& e, const GeneratorOptions& options) {
   const uint64_t stages = static_cast<uint64_t>(options.ranks) * v;
   const uint64_t most = stages * options.microbatches * (e.compute_per_pair + 4);
   BATON_CHECK(most <= kMaxActions, "[schedule.generate] ", e.name, " with pp=", options.ranks,
-              ", m=", options.microbatches, " and ", stages,
-              " stages would have up to ", most, " actions (", stages, " stages x ",
-              options.microbatches, " micro-batches x ", e.compute_per_pair + 4,
-              "), more than the limit of ", kMaxActions);
+              ", m=", options.microbatches, " and ", stages, " stages would have up to ", most,
+              " actions (", stages, " stages x ", options.microbatches, " micro-batches x ",
+              e.compute_per_pair + 4, "), more than the limit of ", kMaxActions);
 }
 
 }  // namespace
@@ -75,8 +66,8 @@ Schedule generate(const std::string& name, const GeneratorOptions& options) {
   }
   std::string known;
   for (const auto& n : schedule_names()) known += (known.empty() ? "" : ", ") + n;
-  BATON_CHECK(false, "[schedule.generate] unknown schedule \"", printable(name), "\" (known: ", known,
-              ")");
+  BATON_CHECK(false, "[schedule.generate] unknown schedule \"", printable(name),
+              "\" (known: ", known, ")");
   return {};
 }
 
@@ -92,8 +83,9 @@ int check_options(const char* name, const GeneratorOptions& options, int default
               "] virtual stages must be at least 1, got ", options.virtual_stages);
   BATON_CHECK(options.ranks <= kMaxRanks, "[schedule.", name, "] pp=", options.ranks,
               " exceeds the limit of ", kMaxRanks);
-  BATON_CHECK(options.microbatches <= kMaxMicrobatches, "[schedule.", name, "] micro-batches m=",
-              options.microbatches, " exceeds the limit of ", kMaxMicrobatches);
+  BATON_CHECK(options.microbatches <= kMaxMicrobatches, "[schedule.", name,
+              "] micro-batches m=", options.microbatches, " exceeds the limit of ",
+              kMaxMicrobatches);
   BATON_CHECK(options.virtual_stages <= kMaxVirtualStages, "[schedule.", name,
               "] virtual stages v=", options.virtual_stages, " exceeds the limit of ",
               kMaxVirtualStages);

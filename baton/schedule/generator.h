@@ -24,10 +24,22 @@ struct GeneratorOptions {
   int virtual_stages = 0;  // v; 0 = the generator's default (1, or its fixed layout)
   ZbAutoCosts zb_auto;     // read by zb-auto only
 
-  GeneratorOptions& set_ranks(int p) { ranks = p; return *this; }
-  GeneratorOptions& set_microbatches(int m) { microbatches = m; return *this; }
-  GeneratorOptions& set_virtual_stages(int v) { virtual_stages = v; return *this; }
-  GeneratorOptions& set_zb_auto(const ZbAutoCosts& c) { zb_auto = c; return *this; }
+  GeneratorOptions& set_ranks(int p) {
+    ranks = p;
+    return *this;
+  }
+  GeneratorOptions& set_microbatches(int m) {
+    microbatches = m;
+    return *this;
+  }
+  GeneratorOptions& set_virtual_stages(int v) {
+    virtual_stages = v;
+    return *this;
+  }
+  GeneratorOptions& set_zb_auto(const ZbAutoCosts& c) {
+    zb_auto = c;
+    return *this;
+  }
 };
 
 Schedule naive(const GeneratorOptions& options);        // "naive"
@@ -44,8 +56,8 @@ Schedule v_half(const GeneratorOptions& options);       // "v-half"
 Schedule v_min(const GeneratorOptions& options);        // "v-min"
 Schedule zb_auto(const GeneratorOptions& options);      // "zb-auto"
 Schedule two_bw(const GeneratorOptions& options);       // "2bw" (no flush: Schedule::carries)
-Schedule pipedream(const GeneratorOptions& options);    // "pipedream" (2bw's order, weight stashing)
-Schedule async(const GeneratorOptions& options);        // "async" (2bw's order, no stashing)
+Schedule pipedream(const GeneratorOptions& options);  // "pipedream" (2bw's order, weight stashing)
+Schedule async(const GeneratorOptions& options);      // "async" (2bw's order, no stashing)
 
 // The step time zb-auto predicts for the order it picks (its own timing of
 // the costs in options.zb_auto), for tests and the planner.

@@ -8,8 +8,10 @@ Schedule gpipe(const GeneratorOptions& options) {
   detail::check_options("gpipe", options, 1);
   Schedule s = detail::empty_schedule("gpipe", options, options.ranks, StageMap::Loop);
   for (int r = 0; r < options.ranks; ++r) {
-    for (int mb = 0; mb < options.microbatches; ++mb) s.actions[r].push_back({ActionKind::F, r, mb});
-    for (int mb = 0; mb < options.microbatches; ++mb) s.actions[r].push_back({ActionKind::B, r, mb});
+    for (int mb = 0; mb < options.microbatches; ++mb)
+      s.actions[r].push_back({ActionKind::F, r, mb});
+    for (int mb = 0; mb < options.microbatches; ++mb)
+      s.actions[r].push_back({ActionKind::B, r, mb});
   }
   return s;
 }

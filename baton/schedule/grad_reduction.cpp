@@ -84,9 +84,9 @@ Schedule add_grad_reductions(const Schedule& schedule, int dp,
       if (is_weight_backward(list[i].kind)) last[list[i].stage] = static_cast<long>(i);
     for (int s = 0; s < schedule.stages; ++s)
       if (last[s] >= 0) added += buckets_per_stage[s];
-    BATON_CHECK(schedule.action_count() + added <= kMaxActions, "[schedule.reduce_grad] schedule \"",
-                printable(schedule.name), "\" would have more than ", kMaxActions,
-                " actions with its gradient reductions");
+    BATON_CHECK(schedule.action_count() + added <= kMaxActions,
+                "[schedule.reduce_grad] schedule \"", printable(schedule.name),
+                "\" would have more than ", kMaxActions, " actions with its gradient reductions");
     std::vector<Action>& into = out.actions[r];
     into.clear();
     std::vector<int> pending;  // stages whose reductions follow the current backward

@@ -46,8 +46,8 @@ std::vector<double> even_gradient_buckets(double total_bytes, double bucket_byte
 // back unchanged. Works on compute-only and lowered schedules; the result is
 // validated.
 // REQUIRES (throws otherwise): dp >= 1; `schedule` valid and without
-// REDUCE_GRAD, and with a flush when dp > 1 (not Schedule::carries); one count per stage, each in 1..kMaxMicrobatches - 1, and the
-// result within kMaxActions.
+// REDUCE_GRAD, and with a flush when dp > 1 (not Schedule::carries); one count per stage, each
+// in 1..kMaxMicrobatches - 1, and the result within kMaxActions.
 Schedule add_grad_reductions(const Schedule& schedule, int dp,
                              const std::vector<int>& buckets_per_stage);
 

@@ -64,8 +64,10 @@ std::vector<std::vector<Action>> greedy_order(const GreedyPlan& plan) {
   auto forward_ready = [&](int s, int mb) {
     const int r = owner[at(s, mb)];
     Ready& q = ready[r];
-    if (entered[on(r, mb)]) q.forward_entered.insert(q.key_f(s, mb));
-    else q.forward_new[visits[on(r, mb)]].insert(q.key_f(s, mb));
+    if (entered[on(r, mb)])
+      q.forward_entered.insert(q.key_f(s, mb));
+    else
+      q.forward_new[visits[on(r, mb)]].insert(q.key_f(s, mb));
   };
   auto backward_ready = [&](int s, int mb) {
     ready[owner[at(s, mb)]].backward.insert(ready[owner[at(s, mb)]].key_b(s, mb));

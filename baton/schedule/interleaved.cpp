@@ -25,12 +25,13 @@ Schedule interleaved(const GeneratorOptions& options) {
   const int rounds = std::max(1, m / p);
   BATON_CHECK(m % rounds == 0, "[schedule.interleaved] micro-batches m=", m, " with pp=", p,
               ": interleaved 1F1B runs micro-batches in equal groups of at least p (Megatron: "
-              "groups of p), and ", m, " does not split into ", m, " / ", p, " = ", rounds,
+              "groups of p), and ",
+              m, " does not split into ", m, " / ", p, " = ", rounds,
               " equal groups; use a multiple of pp (try m=", (m / p + 1) * p, ") or of ", rounds);
   const int g = m / rounds;  // micro-batches per group; p when m is a multiple of p
   Schedule s = detail::empty_schedule("interleaved", options, p * v, StageMap::Loop);
-  const int total = m * v;   // chunk-micro-batches per rank
-  const int round = g * v;   // chunk-micro-batches per group
+  const int total = m * v;  // chunk-micro-batches per rank
+  const int round = g * v;  // chunk-micro-batches per group
   auto microbatch = [&](int k) { return (k / round) * g + k % g; };
   auto chunk = [&](int k, bool forward) {
     const int c = (k % round) / g;

@@ -69,12 +69,18 @@ struct ReductionOptions {
   // Sets of stages holding copies of one tied weight (tie_groups).
   std::vector<std::vector<int>> tied;
 
-  ReductionOptions& set_dp(int d) { dp = d; return *this; }
+  ReductionOptions& set_dp(int d) {
+    dp = d;
+    return *this;
+  }
   ReductionOptions& set_buckets_per_stage(std::vector<int> b) {
     buckets_per_stage = std::move(b);
     return *this;
   }
-  ReductionOptions& set_overlap_grad_reduce(bool o) { overlap_grad_reduce = o; return *this; }
+  ReductionOptions& set_overlap_grad_reduce(bool o) {
+    overlap_grad_reduce = o;
+    return *this;
+  }
   ReductionOptions& set_tied(std::vector<std::vector<int>> t) {
     tied = std::move(t);
     return *this;

@@ -10,10 +10,14 @@ namespace baton::schedule {
 
 std::string_view to_string(StageMap map) {
   switch (map) {
-    case StageMap::Loop: return "loop";
-    case StageMap::V: return "v";
-    case StageMap::Bidirectional: return "bidirectional";
-    case StageMap::Custom: return "custom";
+    case StageMap::Loop:
+      return "loop";
+    case StageMap::V:
+      return "v";
+    case StageMap::Bidirectional:
+      return "bidirectional";
+    case StageMap::Custom:
+      return "custom";
   }
   return "custom";
 }
@@ -74,13 +78,13 @@ Placement::Placement(const Schedule& schedule)
   for (int r = 0; r < static_cast<int>(schedule.actions.size()); ++r) {
     for (const Action& a : schedule.actions[r]) {
       if (!is_compute(a.kind)) continue;
-      BATON_ASSERT(a.stage >= 0 && a.stage < stages_ && a.microbatch >= 0 &&
-                       a.microbatch < microbatches_,
-                   "action ", to_string(a), " out of range");
+      BATON_ASSERT(
+          a.stage >= 0 && a.stage < stages_ && a.microbatch >= 0 && a.microbatch < microbatches_,
+          "action ", to_string(a), " out of range");
       int& owner = owner_[static_cast<size_t>(a.stage) * microbatches_ + a.microbatch];
       BATON_CHECK(owner == -1 || owner == r, "[schedule.placement] stage ", a.stage,
-                  " micro-batch ", a.microbatch, " has compute on rank ", owner, " and rank ",
-                  r, " (", to_string(a), "); each (stage, micro-batch) runs on one rank");
+                  " micro-batch ", a.microbatch, " has compute on rank ", owner, " and rank ", r,
+                  " (", to_string(a), "); each (stage, micro-batch) runs on one rank");
       owner = r;
     }
   }
@@ -110,10 +114,14 @@ std::vector<int> Placement::stages_of_rank(int rank) const {
 
 int rank_for_stage(StageMap map, int ranks, int stage) {
   switch (map) {
-    case StageMap::Loop: return stage % ranks;
-    case StageMap::V: return stage < ranks ? stage : 2 * ranks - 1 - stage;
-    case StageMap::Bidirectional: return stage;  // the down pipe
-    case StageMap::Custom: break;
+    case StageMap::Loop:
+      return stage % ranks;
+    case StageMap::V:
+      return stage < ranks ? stage : 2 * ranks - 1 - stage;
+    case StageMap::Bidirectional:
+      return stage;  // the down pipe
+    case StageMap::Custom:
+      break;
   }
   BATON_ASSERT(false, "rank_for_stage needs a named map");
   return -1;
@@ -130,8 +138,7 @@ StageMap detect_stage_map(const Schedule& schedule, const Placement& placement) 
       }
     return true;
   };
-  if (p > 0 && S % p == 0 && all_match([&](int s, int) { return s % p; }))
-    return StageMap::Loop;
+  if (p > 0 && S % p == 0 && all_match([&](int s, int) { return s % p; })) return StageMap::Loop;
   if (S == 2 * p && all_match([&](int s, int) { return rank_for_stage(StageMap::V, p, s); }))
     return StageMap::V;
   if (S == p) {

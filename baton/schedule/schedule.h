@@ -26,10 +26,10 @@ std::string_view to_string(StageMap map);
 StageMap parse_stage_map(std::string_view text);
 
 struct Schedule {
-  std::string name;          // generator name ("1f1b") or "file"
-  int ranks = 0;             // p: pipeline ranks, one action list each
-  int stages = 0;            // total stages (p * v, or p for bidirectional)
-  int microbatches = 0;      // m
+  std::string name;      // generator name ("1f1b") or "file"
+  int ranks = 0;         // p: pipeline ranks, one action list each
+  int stages = 0;        // total stages (p * v, or p for bidirectional)
+  int microbatches = 0;  // m
   StageMap map = StageMap::Loop;
   std::vector<std::vector<Action>> actions;  // actions[rank], in execution order
   // Evaluation: every (stage, micro-batch) has one F and no backward
@@ -46,10 +46,10 @@ struct Schedule {
 
   // v: stage chunks a rank holds (2 for V and bidirectional).
   int stages_per_rank() const;
-  bool has_communication() const;   // any SEND/RECV
+  bool has_communication() const;    // any SEND/RECV
   bool has_grad_reductions() const;  // any REDUCE_GRAD
   bool has_tied_reductions() const;  // any REDUCE_TIED
-  bool splits_backward() const;  // any I or W action
+  bool splits_backward() const;      // any I or W action
   size_t action_count() const;
 };
 

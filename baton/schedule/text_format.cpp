@@ -125,10 +125,10 @@ Schedule parse_schedule(std::string_view text, std::string name) {
         const std::string key(word.substr(0, eq));
         BATON_CHECK(key == "name" || key == "pp" || key == "stages" || key == "microbatches" ||
                         key == "map" || key == "carries",
-                    "[schedule.parse] line ", line_no, ": unknown header key \"",
-                    printable(key), "\" (expected name, pp, stages, microbatches, map, carries)");
-        BATON_CHECK(declared.count(key) == 0, "[schedule.parse] line ", line_no,
-                    ": header key \"", key, "\" given more than once");
+                    "[schedule.parse] line ", line_no, ": unknown header key \"", printable(key),
+                    "\" (expected name, pp, stages, microbatches, map, carries)");
+        BATON_CHECK(declared.count(key) == 0, "[schedule.parse] line ", line_no, ": header key \"",
+                    key, "\" given more than once");
         declared[key] = std::string(word.substr(eq + 1));
       }
       continue;
@@ -138,8 +138,8 @@ Schedule parse_schedule(std::string_view text, std::string name) {
                 " action lines; a schedule has one line per rank and at most ", kMaxRanks,
                 " ranks");
     action_count += words.size();
-    BATON_CHECK(action_count <= kMaxActions, "[schedule.parse] line ", line_no,
-                ": more than ", kMaxActions, " actions, the limit of a schedule");
+    BATON_CHECK(action_count <= kMaxActions, "[schedule.parse] line ", line_no, ": more than ",
+                kMaxActions, " actions, the limit of a schedule");
     std::vector<Action> list;
     list.reserve(words.size());
     for (auto word : words) {
@@ -155,7 +155,8 @@ Schedule parse_schedule(std::string_view text, std::string name) {
     }
     schedule.actions.push_back(std::move(list));
   }
-  BATON_CHECK(!schedule.actions.empty(), "[schedule.parse] no action lines: a schedule has one "
+  BATON_CHECK(!schedule.actions.empty(),
+              "[schedule.parse] no action lines: a schedule has one "
               "line of actions per rank, such as \"0F0 0B0\"");
   schedule.ranks = static_cast<int>(schedule.actions.size());
   infer_shape(schedule, action_count);
@@ -163,8 +164,8 @@ Schedule parse_schedule(std::string_view text, std::string name) {
     const std::string& n = declared["name"];
     // Not empty: format_schedule() writes an empty name as "file".
     BATON_CHECK(!n.empty() && n.size() <= kMaxNameBytes && printable(n, kMaxNameBytes) == n,
-                "[schedule.parse] line ", header_line, ": name=", printable(n),
-                " must be 1 to ", kMaxNameBytes, " printable ASCII characters");
+                "[schedule.parse] line ", header_line, ": name=", printable(n), " must be 1 to ",
+                kMaxNameBytes, " printable ASCII characters");
     schedule.name = n;
   }
   if (declared.count("pp")) {
@@ -177,10 +178,10 @@ Schedule parse_schedule(std::string_view text, std::string name) {
                    schedule.stages, "stage", "stages");
   }
   if (declared.count("microbatches")) {
-    check_declared("microbatches",
-                   parse_count("microbatches", declared["microbatches"], header_line,
-                               kMaxMicrobatches),
-                   schedule.microbatches, "micro-batch", "micro-batches");
+    check_declared(
+        "microbatches",
+        parse_count("microbatches", declared["microbatches"], header_line, kMaxMicrobatches),
+        schedule.microbatches, "micro-batch", "micro-batches");
   }
   if (declared.count("map")) {
     std::optional<Placement> placement;
@@ -191,15 +192,16 @@ Schedule parse_schedule(std::string_view text, std::string name) {
     const StageMap map = parse_stage_map(declared["map"]);
     // At p = 1 several maps describe the same placement (loop and v, say).
     BATON_CHECK(map == schedule.map || (placement && placement_fits(map, schedule, *placement)),
-                "[schedule.parse] line ", header_line, ": header says map=",
-                printable(declared["map"]), " but the actions place stages as map=",
-                to_string(schedule.map));
+                "[schedule.parse] line ", header_line,
+                ": header says map=", printable(declared["map"]),
+                " but the actions place stages as map=", to_string(schedule.map));
     schedule.map = map;
   }
   if (declared.count("carries")) {
     const std::string& c = declared["carries"];
-    BATON_CHECK(c == "0" || c == "1", "[schedule.parse] line ", header_line, ": carries=",
-                printable(c), " must be 0 or 1 (1: no flush, backwards carried into the next step)");
+    BATON_CHECK(c == "0" || c == "1", "[schedule.parse] line ", header_line,
+                ": carries=", printable(c),
+                " must be 0 or 1 (1: no flush, backwards carried into the next step)");
     schedule.carries = c == "1";
   }
   return schedule;

@@ -39,10 +39,10 @@ Schedule load_schedule_file(const std::string& path);
 std::string format_grid(const Schedule& schedule,
                         const std::vector<std::pair<int, size_t>>& marks = {});
 
-// For readers of other formats (csv_format.cpp). Sets stages and micro-batches from the largest indices the actions name, and
-// the map from their placement (Custom when a pair has compute on two ranks).
-// Throws when they name far more (stage, micro-batch) pairs than
-// `action_count` actions could cover.
+// For readers of other formats (csv_format.cpp). Sets stages and micro-batches from the largest
+// indices the actions name, and the map from their placement (Custom when a pair has compute on two
+// ranks). Throws when they name far more (stage, micro-batch) pairs than `action_count` actions
+// could cover.
 void infer_shape(Schedule& schedule, size_t action_count);
 // The bytes of a schedule file, at most 1 GiB; throws naming the path.
 std::string read_schedule_file(const std::string& path);

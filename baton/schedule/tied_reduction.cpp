@@ -34,8 +34,8 @@ std::vector<int> tie_groups(const Schedule& schedule, const std::vector<std::vec
   std::vector<char> grouped(static_cast<size_t>(S), 0);
   for (const auto& copies : tied) {
     for (int s : copies) {
-      BATON_CHECK(s >= 0 && s < S, "[schedule.tied] a tied weight names stage ", s, " but schedule \"",
-                  printable(schedule.name), "\" has stages 0..", S - 1);
+      BATON_CHECK(s >= 0 && s < S, "[schedule.tied] a tied weight names stage ", s,
+                  " but schedule \"", printable(schedule.name), "\" has stages 0..", S - 1);
       sets.join(copies.front(), s);
       grouped[s] = 1;
     }

@@ -32,6 +32,7 @@ std::vector<int> tie_groups(const Schedule& schedule, const std::vector<std::vec
 // schedule without tied weights or replicated stages comes back unchanged.
 // REQUIRES (throws otherwise): `schedule` valid, without REDUCE_TIED, with a
 // flush (not Schedule::carries) when it has any group, and not forward-only.
-Schedule add_tied_reductions(const Schedule& schedule, const std::vector<std::vector<int>>& tied = {});
+Schedule add_tied_reductions(const Schedule& schedule,
+                             const std::vector<std::vector<int>>& tied = {});
 
 }  // namespace baton::schedule

@@ -46,6 +46,8 @@ Schedule no_flush_1f1b(const char* name, const GeneratorOptions& options) {
 
 }  // namespace detail
 
-Schedule two_bw(const GeneratorOptions& options) { return detail::no_flush_1f1b("2bw", options); }
+Schedule two_bw(const GeneratorOptions& options) {
+  return detail::no_flush_1f1b("2bw", options);
+}
 
 }  // namespace baton::schedule

@@ -28,8 +28,10 @@ std::vector<std::vector<bool>> carried_actions(const Schedule& schedule) {
       if (is_reduction(a.kind)) continue;
       const size_t cell = static_cast<size_t>(a.stage) * schedule.microbatches + a.microbatch;
       if (cell >= cells) continue;  // out of range: validate()'s shape rule names it
-      if (a.kind == ActionKind::F) forwarded[cell] = true;
-      else if (is_backward_side(a.kind)) carried[r][i] = !forwarded[cell];
+      if (a.kind == ActionKind::F)
+        forwarded[cell] = true;
+      else if (is_backward_side(a.kind))
+        carried[r][i] = !forwarded[cell];
     }
   }
   return carried;

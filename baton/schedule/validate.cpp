@@ -32,8 +32,8 @@ std::string where(int stage, int mb) {
 // Where each (kind, stage, micro-batch) occurs: count and first position.
 struct Occurrences {
   int stages, microbatches;
-  std::vector<std::vector<int>> count;                      // [kind][s*m+mb]
-  std::vector<std::vector<std::pair<int, size_t>>> first;   // [kind][s*m+mb]
+  std::vector<std::vector<int>> count;                     // [kind][s*m+mb]
+  std::vector<std::vector<std::pair<int, size_t>>> first;  // [kind][s*m+mb]
 
   explicit Occurrences(const Schedule& schedule)
       : stages(schedule.stages), microbatches(schedule.microbatches) {
@@ -60,11 +60,12 @@ struct Occurrences {
 
 void check_shape(const Schedule& schedule) {
   BATON_CHECK(schedule.ranks >= 1 && schedule.stages >= 1 && schedule.microbatches >= 1,
-              "[schedule.validate] schedule \"", printable(schedule.name), "\" needs p, stages and m >= 1 (p=",
-              schedule.ranks, ", stages=", schedule.stages, ", m=", schedule.microbatches, ")");
+              "[schedule.validate] schedule \"", printable(schedule.name),
+              "\" needs p, stages and m >= 1 (p=", schedule.ranks, ", stages=", schedule.stages,
+              ", m=", schedule.microbatches, ")");
   BATON_CHECK(static_cast<int>(schedule.actions.size()) == schedule.ranks,
-              "[schedule.validate] schedule \"", printable(schedule.name), "\" has ", schedule.actions.size(),
-              " action lists for p=", schedule.ranks, " ranks");
+              "[schedule.validate] schedule \"", printable(schedule.name), "\" has ",
+              schedule.actions.size(), " action lists for p=", schedule.ranks, " ranks");
   for (int r = 0; r < schedule.ranks; ++r) {
     for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
       const Action& a = schedule.actions[r][i];
@@ -73,7 +74,8 @@ void check_shape(const Schedule& schedule) {
             a.microbatch > a.stage) {
           fail(schedule,
                detail::concat("rank ", r, ": ", to_string(a), " is out of range (stages 0..",
-                              schedule.stages - 1, "; a tie group is named by its lowest stage, "
+                              schedule.stages - 1,
+                              "; a tie group is named by its lowest stage, "
                               "so it is at most the stage)"),
                {{r, i}});
         }
@@ -152,12 +154,12 @@ void check_one_rank_per_cell(const Schedule& schedule) {
       if (!is_compute(a.kind)) continue;
       auto& first = owner[static_cast<size_t>(a.stage) * schedule.microbatches + a.microbatch];
       if (first.first >= 0 && first.first != r) {
-        fail(schedule,
-             detail::concat(where(a.stage, a.microbatch), " has compute on rank ", first.first,
-                            " (", to_string(schedule.actions[first.first][first.second]),
-                            ") and rank ", r, " (", to_string(a),
-                            "); each (stage, micro-batch) runs on one rank"),
-             {first, {r, i}});
+        fail(
+            schedule,
+            detail::concat(where(a.stage, a.microbatch), " has compute on rank ", first.first, " (",
+                           to_string(schedule.actions[first.first][first.second]), ") and rank ", r,
+                           " (", to_string(a), "); each (stage, micro-batch) runs on one rank"),
+            {first, {r, i}});
       }
       if (first.first < 0) first = {r, i};
     }
@@ -187,7 +189,9 @@ void check_communication(const Schedule& schedule, const Placement& placement,
         const bool backward = e.kind == ActionKind::SEND_B || e.kind == ActionKind::RECV_B;
         if (schedule.forward_only && backward) {
           if (n > 0) {
-            fail(schedule, detail::concat(to_string(action), ": a forward-only schedule has no backward communication"),
+            fail(schedule,
+                 detail::concat(to_string(action),
+                                ": a forward-only schedule has no backward communication"),
                  {seen.at(e.kind, e.stage, mb)});
           }
           continue;
@@ -203,7 +207,7 @@ void check_communication(const Schedule& schedule, const Placement& placement,
         if (n != 1) {
           // With none to point at, point at the compute that should send or receive.
           const bool forward = e.kind == ActionKind::SEND_F || e.kind == ActionKind::RECV_F;
-          const ActionKind compute = forward ? ActionKind::F
+          const ActionKind compute = forward                              ? ActionKind::F
                                      : seen.n(ActionKind::B, e.stage, mb) ? ActionKind::B
                                                                           : ActionKind::I;
           fail(schedule,
@@ -215,8 +219,8 @@ void check_communication(const Schedule& schedule, const Placement& placement,
         const auto pos = seen.at(e.kind, e.stage, mb);
         if (pos.first != e.rank) {
           fail(schedule,
-               detail::concat(to_string(action), " is on rank ", pos.first, " but stage ",
-                              e.stage, " of micro-batch ", mb, " runs on rank ", e.rank),
+               detail::concat(to_string(action), " is on rank ", pos.first, " but stage ", e.stage,
+                              " of micro-batch ", mb, " runs on rank ", e.rank),
                {pos});
         }
       }
@@ -233,7 +237,7 @@ void check_grad_reductions(const Schedule& schedule) {
   struct Reduced {
     std::map<int, size_t> buckets;  // bucket -> index in the rank's list
   };
-  std::map<int, int> bucket_count;        // stage -> n, from its first holder
+  std::map<int, int> bucket_count;                     // stage -> n, from its first holder
   std::map<int, std::pair<int, size_t>> first_holder;  // stage -> a REDUCE_GRAD of it
   for (int r = 0; r < schedule.ranks; ++r) {
     const auto& list = schedule.actions[r];
@@ -260,7 +264,8 @@ void check_grad_reductions(const Schedule& schedule) {
       if (last != last_backward.end() && last->second > i) {
         fail(schedule,
              detail::concat("rank ", r, ": ", to_string(a), " comes before ",
-                            to_string(list[last->second]), "; a stage's gradient reduction "
+                            to_string(list[last->second]),
+                            "; a stage's gradient reduction "
                             "must follow its last backward (B or W) on the rank"),
              {{r, i}, {r, last->second}});
       }
@@ -333,7 +338,8 @@ void check_tied_reductions(const Schedule& schedule) {
       if (i < last_other) {
         fail(schedule,
              detail::concat("rank ", r, ": ", to_string(a), " comes before ",
-                            to_string(list[last_other - 1]), "; a REDUCE_TIED waits for the "
+                            to_string(list[last_other - 1]),
+                            "; a REDUCE_TIED waits for the "
                             "other copies, so it must follow all of its rank's other actions"),
              {{r, i}, {r, last_other - 1}});
       }
@@ -344,12 +350,13 @@ void check_tied_reductions(const Schedule& schedule) {
                             " appears twice; a rank sums a stage's tied copies once"),
              {{r, at->second}, {r, i}});
       }
-      const auto [known, new_stage] = group_of.emplace(a.stage, std::make_pair(a.microbatch, std::make_pair(r, i)));
+      const auto [known, new_stage] =
+          group_of.emplace(a.stage, std::make_pair(a.microbatch, std::make_pair(r, i)));
       if (!new_stage && known->second.first != a.microbatch) {
         fail(schedule,
-             detail::concat("stage ", a.stage, " is in tie group ", known->second.first, " on rank ",
-                            known->second.second.first, " but in group ", a.microbatch, " on rank ", r,
-                            "; every copy of a stage belongs to one group"),
+             detail::concat("stage ", a.stage, " is in tie group ", known->second.first,
+                            " on rank ", known->second.second.first, " but in group ", a.microbatch,
+                            " on rank ", r, "; every copy of a stage belongs to one group"),
              {known->second.second, {r, i}});
       }
     }
@@ -370,12 +377,14 @@ std::string order_error(int r, const Action& a, const Action& needs, const Place
   if (holders.size() > 1) {
     std::string ranks;
     for (size_t i = 0; i < holders.size(); ++i) {
-      ranks += (i == 0 ? "" : i + 1 == holders.size() ? " and " : ", ") +
+      ranks += (i == 0                    ? ""
+                : i + 1 == holders.size() ? " and "
+                                          : ", ") +
                std::to_string(holders[i]);
     }
-    message += detail::concat(", later on rank ", r, "; stage ", needs.stage,
-                              " is placed on ranks ", ranks, ", micro-batch ", needs.microbatch,
-                              " on rank ", r);
+    message +=
+        detail::concat(", later on rank ", r, "; stage ", needs.stage, " is placed on ranks ",
+                       ranks, ", micro-batch ", needs.microbatch, " on rank ", r);
   }
   return message + ")";
 }
@@ -396,7 +405,8 @@ void validate(const Schedule& schedule) {
     // drain hold every pairing of a step's carried actions with the next's.
     if (schedule.has_grad_reductions() || schedule.has_tied_reductions() || schedule.forward_only) {
       fail(schedule,
-           "a schedule without a flush (carries) has no REDUCE_GRAD or REDUCE_TIED and is not forward-only",
+           "a schedule without a flush (carries) has no REDUCE_GRAD or REDUCE_TIED and is not "
+           "forward-only",
            {});
     }
     validate(unroll(schedule, 3));
@@ -423,9 +433,9 @@ void validate(const Schedule& schedule) {
     if (walked.next[r] == schedule.actions[r].size()) continue;
     const Action& a = schedule.actions[r][walked.next[r]];
     if (marks.size() < kNamedWaits) {
-      cycle += detail::concat(cycle.empty() ? "" : "; ", "rank ", r, " waits at ", to_string(a),
-                              " for ", to_string(walked.waits[r].needs), " on rank ",
-                              walked.waits[r].rank);
+      cycle +=
+          detail::concat(cycle.empty() ? "" : "; ", "rank ", r, " waits at ", to_string(a), " for ",
+                         to_string(walked.waits[r].needs), " on rank ", walked.waits[r].rank);
     }
     marks.push_back({r, walked.next[r]});
   }

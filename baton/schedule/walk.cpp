@@ -46,8 +46,7 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
         if (s == 0) return true;
         const int prev = placement.rank_of(s - 1, mb);
         if (prev != rank && lowered) {
-          return progress.at(ActionKind::RECV_F, s, mb) ? true
-                                                         : need(ActionKind::RECV_F, s, rank);
+          return progress.at(ActionKind::RECV_F, s, mb) ? true : need(ActionKind::RECV_F, s, rank);
         }
         if (!progress.at(ActionKind::F, s - 1, mb)) return need(ActionKind::F, s - 1, prev);
         if (prev != rank) producer = prev;
@@ -59,8 +58,7 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
         if (s == S - 1) return true;
         const int next = placement.rank_of(s + 1, mb);
         if (next != rank && lowered) {
-          return progress.at(ActionKind::RECV_B, s, mb) ? true
-                                                         : need(ActionKind::RECV_B, s, rank);
+          return progress.at(ActionKind::RECV_B, s, mb) ? true : need(ActionKind::RECV_B, s, rank);
         }
         if (!progress.input_backward_done(s + 1, mb)) {
           const bool split = progress.at(ActionKind::I, s, mb) || a.kind == ActionKind::I;
@@ -77,13 +75,15 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
         return progress.input_backward_done(s, mb) ? true : need(ActionKind::I, s, rank);
       case ActionKind::RECV_F: {
         producer = s > 0 ? placement.rank_of(s - 1, mb) : -1;
-        return progress.at(ActionKind::SEND_F, s - 1, mb) ? true
-                                                          : need(ActionKind::SEND_F, s - 1, producer);
+        return progress.at(ActionKind::SEND_F, s - 1, mb)
+                   ? true
+                   : need(ActionKind::SEND_F, s - 1, producer);
       }
       case ActionKind::RECV_B: {
         producer = s + 1 < S ? placement.rank_of(s + 1, mb) : -1;
-        return progress.at(ActionKind::SEND_B, s + 1, mb) ? true
-                                                          : need(ActionKind::SEND_B, s + 1, producer);
+        return progress.at(ActionKind::SEND_B, s + 1, mb)
+                   ? true
+                   : need(ActionKind::SEND_B, s + 1, producer);
       }
       // Rank-local: the validator checks statically that it follows the
       // stage's backwards on its rank; every dp replica runs the same list.

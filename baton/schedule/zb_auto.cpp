@@ -20,8 +20,8 @@
 // zb-h2 at 2p - 1) are candidates too. Every candidate is timed with the same
 // costs (time_order below), and the one whose last action (the W included)
 // ends earliest wins; of equal ones, the one whose longest rank span (first
-// start to last end: the step time once steps overlap) is shortest. Without an ILP it can miss the paper's optimum, but it
-// is never slower than 1F1B, ZB-H1 or ZB-H2 within its memory (tests check
+// start to last end: the step time once steps overlap) is shortest. Without an ILP it can miss the
+// paper's optimum, but it is never slower than 1F1B, ZB-H1 or ZB-H2 within its memory (tests check
 // this, and that the simulator agrees with time_order to the last digit).
 #include <algorithm>
 #include <limits>
@@ -37,7 +37,8 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 
 // One event-driven play with in-flight limit `limit` on every rank: the
 // order each rank ran its actions in.
-std::vector<std::vector<Action>> play(int p, int m, const ZbAutoCosts& c, int limit, bool strict_fill) {
+std::vector<std::vector<Action>> play(int p, int m, const ZbAutoCosts& c, int limit,
+                                      bool strict_fill) {
   // End times per (stage, micro-batch); kNever until played.
   std::vector<std::vector<double>> f_end(p, std::vector<double>(m, kNever));
   std::vector<std::vector<double>> i_end(p, std::vector<double>(m, kNever));
@@ -125,7 +126,8 @@ struct Timing {
 // under costs `c`: each action starts when its rank is free and its inputs
 // are there (another rank's output `c.comm` after it ends). Infinity if the
 // orders deadlock.
-Timing time_order(const std::vector<std::vector<Action>>& orders, int p, int m, const ZbAutoCosts& c) {
+Timing time_order(const std::vector<std::vector<Action>>& orders, int p, int m,
+                  const ZbAutoCosts& c) {
   std::vector<std::vector<double>> f_end(p, std::vector<double>(m, kNever));
   std::vector<std::vector<double>> i_end(p, std::vector<double>(m, kNever));
   std::vector<size_t> next(p, 0);
@@ -188,9 +190,12 @@ Winner search(const GeneratorOptions& options) {
   BATON_CHECK(c.f > 0 && c.i > 0 && c.w >= 0 && c.comm >= 0 && c.f < kNever && c.i < kNever &&
                   c.w < kNever && c.comm < kNever,
               "[schedule.zb-auto] costs must be finite with F > 0, I > 0, W >= 0 and "
-              "communication >= 0; got F=", c.f, " I=", c.i, " W=", c.w, " comm=", c.comm);
-  BATON_CHECK(c.memory_limit >= 0, "[schedule.zb-auto] memory limit must be >= 1 micro-batch "
-              "(0: p, 1F1B's), got ", c.memory_limit);
+              "communication >= 0; got F=",
+              c.f, " I=", c.i, " W=", c.w, " comm=", c.comm);
+  BATON_CHECK(c.memory_limit >= 0,
+              "[schedule.zb-auto] memory limit must be >= 1 micro-batch "
+              "(0: p, 1F1B's), got ",
+              c.memory_limit);
   const int limit = c.memory_limit > 0 ? c.memory_limit : p;
   Winner best;
   auto consider = [&](std::vector<std::vector<Action>> actions) {

@@ -15,8 +15,10 @@ namespace baton::schedule {
 Schedule zb_h2(const GeneratorOptions& options) {
   detail::check_options("zb-h2", options, 1);
   const int p = options.ranks, m = options.microbatches;
-  BATON_CHECK(m >= 2 * p, "[schedule.zb-h2] needs m >= 2p micro-batches to fill its warm-up "
-              "(use zb-h1 for fewer), got m=", m, ", p=", p);
+  BATON_CHECK(m >= 2 * p,
+              "[schedule.zb-h2] needs m >= 2p micro-batches to fill its warm-up "
+              "(use zb-h1 for fewer), got m=",
+              m, ", p=", p);
   Schedule s = detail::empty_schedule("zb-h2", options, p, StageMap::Loop);
   detail::GreedyPlan plan;
   plan.ranks = p;

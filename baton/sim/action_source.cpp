@@ -71,8 +71,9 @@ class WarmupSteadyDrain : public ActionSource {
   long warmup(int r) const {
     if (name_ == "gpipe") return total_;
     if (name_ == "1f1b") return std::min(ranks_ - r - 1, microbatches_);
-    return microbatches_ == ranks_ ? total_
-                                   : std::min<long>(total_, (ranks_ - r - 1) * 2 + (v_ - 1) * group_);
+    return microbatches_ == ranks_
+               ? total_
+               : std::min<long>(total_, (ranks_ - r - 1) * 2 + (v_ - 1) * group_);
   }
   // Chunk-micro-batch k: micro-batch (k / round) * g + k % g, chunk (k % round) / g.
   Action forward(int r, long k) const {
@@ -139,16 +140,16 @@ std::unique_ptr<ActionSource> closed_form_source(const std::string& name,
     const int rounds = std::max(1, m / p);
     BATON_CHECK(m % rounds == 0, "[schedule.interleaved] micro-batches m=", m, " with pp=", p,
                 ": interleaved 1F1B runs micro-batches in equal groups of at least p (Megatron: "
-                "groups of p), and ", m, " does not split into ", m, " / ", p, " = ", rounds,
-                " equal groups; use a multiple of pp (try m=", (m / p + 1) * p, ") or of ",
-                rounds);
+                "groups of p), and ",
+                m, " does not split into ", m, " / ", p, " = ", rounds,
+                " equal groups; use a multiple of pp (try m=", (m / p + 1) * p, ") or of ", rounds);
     group = m / rounds;
   } else {
     d::check_options(name.c_str(), options, 1);
   }
   const size_t cells = static_cast<size_t>(p) * v * m;
-  BATON_CHECK(cells <= kMaxStreamCells, "[sim.stream] ", name, " with pp=", p, ", m=", m,
-              " and ", p * v, " stages has ", cells,
+  BATON_CHECK(cells <= kMaxStreamCells, "[sim.stream] ", name, " with pp=", p, ", m=", m, " and ",
+              p * v, " stages has ", cells,
               " (stage, micro-batch) pairs, more than the simulator's limit of ", kMaxStreamCells);
   return std::make_unique<WarmupSteadyDrain>(name, options, v, group);
 }

@@ -30,8 +30,10 @@ double tp_comm_time(int tp, double layers, double activation_bytes, const Link& 
 CostModel uniform_cost_model(const schedule::Schedule& schedule, double tf, double tb, double tw,
                              double comm) {
   auto time = [](double t) { return std::isfinite(t) && t >= 0; };
-  BATON_CHECK(time(tf) && time(tb) && time(tw), "[sim.costs] times must be finite and "
-              "non-negative (tf=", tf, ", tb=", tb, ", tw=", tw, ")");
+  BATON_CHECK(time(tf) && time(tb) && time(tw),
+              "[sim.costs] times must be finite and "
+              "non-negative (tf=",
+              tf, ", tb=", tb, ", tw=", tw, ")");
   BATON_CHECK(tw <= tb, "[sim.costs] the weight-gradient time tw=", tw,
               " is part of the backward time tb=", tb, ", so it cannot exceed it");
   BATON_CHECK(time(comm), "[sim.costs] communication time must be finite and non-negative, got ",

@@ -25,12 +25,12 @@
 namespace baton::sim {
 
 struct StageCost {
-  double forward = 1;          // F time for one micro-batch
-  double input_backward = 1;   // I time; a full B costs input_backward + weight_backward
-  double weight_backward = 1;  // W time
+  double forward = 1;             // F time for one micro-batch
+  double input_backward = 1;      // I time; a full B costs input_backward + weight_backward
+  double weight_backward = 1;     // W time
   double activation_bytes = 1;    // held from F until its B or I
   double weight_stash_bytes = 0;  // of those, held on from I until W (inputs W needs)
-  double boundary_bytes = 0;      // output activation sent to the next stage (and its gradient back)
+  double boundary_bytes = 0;  // output activation sent to the next stage (and its gradient back)
   double parameter_bytes = 0;
   // Gradient buckets in reduction order (bucket 0 first: the last layers'),
   // in bytes; empty means one bucket of parameter_bytes.
@@ -41,7 +41,9 @@ struct StageCost {
   // stage's when it is replicated) that its REDUCE_TIED exchanges.
   double tied_bytes = 0;
 
-  int bucket_count() const { return bucket_bytes.empty() ? 1 : static_cast<int>(bucket_bytes.size()); }
+  int bucket_count() const {
+    return bucket_bytes.empty() ? 1 : static_cast<int>(bucket_bytes.size());
+  }
   double bucket(int k) const { return bucket_bytes.empty() ? parameter_bytes : bucket_bytes[k]; }
 };
 
@@ -61,14 +63,14 @@ double ring_allreduce_time(int group_size, double bytes, const Link& link);
 double tp_comm_time(int tp, double layers, double activation_bytes, const Link& link);
 
 struct CostModel {
-  std::vector<StageCost> stages;  // one per stage of the schedule
-  double comm_latency = 0;        // time from a producing action's end to its output's arrival
-  double comm_bytes_per_time = 0; // link bandwidth; 0 means infinite
-  int dp = 1;                     // the data-parallel group REDUCE_GRAD reduces over
+  std::vector<StageCost> stages;   // one per stage of the schedule
+  double comm_latency = 0;         // time from a producing action's end to its output's arrival
+  double comm_bytes_per_time = 0;  // link bandwidth; 0 means infinite
+  int dp = 1;                      // the data-parallel group REDUCE_GRAD reduces over
   Link dp_link;
-  int tp = 1;                     // tensor-parallel ranks per stage
+  int tp = 1;  // tensor-parallel ranks per stage
   Link tp_link;
-  bool scatter_gather = false;    // see the header comment; only with tp > 1 and boundary bytes
+  bool scatter_gather = false;  // see the header comment; only with tp > 1 and boundary bytes
 
   // Time to move the boundary between stage `stage` and `stage + 1` (with
   // scatter/gather: its slice over the pipeline link, then the tp gather).

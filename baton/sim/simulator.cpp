@@ -23,10 +23,12 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
   auto fine = [](double x) { return std::isfinite(x) && x >= 0; };
   BATON_CHECK(fine(costs.comm_latency) && fine(costs.comm_bytes_per_time),
               "[sim.costs] communication latency and bandwidth must be finite and non-negative "
-              "(latency=", costs.comm_latency, ", bytes per time=", costs.comm_bytes_per_time, ")");
+              "(latency=",
+              costs.comm_latency, ", bytes per time=", costs.comm_bytes_per_time, ")");
   BATON_CHECK(costs.dp >= 1 && fine(costs.dp_link.latency) && fine(costs.dp_link.bytes_per_time),
               "[sim.costs] the data-parallel group needs dp >= 1 and a finite, non-negative "
-              "latency and bandwidth (dp=", costs.dp, ", latency=", costs.dp_link.latency,
+              "latency and bandwidth (dp=",
+              costs.dp, ", latency=", costs.dp_link.latency,
               ", bytes per time=", costs.dp_link.bytes_per_time, ")");
   for (size_t s = 0; s < costs.stages.size(); ++s) {
     const StageCost& c = costs.stages[s];
@@ -35,10 +37,10 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
                     fine(c.boundary_bytes) && fine(c.parameter_bytes) && fine(c.tp_comm) &&
                     fine(c.tied_bytes),
                 "[sim.costs] stage ", s, ": costs must be finite and non-negative (F=", c.forward,
-                ", I=", c.input_backward, ", W=", c.weight_backward, ", activation bytes=",
-                c.activation_bytes, ", stash bytes=", c.weight_stash_bytes, ", boundary bytes=",
-                c.boundary_bytes, ", parameter bytes=", c.parameter_bytes, ", tp comm=",
-                c.tp_comm, ", tied bytes=", c.tied_bytes, ")");
+                ", I=", c.input_backward, ", W=", c.weight_backward,
+                ", activation bytes=", c.activation_bytes, ", stash bytes=", c.weight_stash_bytes,
+                ", boundary bytes=", c.boundary_bytes, ", parameter bytes=", c.parameter_bytes,
+                ", tp comm=", c.tp_comm, ", tied bytes=", c.tied_bytes, ")");
     for (size_t k = 0; k < c.bucket_bytes.size(); ++k) {
       BATON_CHECK(fine(c.bucket_bytes[k]), "[sim.costs] stage ", s, " bucket ", k,
                   ": bytes must be finite and non-negative, got ", c.bucket_bytes[k]);
@@ -111,8 +113,12 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
     const int s = a.stage, mb = a.microbatch;
     const StageCost& cost = costs.stages[s];
     switch (a.kind) {
-      case ActionKind::SEND_F: sent_forward[cell(s, mb)] = free_at[r]; return;
-      case ActionKind::SEND_B: sent_backward[cell(s, mb)] = free_at[r]; return;
+      case ActionKind::SEND_F:
+        sent_forward[cell(s, mb)] = free_at[r];
+        return;
+      case ActionKind::SEND_B:
+        sent_backward[cell(s, mb)] = free_at[r];
+        return;
       case ActionKind::RECV_F:
         free_at[r] = std::max(free_at[r], sent_forward[cell(s - 1, mb)] + costs.comm_time(s - 1));
         return;
@@ -136,17 +142,20 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
         tied.push_back({r, index, std::max(free_at[r], comm_free[r])});
         return;
       }
-      default: break;
+      default:
+        break;
     }
     double start = free_at[r];
     double duration = 0;
     if (a.kind == ActionKind::F) {
-      if (producer >= 0) start = std::max(start, forward_end[cell(s - 1, mb)] + costs.comm_time(s - 1));
+      if (producer >= 0)
+        start = std::max(start, forward_end[cell(s - 1, mb)] + costs.comm_time(s - 1));
       duration = cost.forward + cost.tp_comm;
     } else if (a.kind == ActionKind::W) {
       duration = cost.weight_backward;
     } else {
-      if (producer >= 0) start = std::max(start, backward_end[cell(s + 1, mb)] + costs.comm_time(s));
+      if (producer >= 0)
+        start = std::max(start, backward_end[cell(s + 1, mb)] + costs.comm_time(s));
       duration = (a.kind == ActionKind::B ? costs.backward(s) : cost.input_backward) + cost.tp_comm;
     }
     const double end = start + duration;
@@ -193,9 +202,10 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
 
 double steady_step(const schedule::Schedule& schedule, const CostModel& costs,
                    const schedule::Placement& placement, std::vector<double> ends) {
-  return detail::settle_steady_step(std::move(ends), schedule.action_count(), [&](const std::vector<double>& e) {
-    return run_step(schedule, costs, placement, e, nullptr, nullptr);
-  });
+  return detail::settle_steady_step(
+      std::move(ends), schedule.action_count(), [&](const std::vector<double>& e) {
+        return run_step(schedule, costs, placement, e, nullptr, nullptr);
+      });
 }
 
 // A window without a flush (Schedule::carries): its one step from an empty
@@ -209,8 +219,8 @@ Result simulate_carried(const schedule::Schedule& window, const CostModel& costs
   auto makespan = [&](int steps) {
     const schedule::Schedule unrolled = schedule::unroll(window, steps);
     const schedule::Placement placement(unrolled);
-    const auto ends = run_step(unrolled, costs, placement,
-                               std::vector<double>(unrolled.ranks, 0), nullptr, nullptr);
+    const auto ends = run_step(unrolled, costs, placement, std::vector<double>(unrolled.ranks, 0),
+                               nullptr, nullptr);
     return *std::max_element(ends.begin(), ends.end());
   };
   result.stats.steady_step = (makespan(2 + n) - makespan(2)) / n;
@@ -221,17 +231,17 @@ Result simulate_carried(const schedule::Schedule& window, const CostModel& costs
 
 Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
   if (schedule.carries) return simulate_carried(schedule, costs);
-  BATON_CHECK(static_cast<int>(costs.stages.size()) == schedule.stages, "[sim.simulate] cost model has ",
-              costs.stages.size(), " stages but schedule \"", printable(schedule.name), "\" has ",
-              schedule.stages);
+  BATON_CHECK(static_cast<int>(costs.stages.size()) == schedule.stages,
+              "[sim.simulate] cost model has ", costs.stages.size(), " stages but schedule \"",
+              printable(schedule.name), "\" has ", schedule.stages);
   check_costs(schedule, costs);
   const int p = schedule.ranks, m = schedule.microbatches;
   const schedule::Placement placement(schedule);
 
   Result result;
   result.timeline.ranks = p;
-  result.timeline.title = schedule.name + " p=" + std::to_string(p) +
-                          " m=" + std::to_string(m) + " (simulated)";
+  result.timeline.title =
+      schedule.name + " p=" + std::to_string(p) + " m=" + std::to_string(m) + " (simulated)";
   Stats& stats = result.stats;
   stats.peak_inflight.assign(p, 0);
   stats.peak_activation_bytes.assign(p, 0);
@@ -239,7 +249,8 @@ Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
   stats.reduce_grad.assign(p, 0);
   stats.exposed_reduction.assign(p, 0);
   for (int r = 0; r < p; ++r)
-    for (int s : placement.stages_of_rank(r)) stats.parameter_bytes[r] += costs.stages[s].parameter_bytes;
+    for (int s : placement.stages_of_rank(r))
+      stats.parameter_bytes[r] += costs.stages[s].parameter_bytes;
 
   std::vector<double> first_start(p, -1);
   const std::vector<double> free_at =
@@ -250,7 +261,8 @@ Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
   stats.bubble_fraction = trace::bubble_fraction(result.timeline);
   stats.idle_within_span.assign(p, 0);
   for (int r = 0; r < p; ++r) {
-    if (first_start[r] >= 0) stats.idle_within_span[r] = free_at[r] - first_start[r] - stats.busy[r];
+    if (first_start[r] >= 0)
+      stats.idle_within_span[r] = free_at[r] - first_start[r] - stats.busy[r];
   }
   stats.steady_step = steady_step(schedule, costs, placement, free_at);
   return result;

@@ -21,7 +21,7 @@
 namespace baton::sim {
 
 struct Stats {
-  double makespan = 0;         // time the last action ends; the step starts at 0
+  double makespan = 0;  // time the last action ends; the step starts at 0
   // Time per step in the steady state of steps run back to back, each rank
   // starting step i + 1 as soon as its own part of step i is done (no barrier
   // between steps; a step's data do not depend on the previous step's other

@@ -23,7 +23,8 @@ void check_costs(const ActionSource& source, const CostModel& costs, size_t acti
   auto fine = [](double x) { return std::isfinite(x) && x >= 0; };
   BATON_CHECK(fine(costs.comm_latency) && fine(costs.comm_bytes_per_time),
               "[sim.costs] communication latency and bandwidth must be finite and non-negative "
-              "(latency=", costs.comm_latency, ", bytes per time=", costs.comm_bytes_per_time, ")");
+              "(latency=",
+              costs.comm_latency, ", bytes per time=", costs.comm_bytes_per_time, ")");
   double transfer = 0, time = 0, bytes = 0;
   const double m = source.microbatches();
   for (size_t s = 0; s < costs.stages.size(); ++s) {
@@ -32,18 +33,19 @@ void check_costs(const ActionSource& source, const CostModel& costs, size_t acti
                     fine(c.activation_bytes) && fine(c.weight_stash_bytes) &&
                     fine(c.boundary_bytes) && fine(c.parameter_bytes),
                 "[sim.costs] stage ", s, ": costs must be finite and non-negative (F=", c.forward,
-                ", I=", c.input_backward, ", W=", c.weight_backward, ", activation bytes=",
-                c.activation_bytes, ", stash bytes=", c.weight_stash_bytes, ", boundary bytes=",
-                c.boundary_bytes, ", parameter bytes=", c.parameter_bytes, ")");
-    if (s + 1 < costs.stages.size()) transfer = std::max(transfer, costs.comm_time(static_cast<int>(s)));
+                ", I=", c.input_backward, ", W=", c.weight_backward,
+                ", activation bytes=", c.activation_bytes, ", stash bytes=", c.weight_stash_bytes,
+                ", boundary bytes=", c.boundary_bytes, ", parameter bytes=", c.parameter_bytes,
+                ")");
+    if (s + 1 < costs.stages.size())
+      transfer = std::max(transfer, costs.comm_time(static_cast<int>(s)));
     time += m * (c.forward + c.input_backward + c.weight_backward);
     bytes += m * c.activation_bytes + c.parameter_bytes;
   }
   time += transfer * static_cast<double>(actions);
   BATON_CHECK(time <= kMaxTotalCost, "[sim.costs] schedule \"", printable(source.name()),
-              "\": the times of its ", actions,
-              " actions and their transfers add up to ", time, ", more than the limit of ",
-              kMaxTotalCost, "; use smaller costs");
+              "\": the times of its ", actions, " actions and their transfers add up to ", time,
+              ", more than the limit of ", kMaxTotalCost, "; use smaller costs");
   BATON_CHECK(bytes <= kMaxTotalCost, "[sim.costs] schedule \"", printable(source.name()),
               "\": its activation and parameter bytes add up to ", bytes,
               ", more than the limit of ", kMaxTotalCost);
@@ -170,9 +172,9 @@ class Stepper {
 }  // namespace
 
 Stats simulate_stats(const ActionSource& source, const CostModel& costs) {
-  BATON_CHECK(static_cast<int>(costs.stages.size()) == source.stages(), "[sim.simulate] cost model has ",
-              costs.stages.size(), " stages but schedule \"", printable(source.name()), "\" has ",
-              source.stages());
+  BATON_CHECK(static_cast<int>(costs.stages.size()) == source.stages(),
+              "[sim.simulate] cost model has ", costs.stages.size(), " stages but schedule \"",
+              printable(source.name()), "\" has ", source.stages());
   const size_t lowered_actions = source.lowered_action_count();
   check_costs(source, costs, lowered_actions);
   const int p = source.ranks();
@@ -194,13 +196,13 @@ Stats simulate_stats(const ActionSource& source, const CostModel& costs) {
   std::vector<double> ends = stepper.run(std::vector<double>(p, 0), &stats);
   double busy = 0;
   for (double b : stats.busy) busy += b;
-  stats.bubble_fraction =
-      stats.makespan > 0 && p > 0 ? 1.0 - busy / (p * stats.makespan) : 0;
+  stats.bubble_fraction = stats.makespan > 0 && p > 0 ? 1.0 - busy / (p * stats.makespan) : 0;
 
   // As steady_step() in simulator.cpp, with as many steps for the same
   // lowered schedule, so both report the same figure.
   stats.steady_step = detail::settle_steady_step(
-      std::move(ends), lowered_actions, [&](const std::vector<double>& e) { return stepper.run(e, nullptr); });
+      std::move(ends), lowered_actions,
+      [&](const std::vector<double>& e) { return stepper.run(e, nullptr); });
   return stats;
 }
 

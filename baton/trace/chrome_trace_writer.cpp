@@ -26,23 +26,38 @@ std::string to_chrome_trace(const Timeline& timeline) {
   const bool with_stage = detail::several_stages_per_rank(timeline);
 
   nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 0},
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", 0},
                     {"args", {{"name", timeline.title.empty() ? "baton" : timeline.title}}}});
   std::vector<char> reduces(timeline.ranks, 0);
   for (const Event& e : timeline.events)
     if (schedule::is_reduction(e.kind)) reduces[e.rank] = 1;
   const bool any_reduction = std::find(reduces.begin(), reduces.end(), 1) != reduces.end();
   for (int r = 0; r < timeline.ranks; ++r) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", r},
                       {"args", {{"name", "rank " + std::to_string(r)}}}});
     // Without a sort index Perfetto orders tracks by name: "rank 10" before "rank 2".
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", r},
                       {"args", {{"sort_index", any_reduction ? 2 * r : r}}}});
     if (!reduces[r]) continue;
     const int tid = timeline.ranks + r;
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", tid},
                       {"args", {{"name", "rank " + std::to_string(r) + " dp"}}}});
-    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", tid},
+    events.push_back({{"name", "thread_sort_index"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", tid},
                       {"args", {{"sort_index", 2 * r + 1}}}});
   }
   for (const Event& e : timeline.events) {
@@ -57,18 +72,18 @@ std::string to_chrome_trace(const Timeline& timeline) {
                       {"args",
                        {{"stage", e.stage},
                         {e.kind == schedule::ActionKind::REDUCE_TIED ? "group"
-                         : schedule::is_reduction(e.kind)              ? "bucket"
-                                                                       : "microbatch",
+                         : schedule::is_reduction(e.kind)            ? "bucket"
+                                                                     : "microbatch",
                          e.microbatch},
                         {"kind", kind}}}});
   }
-  nlohmann::json trace = {{"traceEvents", std::move(events)},
-                          {"displayTimeUnit", "ms"},
-                          {"otherData",
-                           {{"title", timeline.title},
-                            {"time_unit", timeline.time_unit.empty() ? "cost-model units (as ms)"
-                                                                     : timeline.time_unit},
-                            {"bubble_fraction", bubble_fraction(timeline)}}}};
+  nlohmann::json trace = {
+      {"traceEvents", std::move(events)},
+      {"displayTimeUnit", "ms"},
+      {"otherData",
+       {{"title", timeline.title},
+        {"time_unit", timeline.time_unit.empty() ? "cost-model units (as ms)" : timeline.time_unit},
+        {"bubble_fraction", bubble_fraction(timeline)}}}};
   return trace.dump() + "\n";
 }
 

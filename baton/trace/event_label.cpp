@@ -23,15 +23,14 @@ std::string event_label(const Event& event, bool with_stage) {
 }
 
 void check_events(const Timeline& timeline, const char* where) {
-  BATON_CHECK(timeline.ranks >= 0, "[", where, "] ranks must be at least 0, got ",
-              timeline.ranks);
+  BATON_CHECK(timeline.ranks >= 0, "[", where, "] ranks must be at least 0, got ", timeline.ranks);
   for (const Event& e : timeline.events) {
     const std::string name = std::to_string(e.stage) + std::string(schedule::to_string(e.kind)) +
                              std::to_string(e.microbatch);
     BATON_CHECK(e.rank >= 0 && e.rank < timeline.ranks, "[", where, "] event ", name,
                 " is on rank ", e.rank, " but the timeline has ", timeline.ranks, " ranks");
-    BATON_CHECK(e.start >= 0 && e.end >= e.start, "[", where, "] event ", name, " on rank ",
-                e.rank, " runs from ", e.start, " to ", e.end,
+    BATON_CHECK(e.start >= 0 && e.end >= e.start, "[", where, "] event ", name, " on rank ", e.rank,
+                " runs from ", e.start, " to ", e.end,
                 "; it must start at or after 0 and end at or after its start");
   }
 }

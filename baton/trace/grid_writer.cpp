@@ -16,7 +16,9 @@ constexpr double kMaxColumns = 1000;
 // The grid draws compute, and gradient reductions on a row of their own: a
 // measured send or receive overlaps the compute around it and would shift
 // every later cell of its rank.
-bool drawn(const Event& e) { return schedule::is_compute(e.kind) && e.end > e.start; }
+bool drawn(const Event& e) {
+  return schedule::is_compute(e.kind) && e.end > e.start;
+}
 
 // "R0": REDUCE_GRAD of bucket 0 ("1R0" with the stage); "T0": REDUCE_TIED of
 // tie group 0. Kept short so that the columns stay as narrow as the compute
@@ -35,7 +37,9 @@ double shortest_duration(const Timeline& timeline) {
   return std::isinf(shortest) ? 0 : shortest;
 }
 
-long to_cells(double time, double column) { return std::lround(time / column); }
+long to_cells(double time, double column) {
+  return std::lround(time / column);
+}
 
 }  // namespace
 
@@ -58,8 +62,7 @@ std::string to_grid(const Timeline& timeline) {
     if (!drawn(e) && !reduction) continue;
     std::vector<std::string>& row = cells[2 * static_cast<size_t>(e.rank) + reduction];
     const size_t first = std::max<size_t>(column > 0 ? to_cells(e.start, column) : 0, row.size());
-    const size_t count =
-        column > 0 ? std::max<long>(1, to_cells(e.end - e.start, column)) : 1;
+    const size_t count = column > 0 ? std::max<long>(1, to_cells(e.end - e.start, column)) : 1;
     const std::string label =
         reduction ? reduction_label(e, with_stage) : detail::event_label(e, with_stage);
     cell_width = std::max(cell_width, label.size());

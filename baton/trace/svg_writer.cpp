@@ -14,17 +14,17 @@ namespace {
 
 using schedule::ActionKind;
 
-constexpr double kLeft = 72;         // room for "rank 12"
+constexpr double kLeft = 72;  // room for "rank 12"
 constexpr double kRight = 28;
-constexpr double kTop = 48;          // the title
+constexpr double kTop = 48;  // the title
 constexpr double kRowHeight = 30;
 constexpr double kRowGap = 6;
-constexpr double kAxisHeight = 42;   // ticks, their labels, the axis name
+constexpr double kAxisHeight = 42;  // ticks, their labels, the axis name
 constexpr double kLegendHeight = 34;
 constexpr double kShortestBoxPx = 26;  // wide enough for "31" in 11px bold
 constexpr double kMinPlotPx = 480;
 constexpr double kMaxPlotPx = 2400;
-constexpr double kDigitPx = 6.6;     // rough advance of an 11px bold digit
+constexpr double kDigitPx = 6.6;  // rough advance of an 11px bold digit
 constexpr double kTickPx = 90;
 
 // Coordinates with at most two decimals, without trailing zeros.
@@ -41,12 +41,23 @@ std::string escape_xml(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -79,7 +90,9 @@ std::string legend_name(ActionKind kind) {
 }
 
 // A swatch, its name in 12px text, and a gap before the next entry.
-double legend_entry_width(const std::string& name) { return 20 + name.size() * 6.8 + 22; }
+double legend_entry_width(const std::string& name) {
+  return 20 + name.size() * 6.8 + 22;
+}
 
 double legend_width(const std::set<ActionKind>& kinds) {
   double width = 0;
@@ -98,9 +111,8 @@ struct Layout {
 
 void write_lanes_and_axis(std::ostream& out, const Timeline& timeline, const Layout& at) {
   for (int r = 0; r < timeline.ranks; ++r) {
-    out << "<rect class=\"lane\" x=\"" << num(kLeft) << "\" y=\"" << num(at.y(r))
-        << "\" width=\"" << num(at.plot_px) << "\" height=\"" << num(kRowHeight)
-        << "\" fill=\"#f2f2f2\"/>\n";
+    out << "<rect class=\"lane\" x=\"" << num(kLeft) << "\" y=\"" << num(at.y(r)) << "\" width=\""
+        << num(at.plot_px) << "\" height=\"" << num(kRowHeight) << "\" fill=\"#f2f2f2\"/>\n";
     out << "<text x=\"" << num(kLeft - 10) << "\" y=\"" << num(at.y(r) + kRowHeight / 2 + 4)
         << "\" font-size=\"12\" text-anchor=\"end\" fill=\"#333333\">rank " << r << "</text>\n";
   }
@@ -119,8 +131,8 @@ void write_lanes_and_axis(std::ostream& out, const Timeline& timeline, const Lay
   out << "<line x1=\"" << num(kLeft) << "\" y1=\"" << num(axis_y) << "\" x2=\""
       << num(at.x(at.span)) << "\" y2=\"" << num(axis_y) << "\" stroke=\"#666666\"/>\n";
   const std::string unit = timeline.time_unit.empty() ? "cost-model units" : timeline.time_unit;
-  out << "<text x=\"" << num(kLeft + at.plot_px / 2) << "\" y=\"" << num(axis_y + 34)
-      << "\">time (" << escape_xml(unit) << ")</text>\n</g>\n";
+  out << "<text x=\"" << num(kLeft + at.plot_px / 2) << "\" y=\"" << num(axis_y + 34) << "\">time ("
+      << escape_xml(unit) << ")</text>\n</g>\n";
 }
 
 // A compute event fills its lane's height, with its micro-batch number (and
@@ -135,8 +147,8 @@ void write_event(std::ostream& out, const Event& e, const Layout& at) {
   const bool reduction = schedule::is_reduction(e.kind);
   const double h = compute ? kRowHeight : reduction ? kRowHeight / 4 : kRowHeight / 5;
   const double y = reduction ? at.y(e.rank) : at.y(e.rank) + kRowHeight - h;
-  out << "<rect class=\"event\" x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\""
-      << num(w) << "\" height=\"" << num(h) << "\" fill=\"" << style.fill
+  out << "<rect class=\"event\" x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(w)
+      << "\" height=\"" << num(h) << "\" fill=\"" << style.fill
       << "\" stroke=\"#ffffff\" stroke-width=\"" << (compute ? 1 : 0.5) << "\"><title>rank "
       << e.rank << ": " << detail::event_label(e, true) << " from " << e.start << " to " << e.end
       << "</title></rect>\n";
@@ -145,8 +157,8 @@ void write_event(std::ostream& out, const Event& e, const Layout& at) {
   const std::string stage = "s" + std::to_string(e.stage);
   const bool show_stage = at.with_stage && w >= stage.size() * 5 + 2;
   out << "<text x=\"" << num(x + w / 2) << "\" y=\"" << num(y + (show_stage ? 14 : 19))
-      << "\" font-size=\"11\" font-weight=\"bold\" text-anchor=\"middle\" fill=\""
-      << style.text << "\">" << number << "</text>\n";
+      << "\" font-size=\"11\" font-weight=\"bold\" text-anchor=\"middle\" fill=\"" << style.text
+      << "\">" << number << "</text>\n";
   if (show_stage) {
     out << "<text x=\"" << num(x + w / 2) << "\" y=\"" << num(y + 25)
         << "\" font-size=\"8\" text-anchor=\"middle\" fill=\"" << style.text << "\">" << stage

@@ -19,8 +19,8 @@ struct Event {
 };
 
 struct Timeline {
-  std::string title;       // e.g. "1f1b p=4 m=8 (simulated)"
-  std::string time_unit;   // "ms" for measured timelines, "" for cost-model units
+  std::string title;      // e.g. "1f1b p=4 m=8 (simulated)"
+  std::string time_unit;  // "ms" for measured timelines, "" for cost-model units
   int ranks = 0;
   std::vector<Event> events;  // any order
 };

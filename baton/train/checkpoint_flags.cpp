@@ -14,8 +14,9 @@ using nlohmann::json;
 
 // The keys that fix the model's layers and shapes: a checkpoint must agree on all.
 json model_keys(const TrainConfig& c) {
-  return {{"model", c.model},   {"layers", c.layers},           {"hidden", c.hidden},
-          {"heads", c.heads},   {"context", c.context},         {"in_features", c.in_features},
+  return {{"model", c.model},     {"layers", c.layers},
+          {"hidden", c.hidden},   {"heads", c.heads},
+          {"context", c.context}, {"in_features", c.in_features},
           {"classes", c.classes}, {"tie_embeddings", c.tie_embeddings}};
 }
 
@@ -63,9 +64,9 @@ void check_resume(const TrainConfig& c) {
                 flag_of(key), " ", was.is_null() ? "(none)" : was.dump(), " but this run has ",
                 flag_of(key), " ", value.dump(), "; the model must be the same");
   }
-  BATON_CHECK(saved.value("optimizer", "") == c.optimizer, "[train] --resume ", c.resume, ": ", path,
-              " holds the state of optimizer ", saved.value("optimizer", "?"), " but this run has --optimizer ",
-              c.optimizer);
+  BATON_CHECK(saved.value("optimizer", "") == c.optimizer, "[train] --resume ", c.resume, ": ",
+              path, " holds the state of optimizer ", saved.value("optimizer", "?"),
+              " but this run has --optimizer ", c.optimizer);
   const int64_t step = manifest["step"].get<int64_t>();
   BATON_CHECK(c.steps <= 0 || step < c.steps, "[train] --resume ", c.resume, " is at step ", step,
               ", not below --steps ", c.steps, " (the total); raise --steps to train further");
@@ -87,13 +88,14 @@ SaveOptions save_options(const TrainConfig& c) {
   options.protect.push_back(c.resume);
   const json manifest = checkpoint::read_manifest(c.resume);
   if (!checkpoint::is_step_manifest(manifest)) {
-    options.protect.push_back((fs::path(c.resume) / manifest["folder"].get<std::string>()).string());
+    options.protect.push_back(
+        (fs::path(c.resume) / manifest["folder"].get<std::string>()).string());
   }
   return options;
 }
 
-int64_t resume_if_asked(const TrainConfig& c, Pipeline& pipeline, torch::optim::Optimizer& optimizer,
-                        int64_t total) {
+int64_t resume_if_asked(const TrainConfig& c, Pipeline& pipeline,
+                        torch::optim::Optimizer& optimizer, int64_t total) {
   if (c.resume.empty()) return 0;
   const json extra = pipeline.load(c.resume, &optimizer);
   const int64_t step = pipeline.steps();
@@ -111,9 +113,11 @@ void save_if_due(const TrainConfig& c, const Pipeline& pipeline, torch::optim::O
   if (c.save.empty()) return;
   const bool due = done == total || (c.save_every > 0 && done % c.save_every == 0);
   if (!due) return;
-  const json extra{{"config", config_json(c)},
-                   {"lr_schedule", {{"kind", c.lr_schedule}, {"lr", c.lr}, {"step", done}, {"total_steps", total}}},
-                   {"data", {{"next_batch", done}, {"batch", c.batch}, {"seed", c.seed}}}};
+  const json extra{
+      {"config", config_json(c)},
+      {"lr_schedule",
+       {{"kind", c.lr_schedule}, {"lr", c.lr}, {"step", done}, {"total_steps", total}}},
+      {"data", {{"next_batch", done}, {"batch", c.batch}, {"seed", c.seed}}}};
   pipeline.save(c.save, &optimizer, extra, options);
 }
 

@@ -32,12 +32,13 @@ SaveOptions save_options(const TrainConfig& config);
 
 // With --resume, restores the pipeline and optimizer and returns the step to
 // continue from (collective-free); 0 without it.
-int64_t resume_if_asked(const TrainConfig& config, Pipeline& pipeline, torch::optim::Optimizer& optimizer,
-                        int64_t total_steps);
+int64_t resume_if_asked(const TrainConfig& config, Pipeline& pipeline,
+                        torch::optim::Optimizer& optimizer, int64_t total_steps);
 
 // After `steps_done` steps: saves into --save when --save-every divides it or
 // it is the last step (a collective).
-void save_if_due(const TrainConfig& config, const Pipeline& pipeline, torch::optim::Optimizer& optimizer,
-                 int64_t steps_done, int64_t total_steps, const SaveOptions& options);
+void save_if_due(const TrainConfig& config, const Pipeline& pipeline,
+                 torch::optim::Optimizer& optimizer, int64_t steps_done, int64_t total_steps,
+                 const SaveOptions& options);
 
 }  // namespace baton::train

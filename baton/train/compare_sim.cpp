@@ -45,11 +45,12 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
   }
   const sim::Result predicted = sim::simulate(schedule, costs);
   const double measured_ms = trace::makespan(measured);
-  std::printf("compare-sim: link %.1f us + %.2f GB/s; measured step %.2f ms, simulated %.2f ms "
-              "(efficiency %.1f%%); bubble measured %.1f%%, simulated %.1f%%\n",
-              link.latency_ms * 1000, link.bytes_per_ms / 1e6, measured_ms,
-              predicted.stats.makespan, 100.0 * predicted.stats.makespan / std::max(1e-9, measured_ms),
-              100.0 * trace::bubble_fraction(measured), 100.0 * predicted.stats.bubble_fraction);
+  std::printf(
+      "compare-sim: link %.1f us + %.2f GB/s; measured step %.2f ms, simulated %.2f ms "
+      "(efficiency %.1f%%); bubble measured %.1f%%, simulated %.1f%%\n",
+      link.latency_ms * 1000, link.bytes_per_ms / 1e6, measured_ms, predicted.stats.makespan,
+      100.0 * predicted.stats.makespan / std::max(1e-9, measured_ms),
+      100.0 * trace::bubble_fraction(measured), 100.0 * predicted.stats.bubble_fraction);
   std::printf(
       "compare-sim: simulated steady step %.2f ms (steps back to back without a barrier), "
       "makespan %.2f ms\n",
@@ -71,13 +72,15 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
     }
   }
   if (worst != nullptr) {
-    std::printf("compare-sim: largest start deviation %+.3f ms at rank %d %s (measured %.3f ms)\n",
-                worst_deviation, worst->rank,
-                schedule::to_string(schedule::Action{worst->kind, worst->stage, worst->microbatch}).c_str(),
-                worst->start);
+    std::printf(
+        "compare-sim: largest start deviation %+.3f ms at rank %d %s (measured %.3f ms)\n",
+        worst_deviation, worst->rank,
+        schedule::to_string(schedule::Action{worst->kind, worst->stage, worst->microbatch}).c_str(),
+        worst->start);
   }
   std::printf("compare-sim: peak activation bytes on rank %d: measured %.0f, simulated %.0f\n",
-              rank_of_peak, measured_peak_bytes, predicted.stats.peak_activation_bytes[rank_of_peak]);
+              rank_of_peak, measured_peak_bytes,
+              predicted.stats.peak_activation_bytes[rank_of_peak]);
 }
 
 }  // namespace baton::train

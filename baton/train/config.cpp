@@ -32,7 +32,8 @@ std::function<void(const toml::node&, TrainConfig&)> field(
       auto v = node.value<std::string>();
       BATON_CHECK(v.has_value(), "key \"", key, "\" must be a string");
       // An empty name is a mistake (an unset variable), never "not given".
-      BATON_CHECK(!v->empty(), "key \"", key, "\" is an empty string; give a value or leave the "
+      BATON_CHECK(!v->empty(), "key \"", key,
+                  "\" is an empty string; give a value or leave the "
                   "key out");
       config.*member = *v;
     } else if constexpr (std::is_same_v<T, bool>) {
@@ -159,9 +160,9 @@ int available_cores() {
 
 void load_toml(const std::string& path, TrainConfig& config,
                std::vector<std::string>* deprecations) {
-  load_toml_text(read_input_file("[train.config] --config", path, kMaxConfigBytes,
-                                 "; name a TOML file"),
-                 path, config, deprecations);
+  load_toml_text(
+      read_input_file("[train.config] --config", path, kMaxConfigBytes, "; name a TOML file"), path,
+      config, deprecations);
 }
 
 void load_toml_text(std::string_view text, const std::string& name, TrainConfig& config,
@@ -202,29 +203,35 @@ void check_config(const TrainConfig& c) {
   positive("pp", c.pp);
   positive("dp", c.dp);
   positive("tp", c.tp);
-  BATON_CHECK(c.tp == 1 || c.model == "gpt", "[train.config] --tp ", c.tp, " splits the gpt model's "
-              "Transformer blocks; model ", c.model, " has none (use --tp 1)");
-  BATON_CHECK(c.tp == 1 || c.heads % c.tp == 0, "[train.config] --tp ", c.tp, " must divide --heads ",
-              c.heads, " (each tensor-parallel rank computes heads / tp attention heads)");
+  BATON_CHECK(c.tp == 1 || c.model == "gpt", "[train.config] --tp ", c.tp,
+              " splits the gpt model's "
+              "Transformer blocks; model ",
+              c.model, " has none (use --tp 1)");
+  BATON_CHECK(c.tp == 1 || c.heads % c.tp == 0, "[train.config] --tp ", c.tp,
+              " must divide --heads ", c.heads,
+              " (each tensor-parallel rank computes heads / tp attention heads)");
   BATON_CHECK(c.tp == 1 || !c.compare_sim, "[train.config] --compare-sim with tp=", c.tp,
               " is not supported yet (it compares one pipeline of whole layers); use --tp 1");
   BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0 && c.bucket_mb <= kMaxBucketMb,
-              "[train.config] bucket-mb must be above 0 and at most ", kMaxBucketMb,
-              " MiB, got ", c.bucket_mb);
-  BATON_CHECK(c.keep_last >= 1, "[train.config] keep_last must be at least 1 (the newest save), "
-              "got ", c.keep_last);
+              "[train.config] bucket-mb must be above 0 and at most ", kMaxBucketMb, " MiB, got ",
+              c.bucket_mb);
+  BATON_CHECK(c.keep_last >= 1,
+              "[train.config] keep_last must be at least 1 (the newest save), "
+              "got ",
+              c.keep_last);
   positive("microbatches", c.microbatches);
   positive("batch", c.batch);
   positive("layers", c.layers);
   positive("hidden", c.hidden);
   positive("log_every", c.log_every);
   BATON_CHECK(c.steps >= 0 && c.epochs >= 0, "[train.config] steps and epochs must be >= 0");
-  BATON_CHECK(std::isfinite(c.lr) && c.lr > 0, "[train.config] lr must be a finite positive number, got ",
-              c.lr);
+  BATON_CHECK(std::isfinite(c.lr) && c.lr > 0,
+              "[train.config] lr must be a finite positive number, got ", c.lr);
   // Below 1 ms the timeout rounds to 0, which c10d reads as "its default".
-  BATON_CHECK(std::isfinite(c.timeout_s) && c.timeout_s >= 0.001 && c.timeout_s <= kMaxTimeoutSeconds,
-              "[train.config] timeout must be between 0.001 and ", kMaxTimeoutSeconds,
-              " seconds (one week), got ", c.timeout_s);
+  BATON_CHECK(
+      std::isfinite(c.timeout_s) && c.timeout_s >= 0.001 && c.timeout_s <= kMaxTimeoutSeconds,
+      "[train.config] timeout must be between 0.001 and ", kMaxTimeoutSeconds,
+      " seconds (one week), got ", c.timeout_s);
   BATON_CHECK(c.threads >= 0, "[train.config] threads must be >= 0, got ", c.threads);
   const int cores = available_cores();
   BATON_CHECK(c.threads <= cores, "[train.config] threads must be at most the ", cores,
@@ -235,18 +242,21 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.device == "cpu" || c.device == "cuda", "[train.config] unknown device \"",
               printable(c.device), "\" (expected cpu or cuda)");
   BATON_CHECK(c.save_every >= 0, "[train.config] save_every must be >= 1, got ", c.save_every);
-  BATON_CHECK(c.zero == 0 || c.zero == 1, "[train.config] zero must be 0 or 1 (ZeRO stage 1 shards the "
-              "optimizer state over the dp replicas), got ", c.zero);
+  BATON_CHECK(c.zero == 0 || c.zero == 1,
+              "[train.config] zero must be 0 or 1 (ZeRO stage 1 shards the "
+              "optimizer state over the dp replicas), got ",
+              c.zero);
   BATON_CHECK(c.save_every == 0 || !c.save.empty(), "[train.config] --save-every ", c.save_every,
               " needs --save DIR to say where");
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,
               " samples cannot make ", c.microbatches, " micro-batches; use a batch of at least ",
               c.microbatches, " or fewer micro-batches");
   BATON_CHECK(c.batch % c.dp == 0, "[train.config] batch of ", c.batch,
-              " samples does not split evenly over dp=", c.dp, " replicas; use a multiple of ", c.dp);
+              " samples does not split evenly over dp=", c.dp, " replicas; use a multiple of ",
+              c.dp);
   BATON_CHECK(c.batch / c.dp >= c.microbatches, "[train.config] dp=", c.dp, " leaves each replica ",
-              c.batch / c.dp, " of the batch's ", c.batch, " samples, fewer than its ", c.microbatches,
-              " micro-batches; use a batch of at least ", c.dp * c.microbatches,
+              c.batch / c.dp, " of the batch's ", c.batch, " samples, fewer than its ",
+              c.microbatches, " micro-batches; use a batch of at least ", c.dp * c.microbatches,
               ", a smaller --dp or fewer micro-batches");
   BATON_CHECK(c.dp == 1 || !c.compare_sim, "[train.config] --compare-sim with dp=", c.dp,
               " is not supported yet (it compares one pipeline); use --dp 1");

@@ -25,24 +25,24 @@ inline constexpr int kMaxBucketMb = 1 << 20;
 
 struct TrainConfig {
   // Model
-  std::string model = "mlp";  // mlp | cnn | gpt
-  int layers = 8;             // mlp: Linear layers; gpt: transformer blocks
-  int hidden = 256;           // mlp, gpt
-  int heads = 4;              // gpt
-  int context = 64;           // gpt: tokens per sample
+  std::string model = "mlp";    // mlp | cnn | gpt
+  int layers = 8;               // mlp: Linear layers; gpt: transformer blocks
+  int hidden = 256;             // mlp, gpt
+  int heads = 4;                // gpt
+  int context = 64;             // gpt: tokens per sample
   bool tie_embeddings = false;  // gpt: the LM head's weight is the token embedding's
-  int in_features = 64;       // mlp (synthetic data)
-  int classes = 10;           // mlp (synthetic data)
-  std::string text;           // gpt corpus; empty: /usr/share/common-licenses/GPL-3
-  std::string data_dir;       // cnn: Fashion-MNIST .gz folder; empty: the Debian package's
-  std::string cache_dir;      // cache root, a folder per data_dir in it; empty: ~/.cache/baton
+  int in_features = 64;         // mlp (synthetic data)
+  int classes = 10;             // mlp (synthetic data)
+  std::string text;             // gpt corpus; empty: /usr/share/common-licenses/GPL-3
+  std::string data_dir;         // cnn: Fashion-MNIST .gz folder; empty: the Debian package's
+  std::string cache_dir;        // cache root, a folder per data_dir in it; empty: ~/.cache/baton
   // Pipeline, data and tensor parallelism: dp * pp * tp ranks
   int pp = 2;
-  int dp = 1;              // replicas of the pipeline; batch is the global batch over them
-  double bucket_mb = 25;   // dp gradient buckets, MiB (DDP's bucket_cap_mb)
+  int dp = 1;                       // replicas of the pipeline; batch is the global batch over them
+  double bucket_mb = 25;            // dp gradient buckets, MiB (DDP's bucket_cap_mb)
   bool overlap_grad_reduce = true;  // REDUCE_GRAD right after each bucket's last backward
-  int zero = 0;            // ZeRO stage: 1 shards the optimizer state over dp (PipelineOptions::zero)
-  int tp = 1;              // tensor-parallel ranks per stage (gpt only; PipelineOptions::tp)
+  int zero = 0;  // ZeRO stage: 1 shards the optimizer state over dp (PipelineOptions::zero)
+  int tp = 1;    // tensor-parallel ranks per stage (gpt only; PipelineOptions::tp)
   bool tp_scatter_gather = true;  // Megatron's scatter/gather of boundary activations over tp
   std::string schedule = "1f1b";
   int virtual_stages = 0;  // 0: the schedule's default (given values must be >= 1)
@@ -63,22 +63,22 @@ struct TrainConfig {
   std::string optimizer = "adam";
   uint64_t seed = 1;
   // Processes
-  int threads = 0;          // intra-op threads per rank; 0: cores / local ranks
-  double timeout_s = 300;   // every wait between ranks, at most kMaxTimeoutSeconds
+  int threads = 0;                 // intra-op threads per rank; 0: cores / local ranks
+  double timeout_s = 300;          // every wait between ranks, at most kMaxTimeoutSeconds
   std::string transport = "auto";  // point-to-point: auto | shm | gloo (comm::TransportKind)
   std::string device = "cpu";      // cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL between them)
   // Output
-  std::string metrics;      // JSON lines file
-  std::string trace;        // Chrome trace of the last step's measured timeline
-  std::string svg;          // SVG of the last step's measured timeline
-  bool compare_sim = false; // print measured vs simulated step time
-  std::string profile_out;  // write the layers' profile (JSON) and exit without training
-  int log_every = 1;        // progress line every N steps
+  std::string metrics;       // JSON lines file
+  std::string trace;         // Chrome trace of the last step's measured timeline
+  std::string svg;           // SVG of the last step's measured timeline
+  bool compare_sim = false;  // print measured vs simulated step time
+  std::string profile_out;   // write the layers' profile (JSON) and exit without training
+  int log_every = 1;         // progress line every N steps
   // Checkpoints (baton/pipeline/checkpoint.h)
-  std::string save;         // folder to save into at the end (and every save_every steps)
-  int save_every = 0;       // 0: only at the end; needs save
-  std::string resume;       // folder of a checkpoint to continue from (up to steps in all)
-  int keep_last = 2;        // saves kept in `save` (SaveOptions::keep_last), at least 1
+  std::string save;    // folder to save into at the end (and every save_every steps)
+  int save_every = 0;  // 0: only at the end; needs save
+  std::string resume;  // folder of a checkpoint to continue from (up to steps in all)
+  int keep_last = 2;   // saves kept in `save` (SaveOptions::keep_last), at least 1
   // The TOML file the config was read from (empty: none): an input that no
   // output may overwrite.
   std::string config_file;

@@ -25,7 +25,9 @@ class ExampleSource : public DataSource {
     return {b.inputs, b.targets};
   }
   int64_t steps_per_epoch() const override { return batches_.size(); }
-  std::pair<torch::Tensor, torch::Tensor> test_set() override { return {test_.inputs, test_.targets}; }
+  std::pair<torch::Tensor, torch::Tensor> test_set() override {
+    return {test_.inputs, test_.targets};
+  }
 
  private:
   data::Batches batches_;

@@ -21,11 +21,9 @@ double test_accuracy(Pipeline& pipeline, DataSource& data, const TrainConfig& c)
       correct += logits.argmax(-1).cpu().eq(labels[mb]).sum().item<double>();
     }
   }
-  if (comm::Communicator* comm = pipeline.communicator()) {
-    std::vector<torch::Tensor> t{torch::tensor({correct}, torch::kFloat64)};
-    comm->all_reduce_sum(t, "the test accuracy sum");
-    correct = t[0].item<double>();
-  }
+  std::vector<torch::Tensor> t{torch::tensor({correct}, torch::kFloat64)};
+  pipeline.communicator().all_reduce_sum(t, "the test accuracy sum");
+  correct = t[0].item<double>();
   // Each of the dp replicas evaluated the whole test set, on each of its tp ranks.
   return correct / (static_cast<double>(n) * c.dp * c.tp);
 }

@@ -44,35 +44,43 @@ RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters
   m.optimizer_bytes = optimizer_state_bytes(optimizer);
   m.peak_activation_bytes = peak_activation_bytes;
   struct rusage usage {};
-  if (getrusage(RUSAGE_SELF, &usage) == 0) m.peak_rss_bytes = usage.ru_maxrss * 1024.0;  // KiB on Linux
+  if (getrusage(RUSAGE_SELF, &usage) == 0)
+    m.peak_rss_bytes = usage.ru_maxrss * 1024.0;  // KiB on Linux
   return m;
 }
 
-std::vector<RankMemory> gather_memory(comm::Communicator* comm, const RankMemory& local) {
-  if (comm == nullptr) return {local};
-  const int world = comm->world_size();
+std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory& local) {
+  if (comm.world_size() == 1) return {local};
+  const int world = comm.world_size();
   std::vector<torch::Tensor> table{torch::zeros({world, kFields}, torch::kFloat64)};
-  const double values[kFields] = {local.parameter_bytes, local.gradient_bytes, local.optimizer_bytes,
-                                  local.peak_activation_bytes, local.peak_rss_bytes,
-                                  static_cast<double>(local.weight_versions)};
+  const double values[kFields] = {
+      local.parameter_bytes, local.gradient_bytes,
+      local.optimizer_bytes, local.peak_activation_bytes,
+      local.peak_rss_bytes,  static_cast<double>(local.weight_versions)};
   for (int i = 0; i < kFields; ++i) table[0][local.rank][i] = values[i];
-  comm->all_reduce_sum(table, "the memory report gather");
+  comm.all_reduce_sum(table, "the memory report gather");
   std::vector<RankMemory> out(world);
   for (int r = 0; r < world; ++r) {
     auto row = table[0][r];
-    out[r] = RankMemory{r, row[0].item<double>(), row[1].item<double>(), row[2].item<double>(),
-                        row[3].item<double>(), row[4].item<double>(),
+    out[r] = RankMemory{r,
+                        row[0].item<double>(),
+                        row[1].item<double>(),
+                        row[2].item<double>(),
+                        row[3].item<double>(),
+                        row[4].item<double>(),
                         static_cast<int>(row[5].item<double>())};
   }
   return out;
 }
 
 std::string format_memory(const RankMemory& m) {
-  const std::string versions =
-      m.weight_versions > 1 ? detail::concat(", weight versions ", m.weight_versions) : std::string();
-  return detail::concat("rank ", m.rank, ": parameters ", format_bytes(m.parameter_bytes), versions, ", gradients ",
-                        format_bytes(m.gradient_bytes), ", optimizer ", format_bytes(m.optimizer_bytes),
-                        ", peak activations ", format_bytes(m.peak_activation_bytes), ", peak RSS ",
+  const std::string versions = m.weight_versions > 1
+                                   ? detail::concat(", weight versions ", m.weight_versions)
+                                   : std::string();
+  return detail::concat("rank ", m.rank, ": parameters ", format_bytes(m.parameter_bytes), versions,
+                        ", gradients ", format_bytes(m.gradient_bytes), ", optimizer ",
+                        format_bytes(m.optimizer_bytes), ", peak activations ",
+                        format_bytes(m.peak_activation_bytes), ", peak RSS ",
                         format_bytes(m.peak_rss_bytes));
 }
 

@@ -34,8 +34,8 @@ RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters
                           torch::optim::Optimizer& optimizer, double peak_activation_bytes,
                           int weight_versions = 1);
 
-// Collective: every rank's figures, by rank (comm may be null for one rank).
-std::vector<RankMemory> gather_memory(comm::Communicator* comm, const RankMemory& local);
+// Collective: every rank's figures, by rank.
+std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory& local);
 
 // "rank 0: parameters 270.34 kB, gradients 270.34 kB, optimizer 540.67 kB,
 // peak activations 1.20 MB, peak RSS 310.42 MB" (decimal units; with more

@@ -42,7 +42,8 @@ double optimizer_state_bytes(torch::optim::Optimizer& optimizer) {
   for (auto& entry : optimizer.state()) {
     torch::optim::OptimizerParamState* state = entry.second.get();
     if (auto* adam = dynamic_cast<torch::optim::AdamParamState*>(state)) {
-      bytes += bytes_of(adam->exp_avg()) + bytes_of(adam->exp_avg_sq()) + bytes_of(adam->max_exp_avg_sq());
+      bytes += bytes_of(adam->exp_avg()) + bytes_of(adam->exp_avg_sq()) +
+               bytes_of(adam->max_exp_avg_sq());
     } else if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(state)) {
       bytes += bytes_of(adamw->exp_avg()) + bytes_of(adamw->exp_avg_sq()) +
                bytes_of(adamw->max_exp_avg_sq());

@@ -31,7 +31,8 @@ double optimizer_seconds_per_byte(const TrainConfig& c, double bytes) {
   for (int k = 0; k <= kRepeats; ++k) {
     const auto start = std::chrono::steady_clock::now();
     optimizer->step();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (k > 0) seconds.push_back(s);  // the first allocates the state
   }
   std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
@@ -57,7 +58,8 @@ void write_profile(const TrainConfig& c) {
   const std::unique_ptr<DataSource> data = make_data_source(c);
   const torch::Tensor sample =
       runtime::split_microbatches(data->batch(0).first, c.microbatches).front();
-  const std::vector<partition::LayerCost> costs = runtime::profile_layers(model, sample, c.seed, kRepeats);
+  const std::vector<partition::LayerCost> costs =
+      runtime::profile_layers(model, sample, c.seed, kRepeats);
   // Again at half the micro-batch, for the part of each time that does not scale with it.
   const int64_t b = sample.size(0), h = b / 2;
   std::vector<partition::LayerCost> half;
@@ -85,9 +87,14 @@ void write_profile(const TrainConfig& c) {
   }
   const nlohmann::json out = {
       {"baton_profile", 1},
-      {"model", {{"model", c.model}, {"layers", c.layers}, {"hidden", c.hidden},
-                 {"heads", c.heads}, {"context", c.context}, {"in_features", c.in_features},
-                 {"classes", c.classes}}},
+      {"model",
+       {{"model", c.model},
+        {"layers", c.layers},
+        {"hidden", c.hidden},
+        {"heads", c.heads},
+        {"context", c.context},
+        {"in_features", c.in_features},
+        {"classes", c.classes}}},
       {"microbatch", sample.size(0)},
       {"batch", c.batch},
       {"microbatches", c.microbatches},
@@ -97,9 +104,10 @@ void write_profile(const TrainConfig& c) {
       {"backward_split", "halved"},
       {"optimizer", c.optimizer},
       {"optimizer_s_per_parameter_byte", optimizer_seconds_per_byte(c, parameter_bytes)},
-      {"note", "times in seconds per micro-batch, medians; the whole backward was timed and "
-               "split evenly into input_backward_s and weight_backward_s; the *_fixed_s parts "
-               "do not scale with the micro-batch (fitted from a second profile at half of it)"},
+      {"note",
+       "times in seconds per micro-batch, medians; the whole backward was timed and "
+       "split evenly into input_backward_s and weight_backward_s; the *_fixed_s parts "
+       "do not scale with the micro-batch (fitted from a second profile at half of it)"},
       {"layers", layers}};
   std::ofstream file(c.profile_out);
   file << out.dump(1) << "\n";

@@ -22,7 +22,11 @@ std::string format_eta(double seconds) {
 }
 
 Progress::Progress(const TrainConfig& config, int64_t total_steps, bool leader, int64_t first_step)
-    : config_(config), total_(total_steps), first_(first_step), leader_(leader), started_(Clock::now()) {
+    : config_(config),
+      total_(total_steps),
+      first_(first_step),
+      leader_(leader),
+      started_(Clock::now()) {
   if (leader_ && !config_.metrics.empty()) {
     metrics_.open(config_.metrics);
     BATON_CHECK(metrics_.good(), "[train] cannot write metrics file \"", config_.metrics, "\"");
@@ -33,8 +37,8 @@ void Progress::write_line(const std::string& line) {
   if (!metrics_.is_open()) return;
   metrics_ << line << "\n";
   metrics_.flush();
-  BATON_CHECK(metrics_.good(), "[train] cannot write the metrics file \"", config_.metrics, "\": ",
-              std::strerror(errno));
+  BATON_CHECK(metrics_.good(), "[train] cannot write the metrics file \"", config_.metrics,
+              "\": ", std::strerror(errno));
 }
 
 void Progress::step_done(int64_t step, double loss, double step_s, double reduction_wait_ms) {
@@ -43,8 +47,9 @@ void Progress::step_done(int64_t step, double loss, double step_s, double reduct
   const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
   const double eta = elapsed / std::max<int64_t>(1, step + 1 - first_) * (total_ - step - 1);
   if ((step + 1) % config_.log_every == 0 || step + 1 == total_) {
-    std::printf("step %lld/%lld  loss %.4f  samples/s %.1f  ETA %s\n", static_cast<long long>(step + 1),
-                static_cast<long long>(total_), loss, samples_per_s, format_eta(eta).c_str());
+    std::printf("step %lld/%lld  loss %.4f  samples/s %.1f  ETA %s\n",
+                static_cast<long long>(step + 1), static_cast<long long>(total_), loss,
+                samples_per_s, format_eta(eta).c_str());
     flush_stdout("[train]");  // every progress line: a lost one stops the run
   }
   nlohmann::json line{{"step", step + 1},

@@ -14,13 +14,14 @@
 
 namespace baton::train {
 
-// Collective: every rank calls it. comm may be null for a single rank.
-trace::Timeline gather_timeline(comm::Communicator* comm, const std::vector<trace::Event>& events,
-                                double start_ms, int rank, int world_size, const std::string& title);
+// Collective: every rank of `comm` calls it.
+trace::Timeline gather_timeline(comm::Communicator& comm, const std::vector<trace::Event>& events,
+                                double start_ms, int rank, int world_size,
+                                const std::string& title);
 
 // Collective: per-stage values, each known on the ranks holding the stage
 // (replicas average).
-std::map<int, double> gather_stage_bytes(comm::Communicator* comm,
+std::map<int, double> gather_stage_bytes(comm::Communicator& comm,
                                          const std::map<int, double>& local, int stages);
 
 }  // namespace baton::train

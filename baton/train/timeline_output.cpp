@@ -14,12 +14,13 @@ namespace baton::train {
 void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm::P2pCost& link) {
   const schedule::Schedule& lowered = pipeline.schedule();
   const runtime::StepResult& last = pipeline.last_step();
-  comm::Communicator* comm = pipeline.communicator();
+  comm::Communicator& comm = pipeline.communicator();
   const trace::Timeline timeline =
       gather_timeline(comm, last.events, last.start_ms, pipeline.rank(), pipeline.world_size(),
-                      lowered.name + " p=" + std::to_string(c.pp) + " m=" + std::to_string(c.microbatches) +
-                          " (measured)");
-  const std::map<int, double> stage_bytes = gather_stage_bytes(comm, last.stage_activation_bytes, lowered.stages);
+                      lowered.name + " p=" + std::to_string(c.pp) +
+                          " m=" + std::to_string(c.microbatches) + " (measured)");
+  const std::map<int, double> stage_bytes =
+      gather_stage_bytes(comm, last.stage_activation_bytes, lowered.stages);
   const std::map<int, double> boundary_bytes =
       gather_stage_bytes(comm, last.stage_boundary_bytes, lowered.stages);
   if (pipeline.rank() != 0) return;

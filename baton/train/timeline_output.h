@@ -11,6 +11,7 @@ namespace baton::train {
 
 // Collective: every rank calls it after the last step. `link` is what
 // comm::measure_p2p_cost probed (used only with --compare-sim).
-void write_timelines(const TrainConfig& config, const Pipeline& pipeline, const comm::P2pCost& link);
+void write_timelines(const TrainConfig& config, const Pipeline& pipeline,
+                     const comm::P2pCost& link);
 
 }  // namespace baton::train

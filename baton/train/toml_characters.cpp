@@ -10,9 +10,13 @@ namespace {
 
 enum class Lexeme { kOutside, kBare, kComment, kBasic, kLiteral, kMultiBasic, kMultiLiteral };
 
-bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool is_space(unsigned char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
-bool is_ascii(char c) { return static_cast<unsigned char>(c) < 0x80; }
+bool is_ascii(char c) {
+  return static_cast<unsigned char>(c) < 0x80;
+}
 
 // What ends a bare value (a number, date or boolean) for toml++: anything
 // else, quotes and brackets included, is read as part of it.

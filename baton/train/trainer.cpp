@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "baton/comm/device_choice.h"
 #include "baton/comm/p2p_probe.h"
 #include "baton/core/error.h"
 #include "baton/core/output_files.h"
@@ -43,16 +42,21 @@ nn::ModelOptions model_options(const TrainConfig& c) {
   return options;
 }
 
-std::string model_name(const TrainConfig& c) { return c.model == "cnn" ? "fashion_cnn" : c.model; }
+std::string model_name(const TrainConfig& c) {
+  return c.model == "cnn" ? "fashion_cnn" : c.model;
+}
 
-nn::ModelSpec make_model(const TrainConfig& c) { return nn::make_model(model_name(c), model_options(c)); }
+nn::ModelSpec make_model(const TrainConfig& c) {
+  return nn::make_model(model_name(c), model_options(c));
+}
 
 // The ranks all live on this machine: their float parameters alone must fit.
 void check_parameter_memory(const TrainConfig& c) {
   const double bytes = nn::parameter_count(model_name(c), model_options(c)) * sizeof(float);
   const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   char text[160];
-  std::snprintf(text, sizeof text, "%.0f bytes of parameters, more than the %.0f bytes", bytes, memory);
+  std::snprintf(text, sizeof text, "%.0f bytes of parameters, more than the %.0f bytes", bytes,
+                memory);
   BATON_CHECK(memory <= 0 || bytes <= memory, "[train] model ", c.model, " needs ", text,
               " of memory on this machine; lower --hidden or --layers");
 }
@@ -95,13 +99,16 @@ void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule&
   if (!s.carries) return;
   const std::string which =
       c.schedule_file.empty() ? "--schedule " + c.schedule : "schedule " + schedule_label(c);
-  BATON_CHECK(c.dp == 1 && c.tp == 1, "[train.config] ", which, " has no flush between steps and runs "
-              "with --dp 1 --tp 1 only, got dp=", c.dp, " tp=", c.tp,
-              " (data parallelism reduces whole steps' gradients)");
-  BATON_CHECK(c.save.empty() && c.resume.empty(), "[train.config] ", which, " cannot --save or "
+  BATON_CHECK(c.dp == 1 && c.tp == 1, "[train.config] ", which,
+              " has no flush between steps and runs "
+              "with --dp 1 --tp 1 only, got dp=",
+              c.dp, " tp=", c.tp, " (data parallelism reduces whole steps' gradients)");
+  BATON_CHECK(c.save.empty() && c.resume.empty(), "[train.config] ", which,
+              " cannot --save or "
               "--resume: its weight versions and carried backwards are not checkpointed "
               "(use a schedule with a flush, e.g. 1f1b)");
-  BATON_CHECK(!c.tie_embeddings, "[train.config] ", which, " cannot --tie-embeddings: the tied "
+  BATON_CHECK(!c.tie_embeddings, "[train.config] ", which,
+              " cannot --tie-embeddings: the tied "
               "copies' gradients are summed where a step's gradients are whole, and it has no such "
               "point (use a schedule with a flush, e.g. 1f1b)");
   BATON_CHECK(!c.compare_sim, "[train.config] --compare-sim compares one flushed step; ", which,
@@ -114,8 +121,7 @@ bool balance_profiles(const std::string& method) {
 }
 
 // The façade's options for this configuration and rank.
-PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, DataSource& data) {
-  const comm::RankEnv env = ctx.rank_env();
+PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env, DataSource& data) {
   PipelineOptions options;
   options.schedule(c.schedule)
       .schedule_file(c.schedule_file)
@@ -126,7 +132,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
       .recompute(c.recompute)
       .timeout(std::chrono::milliseconds(static_cast<int64_t>(c.timeout_s * 1000)))
       .transport(c.transport)
-      .device(comm::device_for_local_rank(torch::Device(c.device), env.local_rank))
+      .device(torch::Device(c.device))  // "cuda": the Pipeline picks cuda:LOCAL_RANK
       .seed(c.seed)
       .pp(c.pp)
       .dp(c.dp)
@@ -146,7 +152,9 @@ PipelineOptions pipeline_options(const TrainConfig& c, const RankContext& ctx, D
 
 }  // namespace
 
-nn::ModelSpec model_spec(const TrainConfig& c) { return make_model(c); }
+nn::ModelSpec model_spec(const TrainConfig& c) {
+  return make_model(c);
+}
 
 void check_setup(const TrainConfig& c) {
   check_config(c);
@@ -163,22 +171,27 @@ void check_setup(const TrainConfig& c) {
   check_parameter_memory(c);
   check_output_paths(c);
   BATON_CHECK(c.device != "cuda" || torch::cuda::is_available(),
-              "[train.config] device cuda: this process sees no CUDA device (or LibTorch was built without CUDA)");
+              "[train.config] device cuda: this process sees no CUDA device (or LibTorch was built "
+              "without CUDA)");
   check_checkpoint_flags(c);
   runtime::parse_recompute(c.recompute);
   // Zero costs are enough to check a method's name or hand-written counts.
-  partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);
+  partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()),
+                     lowered.stages);
   check_data(c);
 }
 
-void train(const TrainConfig& c, const RankContext& ctx) {
+void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   check_config(c);
-  BATON_CHECK(ctx.world_size == c.dp * c.pp * c.tp, "[train] world size ", ctx.world_size,
-              " does not equal dp=", c.dp, " x pp=", c.pp, c.tp > 1 ? detail::concat(" x tp=", c.tp) : std::string(),
-              ": each process runs one tensor-parallel share of one pipeline rank of one replica (start ",
-              c.dp * c.pp * c.tp, " ranks, e.g. --nproc ", c.dp * c.pp * c.tp, ")");
+  BATON_CHECK(
+      ctx.world_size == c.dp * c.pp * c.tp, "[train] world size ", ctx.world_size,
+      " does not equal dp=", c.dp, " x pp=", c.pp,
+      c.tp > 1 ? detail::concat(" x tp=", c.tp) : std::string(),
+      ": each process runs one tensor-parallel share of one pipeline rank of one replica (start ",
+      c.dp * c.pp * c.tp, " ranks, e.g. --nproc ", c.dp * c.pp * c.tp, ")");
   const int cores = available_cores();
-  const int threads = c.threads > 0 ? c.threads : std::max(1, cores / std::max(1, ctx.local_world_size));
+  const int threads =
+      c.threads > 0 ? c.threads : std::max(1, cores / std::max(1, ctx.local_world_size));
   at::set_num_threads(threads);
   torch::manual_seed(c.seed);
   const bool leader = ctx.rank == 0;
@@ -187,30 +200,34 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   const nn::ModelSpec model = make_model(c);
   std::unique_ptr<DataSource> data = make_data_source(c);
   Pipeline pipeline(model, model.loss, pipeline_options(c, ctx, *data));
-  comm::Communicator* comm = pipeline.communicator();
-  // What a message costs, for the simulator to charge (collective).
-  const comm::P2pCost link = c.compare_sim && comm ? comm::measure_p2p_cost(*comm) : comm::P2pCost{};
+  comm::Communicator& comm = pipeline.communicator();
+  // What a message costs, for the simulator to charge (collective; nothing alone).
+  const comm::P2pCost link = c.compare_sim ? comm::measure_p2p_cost(comm) : comm::P2pCost{};
   auto optimizer = make_optimizer(c, pipeline.parameters());
   // pipedream and async update inside the step, after each micro-batch's backward.
   const bool updates_inside = pipeline.updates_inside_step();
   if (updates_inside) pipeline.set_optimizer(optimizer.get());
 
   const int64_t per_epoch = data->steps_per_epoch();
-  const int64_t total = c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
+  const int64_t total =
+      c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
   if (leader) {
     const std::string dp = (c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string()) +
                            (c.tp > 1 ? detail::concat("tp=", c.tp, ", ") : std::string()) +
                            (c.zero > 0 ? detail::concat("zero=", c.zero, ", ") : std::string());
-    std::printf("baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
-                "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
-                c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp, pipeline.schedule().stages,
-                c.microbatches, c.batch, c.balance.c_str(), pipeline.partition().to_string().c_str(),
-                c.recompute.c_str(), threads, static_cast<long long>(total));
+    std::printf(
+        "baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
+        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
+        c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp,
+        pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
+        pipeline.partition().to_string().c_str(), c.recompute.c_str(), threads,
+        static_cast<long long>(total));
     flush_stdout("[train]");
   }
   const int64_t first = resume_if_asked(c, pipeline, *optimizer, total);
   if (leader && first > 0) {
-    std::printf("baton train: resumed from %s at step %lld\n", c.resume.c_str(), static_cast<long long>(first));
+    std::printf("baton train: resumed from %s at step %lld\n", c.resume.c_str(),
+                static_cast<long long>(first));
     flush_stdout("[train]");
   }
   Progress progress(c, total, leader, first);
@@ -233,7 +250,8 @@ void train(const TrainConfig& c, const RankContext& ctx) {
                 " is ", loss, "; training diverged (lower --lr, now ", c.lr, ")");
     if (!updates_inside) optimizer->step();
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    peak_activation_bytes = std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
+    peak_activation_bytes =
+        std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
     weight_versions = std::max(weight_versions, pipeline.last_step().weight_versions);
     progress.step_done(step, loss, step_s, c.dp > 1 ? pipeline.last_step().reduction_wait_ms : -1);
     save_if_due(c, pipeline, *optimizer, step + 1, total, saving);
@@ -250,11 +268,11 @@ void train(const TrainConfig& c, const RankContext& ctx) {
   // the share its optimizer steps).
   std::vector<torch::Tensor> held;
   for (auto& [name, p] : pipeline.named_parameters()) held.push_back(p);
-  const std::vector<RankMemory> memory =
-      gather_memory(comm, measure_memory(ctx.rank, held, *optimizer, peak_activation_bytes, weight_versions));
+  const std::vector<RankMemory> memory = gather_memory(
+      comm, measure_memory(ctx.rank, held, *optimizer, peak_activation_bytes, weight_versions));
   progress.finish(loss, accuracy, memory);
   write_timelines(c, pipeline, link);
-  if (comm) comm->barrier("the end of training");
+  comm.barrier("the end of training");
 }
 
 }  // namespace baton::train

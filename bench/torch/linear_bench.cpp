@@ -28,7 +28,15 @@ void BM_FourLinearsForwardBackward(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK_TEMPLATE(BM_FourLinearsForwardBackward, torch::nn::Linear)
-    ->Arg(1)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond);
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_FourLinearsForwardBackward, baton::nn::Linear)
-    ->Arg(1)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond);
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(16)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -50,7 +50,8 @@ double baton_one_way_us(Communicator& comm, const at::Tensor& tensor) {
       at::Tensor got = comm.irecv(peer, ping).wait("ping");
       comm.isend(got, peer, pong).wait("pong");
     }
-    if (i >= 3) rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    if (i >= 3)
+      rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
   }
   return median_us(rtt) / 2;
 }
@@ -71,7 +72,8 @@ double raw_gloo_one_way_us(Communicator& comm, const at::Tensor& tensor) {
       backend.recv(in, peer, 11)->wait();
       backend.send(in, peer, 12)->wait();
     }
-    if (i >= 3) rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    if (i >= 3)
+      rtt.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
   }
   return median_us(rtt) / 2;
 }

@@ -28,7 +28,8 @@ int main() {
   model.loss = [](const torch::Tensor& output, const torch::Tensor& target) {
     return torch::nn::functional::cross_entropy(output, target);
   };
-  baton::Pipeline pipe(model, {}, baton::PipelineOptions().schedule("zb-h1").microbatches(4).seed(7));
+  baton::Pipeline pipe(model, {},
+                       baton::PipelineOptions().schedule("zb-h1").microbatches(4).seed(7));
   torch::optim::Adam adam(pipe.parameters(), torch::optim::AdamOptions(1e-2));
 
   torch::manual_seed(0);  // every rank draws the same batch
@@ -42,8 +43,9 @@ int main() {
     if (step == 0) first = last;
     if (pipe.rank() == 0 && step % 5 == 0) std::printf("step %2d  loss %.4f\n", step, last);
   }
-  if (pipe.rank() == 0) std::printf("rank 0 holds layers %d..%d; loss %.4f -> %.4f\n",
-                                    pipe.stage_layers().front().second.front(),
-                                    pipe.stage_layers().back().second.back(), first, last);
+  if (pipe.rank() == 0)
+    std::printf("rank 0 holds layers %d..%d; loss %.4f -> %.4f\n",
+                pipe.stage_layers().front().second.front(),
+                pipe.stage_layers().back().second.back(), first, last);
   return last < first ? 0 : 1;
 }

@@ -11,8 +11,9 @@ int main() {
   if (std::getenv("RANK") == nullptr) return baton::comm::launch_local(2, {"/proc/self/exe"});
 
   torch::manual_seed(0);  // every rank builds the same weights
-  torch::nn::Sequential model(torch::nn::Linear(16, 64), torch::nn::ReLU(), torch::nn::Linear(64, 64),
-                              torch::nn::ReLU(), torch::nn::Linear(64, 4));
+  torch::nn::Sequential model(torch::nn::Linear(16, 64), torch::nn::ReLU(),
+                              torch::nn::Linear(64, 64), torch::nn::ReLU(),
+                              torch::nn::Linear(64, 4));
   auto loss = [](const torch::Tensor& output, const torch::Tensor& target) {
     return torch::nn::functional::cross_entropy(output, target);
   };

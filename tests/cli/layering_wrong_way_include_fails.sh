@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The build's layering check (cmake/check_layering.cmake, run before
-# baton_base compiles) passes on this tree and fails, naming the file, on a
+# any module's library compiles) passes on this tree and fails, naming the file, on a
 # copy where a lower module includes an upper one, or a torch-free module
 # includes LibTorch.
 source "$(dirname "$0")/lib/common.sh"

@@ -44,16 +44,19 @@ class SendRecvDtypeTest
 
 TEST_P(SendRecvDtypeTest, TensorsOfEveryShapeArriveEqualWithoutStatingShapes) {
   const auto tensors = sample_tensors(std::get<0>(GetParam()));
-  run_local_group(2, kTimeout, [&](Communicator& comm) {
-    for (int i = 0; i < static_cast<int>(tensors.size()); ++i) {
-      const Tag tag{0, i, Direction::kForward};
-      if (comm.rank() == 0) {
-        comm.isend(tensors[static_cast<size_t>(i)], 1, tag).wait("send");
-      } else {
-        expect_same(comm.irecv(0, tag).wait("recv"), tensors[static_cast<size_t>(i)]);
-      }
-    }
-  }, std::get<1>(GetParam()));
+  run_local_group(
+      2, kTimeout,
+      [&](Communicator& comm) {
+        for (int i = 0; i < static_cast<int>(tensors.size()); ++i) {
+          const Tag tag{0, i, Direction::kForward};
+          if (comm.rank() == 0) {
+            comm.isend(tensors[static_cast<size_t>(i)], 1, tag).wait("send");
+          } else {
+            expect_same(comm.irecv(0, tag).wait("recv"), tensors[static_cast<size_t>(i)]);
+          }
+        }
+      },
+      std::get<1>(GetParam()));
 }
 
 std::string transport_name(const testing::TestParamInfo<TransportKind>& info) {
@@ -87,56 +90,63 @@ TEST_P(CommunicatorTest, ManyTagsInterleavedAndPostedOutOfOrderArriveAtTheirOwnR
       tags.push_back(Tag{stage, mb, Direction::kBackward});
     }
   }
-  run_local_group(3, kTimeout, [&](Communicator& comm) {
-    // Ranks 0 and 2 both send every tag to rank 1, which also sends every
-    // tag back to both of them; receives are posted and waited in orders
-    // that differ from the send order and from each other.
-    std::mt19937 rng(static_cast<unsigned>(comm.rank()));
-    std::vector<int> peers = comm.rank() == 1 ? std::vector<int>{0, 2} : std::vector<int>{1};
-    std::vector<std::pair<int, size_t>> recvs;
-    for (int peer : peers) {
-      for (size_t t = 0; t < tags.size(); ++t) recvs.emplace_back(peer, t);
-    }
-    std::shuffle(recvs.begin(), recvs.end(), rng);
-    std::vector<RecvHandle> handles;
-    for (const auto& [peer, t] : recvs) handles.push_back(comm.irecv(peer, tags[t]));
-    std::vector<SendHandle> sends;
-    for (int peer : peers) {
-      for (const Tag& tag : tags)
-        sends.push_back(comm.isend(tagged_tensor(comm.rank(), tag), peer, tag));
-    }
-    std::vector<size_t> order(recvs.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::shuffle(order.begin(), order.end(), rng);
-    for (size_t i : order) {
-      const auto& [peer, t] = recvs[i];
-      expect_same(handles[i].wait("recv " + to_string(tags[t])), tagged_tensor(peer, tags[t]));
-    }
-    for (auto& send : sends) send.wait("send");
-  }, GetParam());
+  run_local_group(
+      3, kTimeout,
+      [&](Communicator& comm) {
+        // Ranks 0 and 2 both send every tag to rank 1, which also sends every
+        // tag back to both of them; receives are posted and waited in orders
+        // that differ from the send order and from each other.
+        std::mt19937 rng(static_cast<unsigned>(comm.rank()));
+        std::vector<int> peers = comm.rank() == 1 ? std::vector<int>{0, 2} : std::vector<int>{1};
+        std::vector<std::pair<int, size_t>> recvs;
+        for (int peer : peers) {
+          for (size_t t = 0; t < tags.size(); ++t) recvs.emplace_back(peer, t);
+        }
+        std::shuffle(recvs.begin(), recvs.end(), rng);
+        std::vector<RecvHandle> handles;
+        for (const auto& [peer, t] : recvs) handles.push_back(comm.irecv(peer, tags[t]));
+        std::vector<SendHandle> sends;
+        for (int peer : peers) {
+          for (const Tag& tag : tags)
+            sends.push_back(comm.isend(tagged_tensor(comm.rank(), tag), peer, tag));
+        }
+        std::vector<size_t> order(recvs.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::shuffle(order.begin(), order.end(), rng);
+        for (size_t i : order) {
+          const auto& [peer, t] = recvs[i];
+          expect_same(handles[i].wait("recv " + to_string(tags[t])), tagged_tensor(peer, tags[t]));
+        }
+        for (auto& send : sends) send.wait("send");
+      },
+      GetParam());
 }
 
 TEST_P(CommunicatorTest, InTheSteadyStateASendCompletesBeforeTheReceiverCallsWait) {
   std::atomic<bool> sent{false};
-  run_local_group(2, kTimeout, [&](Communicator& comm) {
-    const Tag tag{1, 2, Direction::kForward};
-    // The first message of a tag tells the receiver its size.
-    if (comm.rank() == 0) {
-      comm.isend(torch::zeros({1000}), 1, tag).wait("send");
-    } else {
-      comm.irecv(0, tag).wait("recv");
-    }
-    if (comm.rank() == 0) {
-      comm.isend(torch::ones({1000}), 1, tag).wait("send");
-      sent = true;
-    } else {
-      RecvHandle recv = comm.irecv(0, tag);
-      const auto deadline = std::chrono::steady_clock::now() + 3s;
-      while (!sent && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-      EXPECT_TRUE(sent) << "the send waited for the receiver's wait()";
-      expect_same(recv.wait("recv"), torch::ones({1000}));
-    }
-  }, GetParam());
+  run_local_group(
+      2, kTimeout,
+      [&](Communicator& comm) {
+        const Tag tag{1, 2, Direction::kForward};
+        // The first message of a tag tells the receiver its size.
+        if (comm.rank() == 0) {
+          comm.isend(torch::zeros({1000}), 1, tag).wait("send");
+        } else {
+          comm.irecv(0, tag).wait("recv");
+        }
+        if (comm.rank() == 0) {
+          comm.isend(torch::ones({1000}), 1, tag).wait("send");
+          sent = true;
+        } else {
+          RecvHandle recv = comm.irecv(0, tag);
+          const auto deadline = std::chrono::steady_clock::now() + 3s;
+          while (!sent && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(1ms);
+          EXPECT_TRUE(sent) << "the send waited for the receiver's wait()";
+          expect_same(recv.wait("recv"), torch::ones({1000}));
+        }
+      },
+      GetParam());
 }
 
 // Overlapping steps: a rank may send step k+1's message of a tag before its
@@ -169,7 +179,8 @@ TEST_P(CommunicatorTest, MessagesOfOneTagSentBeforeAnyReceiveArriveInSendOrder) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, CommunicatorTest,
-                         testing::Values(TransportKind::kShm, TransportKind::kGloo), transport_name);
+                         testing::Values(TransportKind::kShm, TransportKind::kGloo),
+                         transport_name);
 
 // (world size, transport): small sums among shm peers go through rank 0,
 // the 256 KiB one and everything over gloo through Gloo's all-reduce.
@@ -178,7 +189,8 @@ class AllReduceTest : public testing::TestWithParam<std::tuple<int, TransportKin
 std::vector<torch::Tensor> rank_tensors(int rank) {
   return {torch::arange(6, torch::kFloat32).reshape({2, 3}) * (rank + 1),
           torch::tensor({rank, 10 * rank, -rank}, torch::kLong),
-          torch::tensor(0.5 * rank, torch::kFloat64), torch::empty({0}, torch::kFloat32),
+          torch::tensor(0.5 * rank, torch::kFloat64),
+          torch::empty({0}, torch::kFloat32),
           torch::arange(4, torch::kFloat32).reshape({2, 2}).t() + rank,
           torch::arange(1 << 15, torch::kFloat64) * rank};  // 256 KiB
 }
@@ -190,60 +202,70 @@ TEST_P(AllReduceTest, SumEqualsTheSumComputedDirectly) {
     const auto more = rank_tensors(r);
     for (size_t i = 0; i < expected.size(); ++i) expected[i] = expected[i] + more[i];
   }
-  run_local_group(world_size, kTimeout, [&](Communicator& comm) {
-    for (int round = 1; round <= 3; ++round) {  // consecutive sums keep their order
-      std::vector<torch::Tensor> tensors = rank_tensors(comm.rank());
-      for (auto& t : tensors) t.mul_(round);
-      comm.all_reduce_sum(tensors);
-      ASSERT_EQ(tensors.size(), expected.size());
-      for (size_t i = 0; i < tensors.size(); ++i) expect_same(tensors[i], expected[i] * round);
-    }
-  }, std::get<1>(GetParam()));
+  run_local_group(
+      world_size, kTimeout,
+      [&](Communicator& comm) {
+        for (int round = 1; round <= 3; ++round) {  // consecutive sums keep their order
+          std::vector<torch::Tensor> tensors = rank_tensors(comm.rank());
+          for (auto& t : tensors) t.mul_(round);
+          comm.all_reduce_sum(tensors);
+          ASSERT_EQ(tensors.size(), expected.size());
+          for (size_t i = 0; i < tensors.size(); ++i) expect_same(tensors[i], expected[i] * round);
+        }
+      },
+      std::get<1>(GetParam()));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    WorldSizes, AllReduceTest,
-    testing::Combine(testing::Values(2, 3, 4), testing::Values(TransportKind::kShm, TransportKind::kGloo)),
-    [](const auto& info) {
-      return std::to_string(std::get<0>(info.param)) + "_ranks_" +
-             std::string(to_string(std::get<1>(info.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(WorldSizes, AllReduceTest,
+                         testing::Combine(testing::Values(2, 3, 4),
+                                          testing::Values(TransportKind::kShm,
+                                                          TransportKind::kGloo)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "_ranks_" +
+                                  std::string(to_string(std::get<1>(info.param)));
+                         });
 
 TEST_P(CommunicatorTest, BarrierWaitsForTheSlowestRank) {
-  run_local_group(2, kTimeout, [&](Communicator& comm) {
-    const auto start = std::chrono::steady_clock::now();
-    if (comm.rank() == 1) std::this_thread::sleep_for(300ms);
-    comm.barrier();
-    EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
-  }, GetParam());
+  run_local_group(
+      2, kTimeout,
+      [&](Communicator& comm) {
+        const auto start = std::chrono::steady_clock::now();
+        if (comm.rank() == 1) std::this_thread::sleep_for(300ms);
+        comm.barrier();
+        EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
+      },
+      GetParam());
 }
 
 TEST_P(CommunicatorTest, ReceiveWhoseSenderNeverSendsTimesOutNamingTheAction) {
   std::atomic<bool> done{false};
-  run_local_group(2, 1s, [&](Communicator& comm) {
-    if (comm.rank() == 0) {
-      while (!done) std::this_thread::sleep_for(5ms);  // alive, but silent
-      return;
-    }
-    RecvHandle recv = comm.irecv(0, tag_for({schedule::ActionKind::RECV_F, 2, 3}));
-    const auto start = std::chrono::steady_clock::now();
-    EXPECT_THAT([&] { recv.wait("stage 2 micro-batch 3 RECV_F from rank 0"); },
-                testing::ThrowsMessage<Error>(testing::StrEq(
-                    "[comm] rank 1 timed out after 1 s waiting for stage 2 micro-batch 3 "
-                    "RECV_F from rank 0")));
-    const auto waited = std::chrono::steady_clock::now() - start;
-    EXPECT_GE(waited, 900ms);
-    EXPECT_LE(waited, 3s);
-    // The communicator is broken now, and says so at once.
-    EXPECT_THAT(
-        [&] {
-          comm.isend(torch::ones({1}), 0, Tag{0, 0, Direction::kForward});
-        },
-        testing::ThrowsMessage<Error>(
-            HasSubstr("[comm] rank 1 cannot communicate after an earlier failure: "
-                      "[comm] rank 1 timed out after 1 s")));
-    done = true;
-  }, GetParam());
+  run_local_group(
+      2, 1s,
+      [&](Communicator& comm) {
+        if (comm.rank() == 0) {
+          while (!done) std::this_thread::sleep_for(5ms);  // alive, but silent
+          return;
+        }
+        RecvHandle recv = comm.irecv(0, tag_for({schedule::ActionKind::RECV_F, 2, 3}));
+        const auto start = std::chrono::steady_clock::now();
+        EXPECT_THAT([&] { recv.wait("stage 2 micro-batch 3 RECV_F from rank 0"); },
+                    testing::ThrowsMessage<Error>(testing::StrEq(
+                        "[comm] rank 1 timed out after 1 s waiting for stage 2 micro-batch 3 "
+                        "RECV_F from rank 0")));
+        const auto waited = std::chrono::steady_clock::now() - start;
+        EXPECT_GE(waited, 900ms);
+        EXPECT_LE(waited, 3s);
+        // The communicator is broken now, and says so at once.
+        EXPECT_THAT(
+            [&] {
+              comm.isend(torch::ones({1}), 0, Tag{0, 0, Direction::kForward});
+            },
+            testing::ThrowsMessage<Error>(
+                HasSubstr("[comm] rank 1 cannot communicate after an earlier failure: "
+                          "[comm] rank 1 timed out after 1 s")));
+        done = true;
+      },
+      GetParam());
 }
 
 TEST_P(CommunicatorTest, PeerThatLeavesMakesTheReceiverFailWithClosedConnection) {
@@ -277,13 +299,16 @@ TEST_P(CommunicatorTest, GroupCreationTimesOutWhenAPeerNeverShowsUp) {
 }
 
 TEST_P(CommunicatorTest, SendingToItselfOrOutsideTheGroupIsRejected) {
-  run_local_group(2, kTimeout, [&](Communicator& comm) {
-    EXPECT_THAT([&] { comm.isend(torch::ones({1}), comm.rank(), Tag{}); },
-                testing::ThrowsMessage<Error>(HasSubstr("destination must be another rank")));
-    EXPECT_THAT(
-        [&] { comm.irecv(2, Tag{}); },
-        testing::ThrowsMessage<Error>(HasSubstr("source must be another rank in [0, 2), got 2")));
-  }, GetParam());
+  run_local_group(
+      2, kTimeout,
+      [&](Communicator& comm) {
+        EXPECT_THAT([&] { comm.isend(torch::ones({1}), comm.rank(), Tag{}); },
+                    testing::ThrowsMessage<Error>(HasSubstr("destination must be another rank")));
+        EXPECT_THAT([&] { comm.irecv(2, Tag{}); },
+                    testing::ThrowsMessage<Error>(
+                        HasSubstr("source must be another rank in [0, 2), got 2")));
+      },
+      GetParam());
 }
 
 }  // namespace

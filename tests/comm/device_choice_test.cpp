@@ -54,8 +54,8 @@ TEST(DeviceChoice, ALocalRankBeyondTheVisibleGpusIsRefusedNamingBoth) {
 
 TEST(DeviceChoice, CudaIsRefusedWhenNoGpuIsVisible) {
   EXPECT_THAT([] { device_for_local_rank(kCuda, 0, 0); },
-              ThrowsMessage<Error>(HasSubstr(
-                  "[comm.device] device cuda: this process sees no CUDA device")));
+              ThrowsMessage<Error>(
+                  HasSubstr("[comm.device] device cuda: this process sees no CUDA device")));
 }
 
 TEST(DeviceChoice, AnIndexBeyondTheVisibleGpusIsRefused) {
@@ -66,8 +66,8 @@ TEST(DeviceChoice, AnIndexBeyondTheVisibleGpusIsRefused) {
 
 TEST(DeviceChoice, ADeviceTypeOtherThanCpuOrCudaIsRefusedByName) {
   EXPECT_THAT([] { device_for_local_rank(c10::Device("meta"), 0, 8); },
-              ThrowsMessage<Error>(HasSubstr(
-                  "[comm.device] device meta is not supported; use cpu or cuda")));
+              ThrowsMessage<Error>(
+                  HasSubstr("[comm.device] device meta is not supported; use cpu or cuda")));
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
 // Communicator::new_group: collectives over a subset of the ranks (a dp
 // group), which block on the members alone and name the group in errors.
+// RankLayout: a rank's coordinates and groups, checked against
+// topology::Topology; a solo communicator for groups of one.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <thread>
 
 #include "baton/comm/local_group.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/core/error.h"
 #include "baton/topology/topology.h"
 
@@ -49,7 +53,8 @@ TEST(GroupTest, AGroupSumsWhileRanksOutsideItHaveNotMadeTheirs) {
   run_local_group(4, kTimeout, [&](Communicator& world) {
     const int r = world.rank();
     if (r % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    Communicator group = world.new_group(r % 2 ? std::vector<int>{1, 3} : std::vector<int>{0, 2}, "dp");
+    Communicator group =
+        world.new_group(r % 2 ? std::vector<int>{1, 3} : std::vector<int>{0, 2}, "dp");
     std::vector<torch::Tensor> t{torch::full({1}, double(r), torch::kFloat64)};
     group.all_reduce_sum(t);
     sums[r] = t[0].item<double>();
@@ -95,7 +100,72 @@ TEST(GroupTest, ATimedOutAllReduceNamesTheGroupAndTheWorldRank) {
     }
   });
   EXPECT_THAT(message, HasSubstr("[comm] rank 2 "));
-  EXPECT_THAT(message, HasSubstr("stage 0 gradient bucket 0 REDUCE_GRAD (over the dp group of ranks 0, 2)"));
+  EXPECT_THAT(message,
+              HasSubstr("stage 0 gradient bucket 0 REDUCE_GRAD (over the dp group of ranks 0, 2)"));
+}
+
+TEST(SoloTest, ACommunicatorOfOneRankLeavesSumsAsTheyAreAndHasNoPeers) {
+  const std::shared_ptr<Communicator> one = solo(std::chrono::seconds(3));
+  EXPECT_EQ(one->rank(), 0);
+  EXPECT_EQ(one->world_size(), 1);
+  EXPECT_EQ(one->backend_name(), "solo");
+  std::vector<torch::Tensor> t{torch::full({3}, 2.5), torch::full({2}, 7, torch::kLong)};
+  one->all_reduce_sum(t, "a sum over one rank");
+  EXPECT_TRUE(torch::equal(t[0], torch::full({3}, 2.5)));
+  EXPECT_TRUE(torch::equal(t[1], torch::full({2}, 7, torch::kLong)));
+  one->barrier();
+  EXPECT_THROW(one->isend(t[0], 0, Tag{0, 0, Direction::kForward}), Error);
+  EXPECT_THROW(one->irecv(0, Tag{0, 0, Direction::kForward}), Error);
+  EXPECT_EQ(one->new_group({0}, "dp").world_size(), 1);
+}
+
+// Every rank of a 2 x 2 x 2 grid: its coordinates and peers are Topology's,
+// and its dp and tp groups sum over exactly Topology's members.
+TEST(RankLayoutTest, EveryRankOfAGridHasTopologysCoordinatesAndGroups) {
+  const topology::Topology grid(/*dp=*/2, /*pp=*/2, /*tp=*/2);
+  std::vector<RankLayout> layouts(8);
+  std::vector<double> dp_sums(8), tp_sums(8);
+  std::vector<int> world_ranks(8);
+  run_local_group(8, kTimeout, [&](Communicator& world) {
+    const int r = world.rank();
+    RankLayout layout = make_rank_layout(borrow(world), grid, /*local_rank=*/r % 4);
+    world_ranks[r] = layout.world_rank();
+    std::vector<torch::Tensor> d{torch::full({1}, std::pow(10.0, r), torch::kFloat64)};
+    layout.dp->all_reduce_sum(d, "the dp test sum");
+    dp_sums[r] = d[0].item<double>();
+    std::vector<torch::Tensor> t{torch::full({1}, std::pow(10.0, r), torch::kFloat64)};
+    layout.tp->all_reduce_sum(t, "the tp test sum");
+    tp_sums[r] = t[0].item<double>();
+    layout.world = nullptr;  // borrowed: gone with the thread
+    layouts[r] = std::move(layout);
+  });
+  for (int r = 0; r < 8; ++r) {
+    const RankLayout& l = layouts[r];
+    EXPECT_EQ(world_ranks[r], r);
+    EXPECT_EQ(l.local_rank, r % 4);
+    EXPECT_TRUE(l.here == grid.coords(r)) << "rank " << r;
+    for (int p = 0; p < 2; ++p) EXPECT_EQ(l.world_rank_of(p), grid.pp_group(r)[p]) << "rank " << r;
+    double dp_expected = 0, tp_expected = 0;
+    for (int m : grid.dp_group(r)) dp_expected += std::pow(10.0, m);
+    for (int m : grid.tp_group(r)) tp_expected += std::pow(10.0, m);
+    EXPECT_EQ(dp_sums[r], dp_expected) << "rank " << r;
+    EXPECT_EQ(tp_sums[r], tp_expected) << "rank " << r;
+  }
+}
+
+TEST(RankLayoutTest, GroupsOfOneAreSoloAndAGridOfAnotherSizeIsRefused) {
+  run_local_group(2, kTimeout, [&](Communicator& world) {
+    const RankLayout layout = make_rank_layout(borrow(world), topology::Topology(1, 2, 1));
+    EXPECT_EQ(layout.dp->backend_name(), "solo");
+    EXPECT_EQ(layout.tp->backend_name(), "solo");
+    EXPECT_EQ(layout.world_rank_of(1 - world.rank()), 1 - world.rank());
+    try {
+      make_rank_layout(borrow(world), topology::Topology(2, 2, 1));
+      ADD_FAILURE() << "a grid of 4 ranks was accepted over a world of 2";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("needs 4 ranks, but the world has 2"));
+    }
+  });
 }
 
 }  // namespace

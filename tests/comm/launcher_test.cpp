@@ -130,20 +130,21 @@ TEST(LauncherTest, ASignalToTheLauncherStopsTheRanksAndReturns128PlusTheSignal) 
         2, "if [ $RANK = 1 ]; then kill -" + std::to_string(signal) + " $PPID; fi; sleep 30", c);
     EXPECT_EQ(code, 128 + signal);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
-    EXPECT_THAT(c.err.str(), HasSubstr(std::string("[launch] interrupted by ") +
-                                       (signal == SIGINT ? "SIGINT" : "SIGTERM") +
-                                       "; stopping 2 rank(s)\n"));
+    EXPECT_THAT(c.err.str(),
+                HasSubstr(std::string("[launch] interrupted by ") +
+                          (signal == SIGINT ? "SIGINT" : "SIGTERM") + "; stopping 2 rank(s)\n"));
   }
 }
 
 // Issue 7.16: the rank that exits first is one that waited, not the culprit.
 TEST(LauncherTest, TheRankTheOthersWaitedForIsNamedNotTheFirstToExit) {
   Captured c;
-  const int code = launch_sh(
-      4,
-      "if [ $RANK = 2 ]; then sleep 30; fi; sleep 0.$RANK; echo \"[comm] rank $RANK timed out after "
-      "1 s waiting for stage 1 micro-batch 0 RECV_F from rank 2\" >&2; exit 1",
-      c);
+  const int code =
+      launch_sh(4,
+                "if [ $RANK = 2 ]; then sleep 30; fi; sleep 0.$RANK; echo \"[comm] rank $RANK "
+                "timed out after "
+                "1 s waiting for stage 1 micro-batch 0 RECV_F from rank 2\" >&2; exit 1",
+                c);
   EXPECT_EQ(code, 1);
   EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 2 stopped responding (ranks 0, 1, 3 timed out "
                                      "waiting for it); stopping the 1 other running rank(s)\n"));
@@ -160,8 +161,9 @@ TEST(LauncherTest, IndirectWaitsAreOutvotedByTheRanksNextToTheStuckOne) {
       "exit 1",
       c);
   EXPECT_EQ(code, 1);
-  EXPECT_THAT(c.err.str(),
-              HasSubstr("[launch] rank 2 stopped responding (ranks 0, 1, 3 failed waiting for it)"));
+  EXPECT_THAT(
+      c.err.str(),
+      HasSubstr("[launch] rank 2 stopped responding (ranks 0, 1, 3 failed waiting for it)"));
 }
 
 TEST(LauncherTest, AfterCollectiveTimeoutsTheRankThatNeverReportedIsNamed) {
@@ -172,8 +174,9 @@ TEST(LauncherTest, AfterCollectiveTimeoutsTheRankThatNeverReportedIsNamed) {
       "for the step 4 loss sum (an all-reduce over ranks 0-2)\" >&2; exit 1",
       c);
   EXPECT_EQ(code, 1);
-  EXPECT_THAT(c.err.str(),
-              HasSubstr("[launch] rank 1 stopped responding (ranks 0, 2 timed out waiting for it)"));
+  EXPECT_THAT(
+      c.err.str(),
+      HasSubstr("[launch] rank 1 stopped responding (ranks 0, 2 timed out waiting for it)"));
 }
 
 TEST(LauncherTest, ACrashDuringTheBlameWindowIsNamedAsTheCause) {
@@ -190,10 +193,17 @@ TEST(LauncherTest, ACrashDuringTheBlameWindowIsNamedAsTheCause) {
 TEST(BlameTest, AChainOfWaitsIsFollowedToTheRankThatWaitedForNoOne) {
   // Seen with rank 2 of 4 stopped: rank 3 was already in the loss all-reduce.
   const std::vector<RankReport> reports = {
-      {0, true, {"[comm] rank 0 timed out after 3 s waiting for stage 0 micro-batch 3 RECV_B from rank 1"}},
-      {1, true, {"[comm] rank 1 timed out after 3 s waiting for stage 1 micro-batch 3 RECV_B from rank 2"}},
+      {0,
+       true,
+       {"[comm] rank 0 timed out after 3 s waiting for stage 0 micro-batch 3 RECV_B from rank 1"}},
+      {1,
+       true,
+       {"[comm] rank 1 timed out after 3 s waiting for stage 1 micro-batch 3 RECV_B from rank 2"}},
       {2, false, {}},
-      {3, true, {"[comm] rank 3 timed out after 3 s waiting for the step 9 loss sum (an all-reduce over ranks 0-3)"}}};
+      {3,
+       true,
+       {"[comm] rank 3 timed out after 3 s waiting for the step 9 loss sum (an all-reduce over "
+        "ranks 0-3)"}}};
   EXPECT_EQ(stuck_ranks(reports), std::vector<int>{2});
   EXPECT_EQ(describe_stuck_ranks(reports),
             "rank 2 stopped responding (ranks 0, 1, 3 timed out waiting for it)");
@@ -230,9 +240,8 @@ class ScopedEnv {
 
  private:
   static void clear() {
-    for (const char* name :
-         {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-          "TORCHELASTIC_USE_AGENT_STORE"}) {
+    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                             "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE"}) {
       unsetenv(name);
     }
   }

@@ -131,14 +131,16 @@ void run_ordered(int world_size, TransportKind headers,
       world_size, timeout,
       [&](Communicator& cpu) {
         Communicator comm = detail::connect_ordered(
-            cpu, cpu.state()->backend, std::make_shared<LoopbackChannel>(hub, cpu.rank()),
-            at::kCPU, "loopback");
+            cpu, cpu.state()->backend, std::make_shared<LoopbackChannel>(hub, cpu.rank()), at::kCPU,
+            "loopback");
         body(comm, *hub);
       },
       headers);
 }
 
-Tag tag_of(int microbatch) { return Tag{0, microbatch, Direction::kForward}; }
+Tag tag_of(int microbatch) {
+  return Tag{0, microbatch, Direction::kForward};
+}
 
 class OrderedTransportTest : public testing::TestWithParam<TransportKind> {};
 

@@ -63,7 +63,7 @@ void hold_inbox(const RankEnv& env, std::chrono::milliseconds timeout) {
   options.timeout = timeout;
   c10d::TCPStore store(env.master_addr, options);
   baton::comm::detail::make_shm_transport(store, "inbox-test/", 0, 2, {false, true}, {}, timeout,
-                                         baton::comm::detail::ShmOptions());
+                                          baton::comm::detail::ShmOptions());
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Ranks as real processes talking over a TCPStore and Gloo, through the
 // comm_peer helper built next to this test.
-#include <signal.h>
 #include <dirent.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,7 +88,8 @@ pid_t start_rank(const std::string& program, int rank, int port, const std::stri
   return pid;
 }
 
-TEST_P(ProcessTransportTest, KillingARankMidReceiveMakesItsPeerFailWellBeforeTheTimeoutAndLeavesNoSharedMemory) {
+TEST_P(ProcessTransportTest,
+       KillingARankMidReceiveMakesItsPeerFailWellBeforeTheTimeoutAndLeavesNoSharedMemory) {
   const std::string program = peer_program();
   const int port = find_free_port();
   // One log per parameter and process: ctest runs the shm and gloo cases at once.
@@ -136,7 +137,8 @@ TEST(ProcessTest, RankKilledBeforeItsPeerMappedItsInboxLeavesNoSharedMemory) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   const std::vector<std::string> left = baton_shm_names({rank0});
   for (const std::string& name : left) shm_unlink(("/" + name).c_str());
-  EXPECT_THAT(left, testing::IsEmpty()) << "a rank killed while setting up left shared memory behind";
+  EXPECT_THAT(left, testing::IsEmpty())
+      << "a rank killed while setting up left shared memory behind";
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ProcessTransportTest, testing::Values("shm", "gloo"),

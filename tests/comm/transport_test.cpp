@@ -2,8 +2,8 @@
 // cross-memory attach) and Gloo, each checked against the tensors sent.
 #include <cstdlib>
 #include <functional>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -33,7 +33,8 @@ class TransportTest : public testing::TestWithParam<Variant> {
 
 TEST_P(TransportTest, EveryPeerUsesTheTransportAskedFor) {
   run(2, [&](Communicator& comm) {
-    EXPECT_EQ(comm.transport_name(1 - comm.rank()), GetParam().kind == TransportKind::kGloo ? "gloo" : "shm");
+    EXPECT_EQ(comm.transport_name(1 - comm.rank()),
+              GetParam().kind == TransportKind::kGloo ? "gloo" : "shm");
     comm.barrier();  // neither rank leaves while the other still joins
   });
 }
@@ -41,11 +42,14 @@ TEST_P(TransportTest, EveryPeerUsesTheTransportAskedFor) {
 TEST_P(TransportTest, AShapeOrDtypeChangeMidRunArrivesAsSent) {
   // One tag over eight steps: sizes grow, repeat, shrink, keep their bytes
   // but change dtype, and jump past the inline limit and back.
-  const std::vector<torch::Tensor> steps = {
-      torch::arange(4, torch::kFloat32),          torch::arange(4, torch::kFloat32) + 1,
-      torch::arange(7, torch::kFloat32),          torch::arange(3, torch::kFloat32),
-      torch::arange(3, torch::kInt32),            torch::arange(300000, torch::kFloat32),
-      torch::arange(6, torch::kFloat32).view({2, 3}), torch::arange(6, torch::kFloat32).view({2, 3})};
+  const std::vector<torch::Tensor> steps = {torch::arange(4, torch::kFloat32),
+                                            torch::arange(4, torch::kFloat32) + 1,
+                                            torch::arange(7, torch::kFloat32),
+                                            torch::arange(3, torch::kFloat32),
+                                            torch::arange(3, torch::kInt32),
+                                            torch::arange(300000, torch::kFloat32),
+                                            torch::arange(6, torch::kFloat32).view({2, 3}),
+                                            torch::arange(6, torch::kFloat32).view({2, 3})};
   run(2, [&](Communicator& comm) {
     const Tag tag{0, 3, Direction::kForward};
     for (const auto& tensor : steps) {
@@ -79,16 +83,20 @@ TEST_P(TransportTest, SixtyFourOutstandingMessagesArriveWhenWaitedInReverse) {
   // 64 micro-batches of 64 KiB each: more than a 1 MiB ring holds, sent
   // before the receiver posts anything.
   constexpr int kMessages = 64;
-  auto payload = [](int i) { return torch::full({16 << 10}, static_cast<float>(i), torch::kFloat32); };
+  auto payload = [](int i) {
+    return torch::full({16 << 10}, static_cast<float>(i), torch::kFloat32);
+  };
   run(2, [&](Communicator& comm) {
     if (comm.rank() == 0) {
       std::vector<SendHandle> sends;
-      for (int i = 0; i < kMessages; ++i) sends.push_back(comm.isend(payload(i), 1, Tag{0, i, Direction::kForward}));
+      for (int i = 0; i < kMessages; ++i)
+        sends.push_back(comm.isend(payload(i), 1, Tag{0, i, Direction::kForward}));
       for (auto& send : sends) send.wait("send");
     } else {
       std::this_thread::sleep_for(100ms);
       std::vector<RecvHandle> recvs;
-      for (int i = 0; i < kMessages; ++i) recvs.push_back(comm.irecv(0, Tag{0, i, Direction::kForward}));
+      for (int i = 0; i < kMessages; ++i)
+        recvs.push_back(comm.irecv(0, Tag{0, i, Direction::kForward}));
       for (int i = kMessages - 1; i >= 0; --i) {
         EXPECT_TRUE(torch::equal(recvs[static_cast<size_t>(i)].wait("recv"), payload(i))) << i;
       }
@@ -115,7 +123,9 @@ TEST_P(TransportTest, MessagesOfOneTagFromTwoStepsKeepTheirOrder) {
 }
 
 TEST_P(TransportTest, AReceivedTensorStillHeldIsNeverOverwrittenAndAFreedOneIsReused) {
-  auto payload = [](int step) { return torch::full({1 << 18}, static_cast<float>(step)); };  // 1 MiB
+  auto payload = [](int step) {
+    return torch::full({1 << 18}, static_cast<float>(step));
+  };  // 1 MiB
   run(2, [&](Communicator& comm) {
     const Tag tag{0, 1, Direction::kForward};
     if (comm.rank() == 0) {
@@ -129,7 +139,8 @@ TEST_P(TransportTest, AReceivedTensorStillHeldIsNeverOverwrittenAndAFreedOneIsRe
     comm.barrier();
     const torch::Tensor second = comm.irecv(0, tag).wait("recv 1");
     comm.barrier();
-    EXPECT_TRUE(torch::equal(held, payload(0))) << "a later message overwrote a tensor still in use";
+    EXPECT_TRUE(torch::equal(held, payload(0)))
+        << "a later message overwrote a tensor still in use";
     EXPECT_TRUE(torch::equal(second, payload(1)));
     const void* freed = second.data_ptr();
     held = torch::Tensor();

@@ -9,7 +9,9 @@
 namespace baton {
 namespace {
 
-uint32_t of(const std::string& s) { return crc32(s.data(), s.size()); }
+uint32_t of(const std::string& s) {
+  return crc32(s.data(), s.size());
+}
 
 // The bit-at-a-time definition, independent of the table-driven code.
 uint32_t bitwise(const std::vector<unsigned char>& bytes) {
@@ -35,7 +37,8 @@ TEST(Crc32Test, EqualsTheBitwiseDefinitionAtEveryLengthAndAlignment) {
   for (size_t start = 0; start < 4; ++start) {
     for (size_t n = 0; n + start <= bytes.size(); n += 7) {
       std::vector<unsigned char> part(bytes.begin() + start, bytes.begin() + start + n);
-      ASSERT_EQ(crc32(bytes.data() + start, n), bitwise(part)) << "start " << start << " length " << n;
+      ASSERT_EQ(crc32(bytes.data() + start, n), bitwise(part))
+          << "start " << start << " length " << n;
     }
   }
 }

@@ -176,8 +176,9 @@ TEST(FashionMnistTest, AWrongMagicNumberNamesTheFileAndLeavesNothingInTheCache) 
       FashionMnistOptions().source_dir(source.path().string()).cache_dir(cache.path().string());
   const fs::path labels = source.path() / "train-labels-idx1-ubyte.gz";
   EXPECT_EQ(prepare_error(options),
-            "[data.idx] " + labels.string() + " has the magic number 0x00000901; an IDX file of "
-            "unsigned bytes starts 0x000008NN, NN the number of dimensions (at least 1)");
+            "[data.idx] " + labels.string() +
+                " has the magic number 0x00000901; an IDX file of "
+                "unsigned bytes starts 0x000008NN, NN the number of dimensions (at least 1)");
   const fs::path folder = fashion_mnist_cache_dir(options);
   EXPECT_FALSE(fs::exists(folder / "train-labels-idx1-ubyte"));
   // The good images before it are cached; nothing else, no temporary file.
@@ -225,9 +226,8 @@ TEST(FashionMnistTest, ATruncatedGzipFileIsCalledCorruptAndNotCached) {
   fs::resize_file(labels, fs::file_size(labels) / 2);
   const auto options =
       FashionMnistOptions().source_dir(source.path().string()).cache_dir(cache.path().string());
-  EXPECT_EQ(prepare_error(options),
-            "[data.fashion_mnist] " + labels.string() +
-                " is a corrupt gzip file (unexpected end of file)");
+  EXPECT_EQ(prepare_error(options), "[data.fashion_mnist] " + labels.string() +
+                                        " is a corrupt gzip file (unexpected end of file)");
   EXPECT_EQ(files_under(cache.path()).size(), 1u);  // the images before it
 }
 
@@ -278,8 +278,9 @@ TEST(FashionMnistTest, ADataFolderThatDoesNotExistIsRejectedEvenWhenItsCacheIsFu
   }
   TemporaryDir cache;
   ASSERT_EQ(prepare_fashion_mnist(FashionMnistOptions().cache_dir(cache.path().string())), 4);
-  const auto options =
-      FashionMnistOptions().source_dir("/nonexistent/fashion-mnist").cache_dir(cache.path().string());
+  const auto options = FashionMnistOptions()
+                           .source_dir("/nonexistent/fashion-mnist")
+                           .cache_dir(cache.path().string());
   try {
     prepare_fashion_mnist(options);
     FAIL() << "expected baton::Error";
@@ -293,10 +294,10 @@ TEST(FashionMnistTest, ADataFolderThatDoesNotExistIsRejectedEvenWhenItsCacheIsFu
 // Issue 16.9: /dev/zero as the data folder was said not to exist.
 TEST(FashionMnistTest, ADataFolderThatIsADeviceIsCalledADevice) {
   TemporaryDir cache;
-  EXPECT_EQ(prepare_error(FashionMnistOptions().source_dir("/dev/zero").cache_dir(
-                cache.path().string())),
-            "[data.fashion_mnist] data folder /dev/zero is a character device, not a folder; "
-            "name the folder of the .gz files");
+  EXPECT_EQ(
+      prepare_error(FashionMnistOptions().source_dir("/dev/zero").cache_dir(cache.path().string())),
+      "[data.fashion_mnist] data folder /dev/zero is a character device, not a folder; "
+      "name the folder of the .gz files");
 }
 
 // Issue 7.11: a --cache-dir filled from one --data-dir was read for another.

@@ -13,8 +13,7 @@ namespace {
 
 TEST(TextTest, ReadsEveryByteOfTheDefaultCorpus) {
   const TextCorpus corpus;
-  EXPECT_EQ(corpus.size(),
-            static_cast<int64_t>(std::filesystem::file_size(kDefaultTextPath)));
+  EXPECT_EQ(corpus.size(), static_cast<int64_t>(std::filesystem::file_size(kDefaultTextPath)));
   EXPECT_GE(corpus.tokens().min().item<int64_t>(), 0);
   EXPECT_LT(corpus.tokens().max().item<int64_t>(), TextCorpus::kVocabSize);
   EXPECT_EQ(corpus.tokens()[0].item<int64_t>(), static_cast<int64_t>(' '));  // GPL-3 opens indented
@@ -49,8 +48,10 @@ TEST(TextTest, TheSameGeneratorSeedGivesTheSameBatch) {
   const TextCorpus corpus;
   at::Generator a = make_generator(9);
   at::Generator b = make_generator(9);
-  EXPECT_TRUE(torch::equal(corpus.sample_batch(3, 8, a).inputs, corpus.sample_batch(3, 8, b).inputs));
-  EXPECT_FALSE(torch::equal(corpus.sample_batch(3, 8, a).inputs, corpus.sample_batch(3, 8, a).inputs));
+  EXPECT_TRUE(
+      torch::equal(corpus.sample_batch(3, 8, a).inputs, corpus.sample_batch(3, 8, b).inputs));
+  EXPECT_FALSE(
+      torch::equal(corpus.sample_batch(3, 8, a).inputs, corpus.sample_batch(3, 8, a).inputs));
 }
 
 std::string corpus_error(const std::string& path) {

@@ -15,8 +15,8 @@ constexpr double kTolerance = 1e-6;
 
 torch::nn::Sequential make_mlp() {
   torch::manual_seed(7);
-  return torch::nn::Sequential(Linear(6, 16), torch::nn::ReLU(), Linear(16, 16),
-                               torch::nn::ReLU(), Linear(16, 3));
+  return torch::nn::Sequential(Linear(6, 16), torch::nn::ReLU(), Linear(16, 16), torch::nn::ReLU(),
+                               Linear(16, 3));
 }
 
 // A copy with the same weights and no shared state.
@@ -66,7 +66,8 @@ TEST(LinearTest, GradientsEqualTorchLinearWithTheSameWeights) {
   output.sin().sum().backward();
   output_ref.sin().sum().backward();
   EXPECT_TRUE(torch::allclose(input.grad(), input_ref.grad(), kTolerance, kTolerance));
-  EXPECT_TRUE(torch::allclose(linear->weight.grad(), reference->weight.grad(), kTolerance, kTolerance));
+  EXPECT_TRUE(
+      torch::allclose(linear->weight.grad(), reference->weight.grad(), kTolerance, kTolerance));
   EXPECT_TRUE(torch::allclose(linear->bias.grad(), reference->bias.grad(), kTolerance, kTolerance));
 }
 
@@ -82,7 +83,8 @@ TEST(LinearTest, EveryOptimizerStepChangesTheOutputAsForTorchLinear) {
     torch::manual_seed(3);
     torch::nn::Linear reference(5, 4);
     auto make = [&](std::vector<torch::Tensor> params) -> std::unique_ptr<torch::optim::Optimizer> {
-      if (kind == "sgd") return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.5));
+      if (kind == "sgd")
+        return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.5));
       return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(0.1));
     };
     auto opt = make(linear->parameters());
@@ -95,9 +97,11 @@ TEST(LinearTest, EveryOptimizerStepChangesTheOutputAsForTorchLinear) {
       const auto output = linear(input);
       const auto output_ref = reference(input);
       ASSERT_TRUE(torch::allclose(output, output_ref, kTolerance, kTolerance))
-          << kind << " step " << step << " differs by " << (output - output_ref).abs().max().item<double>();
+          << kind << " step " << step << " differs by "
+          << (output - output_ref).abs().max().item<double>();
       if (step == 0) first = output.detach().clone();
-      if (step > 0) EXPECT_FALSE(torch::allclose(output, first)) << kind << ": the step changed nothing";
+      if (step > 0)
+        EXPECT_FALSE(torch::allclose(output, first)) << kind << ": the step changed nothing";
       output.pow(2).sum().backward();
       output_ref.pow(2).sum().backward();
       opt->step();

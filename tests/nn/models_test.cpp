@@ -138,7 +138,8 @@ TEST(ModelsTest, LossesAreTheMeanOverTheBatch) {
   const auto logits = model->forward(tokens);
   const auto whole = spec.loss(logits, targets);
   const auto halves = (spec.loss(logits.slice(0, 0, 2), targets.slice(0, 0, 2)) +
-                       spec.loss(logits.slice(0, 2), targets.slice(0, 2))) / 2;
+                       spec.loss(logits.slice(0, 2), targets.slice(0, 2))) /
+                      2;
   EXPECT_TRUE(torch::allclose(whole, halves));
 
   const ModelSpec classifier = mlp(2, 8, 4, 3);

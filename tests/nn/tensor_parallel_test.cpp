@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "baton/comm/local_group.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/core/error.h"
 #include "baton/nn/tensor_parallel.h"
 
@@ -50,17 +51,19 @@ TEST_P(TensorParallelMlp, EqualsOneDeviceInOutputAndEveryGradient) {
   const Reference ref = reference();
   comm::run_local_group(t, kTimeout, [&](comm::Communicator& group) {
     const int k = group.rank();
-    ColumnParallelLinear first(ref.first->weight, ref.first->bias, k, t, &group);
-    RowParallelLinear second(ref.second->weight, ref.second->bias, k, t, &group);
+    ColumnParallelLinear first(ref.first->weight, ref.first->bias, comm::borrow(group));
+    RowParallelLinear second(ref.second->weight, ref.second->bias, comm::borrow(group));
     torch::Tensor x = ref.x.detach().clone().requires_grad_(true);
     torch::Tensor y = second(torch::gelu(first(x)));
     EXPECT_LT(relative(y, ref.y), 1e-5) << "tp rank " << k;
     y.pow(2).sum().backward();
     EXPECT_LT(relative(x.grad(), ref.grad_x), 1e-5) << "input gradient, tp rank " << k;
     const int64_t rows = 32 / t;
-    EXPECT_LT(relative(first->weight.grad(), ref.first->weight.grad().narrow(0, k * rows, rows)), 1e-5);
+    EXPECT_LT(relative(first->weight.grad(), ref.first->weight.grad().narrow(0, k * rows, rows)),
+              1e-5);
     EXPECT_LT(relative(first->bias.grad(), ref.first->bias.grad().narrow(0, k * rows, rows)), 1e-5);
-    EXPECT_LT(relative(second->weight.grad(), ref.second->weight.grad().narrow(1, k * rows, rows)), 1e-5);
+    EXPECT_LT(relative(second->weight.grad(), ref.second->weight.grad().narrow(1, k * rows, rows)),
+              1e-5);
     EXPECT_LT(relative(second->bias.grad(), ref.second->bias.grad()), 1e-5);
     // Each rank holds 1/t of the split weights.
     EXPECT_EQ(first->weight.numel(), 8 * 32 / t);
@@ -86,7 +89,7 @@ TEST_P(TensorParallelTransformerBlock, EqualsOneDeviceInOutputAndEveryGradient) 
   const int64_t slice = 16 / t;
   comm::run_local_group(t, kTimeout, [&](comm::Communicator& group) {
     const int k = group.rank();
-    TensorParallelBlock block(full, k, t, &group);
+    TensorParallelBlock block(full, comm::borrow(group));
     torch::Tensor xk = x0.clone().requires_grad_(true);
     torch::Tensor yk = block(xk);
     EXPECT_LT(relative(yk, y), 1e-5) << "tp rank " << k;
@@ -101,10 +104,14 @@ TEST_P(TensorParallelTransformerBlock, EqualsOneDeviceInOutputAndEveryGradient) 
                 1e-5)
           << "qkv part " << part << " tp rank " << k;
     }
-    EXPECT_LT(relative(block->proj->weight.grad(), full->proj->weight.grad().narrow(1, k * slice, slice)), 1e-5);
-    EXPECT_LT(relative(block->fc1->weight.grad(), full->fc1->weight.grad().narrow(0, 4 * k * slice, 4 * slice)),
+    EXPECT_LT(
+        relative(block->proj->weight.grad(), full->proj->weight.grad().narrow(1, k * slice, slice)),
+        1e-5);
+    EXPECT_LT(relative(block->fc1->weight.grad(),
+                       full->fc1->weight.grad().narrow(0, 4 * k * slice, 4 * slice)),
               1e-5);
-    EXPECT_LT(relative(block->fc2->weight.grad(), full->fc2->weight.grad().narrow(1, 4 * k * slice, 4 * slice)),
+    EXPECT_LT(relative(block->fc2->weight.grad(),
+                       full->fc2->weight.grad().narrow(1, 4 * k * slice, 4 * slice)),
               1e-5);
     EXPECT_LT(relative(block->fc2->bias.grad(), full->fc2->bias.grad()), 1e-5);
   });
@@ -126,12 +133,12 @@ TEST_P(TensorParallelSplits, GatherTheOneDeviceBlockBitwiseAndSliceItBack) {
   std::map<std::string, torch::Tensor> whole;
   for (const auto& item : full->named_parameters()) whole[item.key()] = item.value();
   comm::run_local_group(t, kTimeout, [&](comm::Communicator& group) {
-    TensorParallelBlock block(full, group.rank(), t, &group);
+    TensorParallelBlock block(full, comm::borrow(group));
     const std::map<std::string, TensorSplit> splits = tensor_parallel_splits(*block);
     std::vector<std::string> names;
     for (const auto& [name, split] : splits) names.push_back(name);
-    EXPECT_EQ(names, (std::vector<std::string>{"fc1.bias", "fc1.weight", "fc2.weight", "proj.weight", "qkv.bias",
-                                               "qkv.weight"}));
+    EXPECT_EQ(names, (std::vector<std::string>{"fc1.bias", "fc1.weight", "fc2.weight",
+                                               "proj.weight", "qkv.bias", "qkv.weight"}));
     std::vector<std::string> split_names;
     std::vector<torch::Tensor> slices;
     std::vector<TensorSplit> how;
@@ -143,10 +150,12 @@ TEST_P(TensorParallelSplits, GatherTheOneDeviceBlockBitwiseAndSliceItBack) {
       split_names.push_back(item.key());
       slices.push_back(item.value());
       how.push_back(splits.at(item.key()));
-      EXPECT_TRUE(torch::equal(take_slice(whole.at(item.key()), how.back(), group.rank(), t), item.value()))
+      EXPECT_TRUE(
+          torch::equal(take_slice(whole.at(item.key()), how.back(), group.rank(), t), item.value()))
           << item.key() << " on tp rank " << group.rank();
     }
-    const std::vector<torch::Tensor> gathered = gather_slices(slices, how, &group, "the test's gather");
+    const std::vector<torch::Tensor> gathered =
+        gather_slices(slices, how, group, "the test's gather");
     ASSERT_EQ(split_names.size(), names.size());
     for (size_t i = 0; i < split_names.size(); ++i) {
       EXPECT_TRUE(torch::equal(gathered[i], whole.at(split_names[i])))
@@ -162,8 +171,9 @@ TEST(TensorParallelSplits, ASliceThatDoesNotDivideIsRefusedNamingTheSizes) {
     take_slice(torch::zeros({9, 4}), TensorSplit{0, 3}, 0, 2);
     FAIL() << "3 blocks of 9 rows over tp=2 were accepted";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("tp=2 does not divide the 3 block(s) of dimension 0 (9) of a tensor "
-                                             "of shape [9, 4]"));
+    EXPECT_THAT(e.what(), testing::HasSubstr(
+                              "tp=2 does not divide the 3 block(s) of dimension 0 (9) of a tensor "
+                              "of shape [9, 4]"));
   }
 }
 
@@ -171,12 +181,12 @@ TEST(TensorParallelOperators, FSumsOnlyTheGradientAndGOnlyTheValue) {
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& group) {
     const double k = group.rank() + 1;  // 1 and 2
     torch::Tensor a = torch::full({3}, k).requires_grad_(true);
-    torch::Tensor fa = copy_to_tensor_parallel(a, &group);
+    torch::Tensor fa = copy_to_tensor_parallel(a, comm::borrow(group));
     EXPECT_TRUE(torch::equal(fa, a));
     (fa * k).sum().backward();
     EXPECT_TRUE(torch::allclose(a.grad(), torch::full({3}, 3.0)));  // 1 + 2
     torch::Tensor b = torch::full({3}, k).requires_grad_(true);
-    torch::Tensor gb = reduce_from_tensor_parallel(b, &group);
+    torch::Tensor gb = reduce_from_tensor_parallel(b, comm::borrow(group));
     EXPECT_TRUE(torch::allclose(gb, torch::full({3}, 3.0)));
     (gb * k).sum().backward();
     EXPECT_TRUE(torch::allclose(b.grad(), torch::full({3}, k)));
@@ -184,25 +194,34 @@ TEST(TensorParallelOperators, FSumsOnlyTheGradientAndGOnlyTheValue) {
 }
 
 TEST(TensorParallelErrors, ATpThatDoesNotDivideTheFeaturesIsRefused) {
-  try {
-    TensorParallelBlock(TransformerBlock(16, 4), 0, 3, nullptr);
-    FAIL() << "tp=3 over 4 heads was accepted";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("tp=3 must divide the heads (4)"));
-  }
-  torch::nn::Linear full(8, 30);
-  try {
-    ColumnParallelLinear(full->weight, full->bias, 0, 4, nullptr);
-    FAIL() << "tp=4 over 30 outputs was accepted";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("tp=4 must divide the output features (30)"));
-  }
-  try {
-    RowParallelLinear(full->weight, full->bias, 0, 3, nullptr);
-    FAIL() << "tp=3 over 8 inputs was accepted";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), testing::HasSubstr("tp=3 must divide the input features (8)"));
-  }
+  // Each refusal on every rank of a group of the tp size.
+  std::vector<std::string> blocks(3), columns(4), rows(3);
+  comm::run_local_group(3, kTimeout, [&](comm::Communicator& group) {
+    try {
+      TensorParallelBlock(TransformerBlock(16, 4), comm::borrow(group));
+    } catch (const Error& e) {
+      blocks[group.rank()] = e.what();
+    }
+    torch::nn::Linear full(8, 30);
+    try {
+      RowParallelLinear(full->weight, full->bias, comm::borrow(group));
+    } catch (const Error& e) {
+      rows[group.rank()] = e.what();
+    }
+  });
+  comm::run_local_group(4, kTimeout, [&](comm::Communicator& group) {
+    torch::nn::Linear full(8, 30);
+    try {
+      ColumnParallelLinear(full->weight, full->bias, comm::borrow(group));
+    } catch (const Error& e) {
+      columns[group.rank()] = e.what();
+    }
+  });
+  for (const auto& m : blocks) EXPECT_THAT(m, testing::HasSubstr("tp=3 must divide the heads (4)"));
+  for (const auto& m : columns)
+    EXPECT_THAT(m, testing::HasSubstr("tp=4 must divide the output features (30)"));
+  for (const auto& m : rows)
+    EXPECT_THAT(m, testing::HasSubstr("tp=3 must divide the input features (8)"));
 }
 
 }  // namespace

@@ -62,10 +62,12 @@ std::vector<double> train(const Layout& l, int from, const std::string& resume =
   std::vector<double> losses;
   std::mutex mutex;
   auto body = [&](comm::Communicator* comm) {
-    PipelineOptions options = PipelineOptions().microbatches(2).dp(l.dp).pp(l.pp).tp(l.tp).zero(l.zero);
-    if (comm != nullptr) options.communicator(comm);
+    PipelineOptions options =
+        PipelineOptions().microbatches(2).dp(l.dp).pp(l.pp).tp(l.tp).zero(l.zero);
+    if (comm != nullptr) options.communicator(*comm);
     Pipeline pipe(nn::gpt(/*layers=*/2, kHidden, kHeads, kVocab, kContext), nullptr, options);
-    torch::optim::Adam adam(pipe.parameters(), torch::optim::AdamOptions(0.5));  // lr: the checkpoint's
+    torch::optim::Adam adam(pipe.parameters(),
+                            torch::optim::AdamOptions(0.5));  // lr: the checkpoint's
     if (!resume.empty()) {
       pipe.load(resume, &adam);
       EXPECT_EQ(pipe.steps(), from);
@@ -96,11 +98,12 @@ std::vector<double> train(const Layout& l, int from, const std::string& resume =
   return losses;
 }
 
-void expect_within(const std::vector<double>& got, const std::vector<double>& want, double tolerance,
-                   const std::string& what) {
+void expect_within(const std::vector<double>& got, const std::vector<double>& want,
+                   double tolerance, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
-    EXPECT_NEAR(got[i], want[i], tolerance * std::abs(want[i])) << what << ": step " << kSaveAfter + i + 1;
+    EXPECT_NEAR(got[i], want[i], tolerance * std::abs(want[i]))
+        << what << ": step " << kSaveAfter + i + 1;
   }
 }
 
@@ -117,7 +120,8 @@ std::map<std::string, nlohmann::json> file_tensors(const std::string& dir) {
 }
 
 // Every tensor of every file of checkpoint `dir` whose kind is `kind`, keyed "<path>:<name>".
-std::map<std::string, torch::Tensor> file_contents(const std::string& dir, const std::string& kind) {
+std::map<std::string, torch::Tensor> file_contents(const std::string& dir,
+                                                   const std::string& kind) {
   std::map<std::string, torch::Tensor> out;
   const nlohmann::json manifest = checkpoint::check(dir);
   for (const auto& f : manifest["files"]) {
@@ -141,8 +145,10 @@ TEST(TensorParallelCheckpoint, ResumesOnAnyTpWithWholeLayersInTheFiles) {
   train(tp2, 0, "", dir.sub("tp2"));
   train(one, 0, "", dir.sub("one"));
 
-  EXPECT_EQ(train(tp2, kSaveAfter, dir.sub("tp2")), tail(straight_tp2)) << "the same layout, bitwise";
-  expect_within(train(one, kSaveAfter, dir.sub("tp2")), tail(straight_tp2), 1e-6, "tp=2 saved, tp=1 resumed");
+  EXPECT_EQ(train(tp2, kSaveAfter, dir.sub("tp2")), tail(straight_tp2))
+      << "the same layout, bitwise";
+  expect_within(train(one, kSaveAfter, dir.sub("tp2")), tail(straight_tp2), 1e-6,
+                "tp=2 saved, tp=1 resumed");
   expect_within(train(tp2_alone, kSaveAfter, dir.sub("one")), tail(straight_one), 1e-6,
                 "tp=1 saved, tp=2 resumed");
 
@@ -163,9 +169,12 @@ TEST(Zero1Checkpoint, SavesTheOwnersStateAndResumesUnderZero0AndBackBitwise) {
   train(zero1, 0, "", dir.sub("zero1"));
   train(zero0, 0, "", dir.sub("zero0"));
 
-  EXPECT_EQ(train(zero0, kSaveAfter, dir.sub("zero1")), tail(straight)) << "zero=1 saved, zero=0 resumed";
-  EXPECT_EQ(train(zero1, kSaveAfter, dir.sub("zero0")), tail(straight)) << "zero=0 saved, zero=1 resumed";
-  EXPECT_EQ(train(zero1, kSaveAfter, dir.sub("zero1")), tail(straight)) << "zero=1 saved and resumed";
+  EXPECT_EQ(train(zero0, kSaveAfter, dir.sub("zero1")), tail(straight))
+      << "zero=1 saved, zero=0 resumed";
+  EXPECT_EQ(train(zero1, kSaveAfter, dir.sub("zero0")), tail(straight))
+      << "zero=0 saved, zero=1 resumed";
+  EXPECT_EQ(train(zero1, kSaveAfter, dir.sub("zero1")), tail(straight))
+      << "zero=1 saved and resumed";
 
   // Every parameter's optimizer state reached the files, as ZeRO-0 writes it.
   const auto sharded = file_contents(dir.sub("zero1"), "optimizer");
@@ -184,7 +193,8 @@ TEST(Zero1Checkpoint, ASaveOfDataTimesTensorParallelZero1ResumesOnOneProcess) {
   const Layout grid{2, 1, 2, 1};
   const std::vector<double> straight = train(grid, 0);
   train(grid, 0, "", dir.path);
-  expect_within(train(Layout{}, kSaveAfter, dir.path), tail(straight), 1e-6, "(2,1,2) zero=1 saved, one resumed");
+  expect_within(train(Layout{}, kSaveAfter, dir.path), tail(straight), 1e-6,
+                "(2,1,2) zero=1 saved, one resumed");
   EXPECT_EQ(train(grid, kSaveAfter, dir.path), tail(straight)) << "the same layout, bitwise";
 }
 

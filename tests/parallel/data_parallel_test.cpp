@@ -12,6 +12,7 @@
 
 #include "baton/baton.h"
 #include "baton/comm/local_group.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/partition/balance.h"
 #include "baton/runtime/stage.h"
 #include "baton/schedule/generator.h"
@@ -30,12 +31,16 @@ constexpr double kLr = 0.1;
 const auto kTimeout = std::chrono::seconds(60);
 
 // Parameters in bytes (fp32): 512 + 64, 1024 + 64, 1024 + 64, 256 + 16.
-torch::nn::Sequential make_sequential() { return test::four_linear_mlp(); }
+torch::nn::Sequential make_sequential() {
+  return test::four_linear_mlp();
+}
 
 const auto loss_fn = &test::cross_entropy;
 using test::relative;
 
-std::pair<torch::Tensor, torch::Tensor> batch(int step) { return test::seeded_batch(200 + step, kBatch); }
+std::pair<torch::Tensor, torch::Tensor> batch(int step) {
+  return test::seeded_batch(200 + step, kBatch);
+}
 
 struct TrainingRun : test::TrainingRun {
   int reductions = 0;  // REDUCE_GRAD actions of this rank's schedule
@@ -72,7 +77,7 @@ std::vector<TrainingRun> train_grid(const Grid& g) {
                       .dp(g.dp)
                       .pp(g.pp)
                       .bucket_mb(g.bucket_mb)
-                      .communicator(&comm));
+                      .communicator(comm));
     for (const auto& a : pipe.schedule().actions[r / g.dp]) {
       runs[r].reductions += a.kind == schedule::ActionKind::REDUCE_GRAD;
     }
@@ -83,7 +88,8 @@ std::vector<TrainingRun> train_grid(const Grid& g) {
       runs[r].losses.push_back(pipe.step(x, y));
       sgd.step();
     }
-    for (auto& [name, value] : pipe.named_parameters()) runs[r].parameters[name] = value.detach().clone();
+    for (auto& [name, value] : pipe.named_parameters())
+      runs[r].parameters[name] = value.detach().clone();
   });
   return runs;
 }
@@ -99,7 +105,8 @@ TEST_P(DataParallel, TakesTheSameStepsAsOneProcessOnTheWholeBatch) {
   for (size_t r = 0; r < runs.size(); ++r) {
     EXPECT_GT(runs[r].reductions, 0) << "rank " << r << " reduces nothing";
     for (int step = 0; step < kSteps; ++step) {
-      EXPECT_NEAR(runs[r].losses[step], reference.losses[step], 1e-5 * std::abs(reference.losses[step]))
+      EXPECT_NEAR(runs[r].losses[step], reference.losses[step],
+                  1e-5 * std::abs(reference.losses[step]))
           << "rank " << r << " step " << step;
     }
     for (const auto& [name, value] : runs[r].parameters) {
@@ -116,19 +123,22 @@ TEST_P(DataParallel, TakesTheSameStepsAsOneProcessOnTheWholeBatch) {
 // bucket_mb 0.0007 (734 bytes): a 1024-byte weight is larger than a bucket
 // (a bucket of its own) and a bias sits alone in one; 0.00001 (10 bytes):
 // every parameter alone (see DataParallelBuckets).
-INSTANTIATE_TEST_SUITE_P(
-    Grids, DataParallel,
-    testing::Values(Grid{2, 1, "1f1b", 25, 2}, Grid{2, 2, "1f1b", 25, 2}, Grid{2, 2, "zb-h1", 25, 4},
-                    Grid{2, 2, "interleaved", 25, 4}, Grid{2, 2, "1f1b", 0.0007, 2},
-                    Grid{2, 1, "gpipe", 0.00001, 4}),
-    [](const testing::TestParamInfo<Grid>& info) {
-      std::string name = "dp" + std::to_string(info.param.dp) + "_pp" + std::to_string(info.param.pp) + "_" +
-                         info.param.schedule + (info.param.bucket_mb < 1 ? "_small_buckets" : "");
-      for (char& ch : name) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Grids, DataParallel,
+                         testing::Values(Grid{2, 1, "1f1b", 25, 2}, Grid{2, 2, "1f1b", 25, 2},
+                                         Grid{2, 2, "zb-h1", 25, 4},
+                                         Grid{2, 2, "interleaved", 25, 4},
+                                         Grid{2, 2, "1f1b", 0.0007, 2},
+                                         Grid{2, 1, "gpipe", 0.00001, 4}),
+                         [](const testing::TestParamInfo<Grid>& info) {
+                           std::string name = "dp" + std::to_string(info.param.dp) + "_pp" +
+                                              std::to_string(info.param.pp) + "_" +
+                                              info.param.schedule +
+                                              (info.param.bucket_mb < 1 ? "_small_buckets" : "");
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
 
 TEST(DataParallelBuckets, SmallBucketsMakeOneReductionPerBucketOfEachStage) {
   // pp = 1, dp = 2: one stage of 8 parameters.
@@ -146,18 +156,18 @@ TEST(DataParallelErrors, TheExecutorRefusesAScheduleWithOtherBucketsThanItsParam
   // One stage of 8 parameters in 25 MiB: one bucket; the schedule says two.
   const nn::ModelSpec model = nn::from_sequential(make_sequential());
   const schedule::Schedule two_buckets = schedule::add_grad_reductions(
-      schedule::lower(schedule::generate("1f1b", schedule::GeneratorOptions{}.set_ranks(1).set_microbatches(2))),
+      schedule::lower(schedule::generate(
+          "1f1b", schedule::GeneratorOptions{}.set_ranks(1).set_microbatches(2))),
       2, {2});
   std::vector<std::string> messages(2);
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
-    comm::Communicator dp = comm.new_group({0, 1}, "dp");
-    runtime::ExecutorOptions options;
-    options.dp_group = &dp;
-    options.world_ranks = {comm.rank()};
+    // dp = 2 replicas of a one-rank pipeline.
+    const comm::RankLayout layout =
+        comm::make_rank_layout(comm::borrow(comm), topology::Topology(2, 1, 1));
     try {
-      runtime::Executor executor(two_buckets, 0,
-                                 runtime::build_stages(model, partition::uniform(model.num_layers(), 1), {0}, 1),
-                                 loss_fn, &comm, options);
+      runtime::Executor executor(
+          two_buckets, layout,
+          runtime::build_stages(model, partition::uniform(model.num_layers(), 1), {0}, 1), loss_fn);
     } catch (const Error& e) {
       messages[comm.rank()] = e.what();
     }
@@ -172,12 +182,13 @@ TEST(DataParallelErrors, AGridThatIsNotTheWorldIsRefusedWithTheSizes) {
   std::vector<std::string> messages(4);
   comm::run_local_group(4, kTimeout, [&](comm::Communicator& comm) {
     try {
-      Pipeline pipe(make_sequential(), loss_fn, PipelineOptions().dp(3).pp(1).communicator(&comm));
+      Pipeline pipe(make_sequential(), loss_fn, PipelineOptions().dp(3).pp(1).communicator(comm));
     } catch (const Error& e) {
       messages[comm.rank()] = e.what();
     }
   });
-  for (const auto& m : messages) EXPECT_THAT(m, HasSubstr("dp=3 x pp=1 is 3 ranks but the world has 4"));
+  for (const auto& m : messages)
+    EXPECT_THAT(m, HasSubstr("dp=3 x pp=1 is 3 ranks but the world has 4"));
 }
 
 TEST(DataParallelErrors, ABatchThatDoesNotSplitOverTheReplicasIsRefused) {
@@ -185,7 +196,7 @@ TEST(DataParallelErrors, ABatchThatDoesNotSplitOverTheReplicasIsRefused) {
   std::vector<torch::nn::Sequential> models{make_sequential(), make_sequential()};
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
     Pipeline pipe(models[comm.rank()], loss_fn,
-                  PipelineOptions().dp(2).microbatches(2).communicator(&comm));
+                  PipelineOptions().dp(2).microbatches(2).communicator(comm));
     try {
       pipe.step(torch::randn({7, 8}), torch::zeros({7}, torch::kLong));
     } catch (const Error& e) {
@@ -193,7 +204,8 @@ TEST(DataParallelErrors, ABatchThatDoesNotSplitOverTheReplicasIsRefused) {
     }
   });
   for (const auto& m : messages) {
-    EXPECT_THAT(m, HasSubstr("the batch of 7 samples does not split into dp=2 equal replica batches"));
+    EXPECT_THAT(m,
+                HasSubstr("the batch of 7 samples does not split into dp=2 equal replica batches"));
   }
 }
 

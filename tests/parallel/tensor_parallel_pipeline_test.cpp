@@ -26,7 +26,9 @@ constexpr int kHidden = 16, kHeads = 4, kVocab = 32, kContext = 8, kBatch = 8;
 constexpr double kLr = 0.05;
 const auto kTimeout = std::chrono::seconds(60);
 
-nn::ModelSpec gpt() { return nn::gpt(/*layers=*/2, kHidden, kHeads, kVocab, kContext); }
+nn::ModelSpec gpt() {
+  return nn::gpt(/*layers=*/2, kHidden, kHeads, kVocab, kContext);
+}
 
 std::pair<torch::Tensor, torch::Tensor> tokens(int step) {
   torch::Generator gen = at::detail::createCPUGenerator(500 + step);
@@ -39,9 +41,11 @@ struct GridRun {
   std::map<std::string, torch::Tensor> parameters;
 };
 
-GridRun train(int dp, int pp, int tp, comm::Communicator* comm, const std::string& schedule = "1f1b") {
-  PipelineOptions options = PipelineOptions().schedule(schedule).microbatches(2).dp(dp).pp(pp).tp(tp);
-  if (comm != nullptr) options.communicator(comm);
+GridRun train(int dp, int pp, int tp, comm::Communicator* comm,
+              const std::string& schedule = "1f1b") {
+  PipelineOptions options =
+      PipelineOptions().schedule(schedule).microbatches(2).dp(dp).pp(pp).tp(tp);
+  if (comm != nullptr) options.communicator(*comm);
   Pipeline pipe(gpt(), nullptr, options);
   torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
   GridRun run;
@@ -64,10 +68,12 @@ torch::Tensor share(const std::string& name, const torch::Tensor& whole, int k, 
   const int64_t slice = kHidden / t;
   if (ends_with(name, "qkv.weight") || ends_with(name, "qkv.bias")) {
     std::vector<torch::Tensor> parts;
-    for (int part = 0; part < 3; ++part) parts.push_back(whole.narrow(0, part * kHidden + k * slice, slice));
+    for (int part = 0; part < 3; ++part)
+      parts.push_back(whole.narrow(0, part * kHidden + k * slice, slice));
     return torch::cat(parts);
   }
-  if (ends_with(name, "fc1.weight") || ends_with(name, "fc1.bias")) return whole.narrow(0, 4 * k * slice, 4 * slice);
+  if (ends_with(name, "fc1.weight") || ends_with(name, "fc1.bias"))
+    return whole.narrow(0, 4 * k * slice, 4 * slice);
   if (ends_with(name, "fc2.weight")) return whole.narrow(1, 4 * k * slice, 4 * slice);
   if (ends_with(name, "proj.weight")) return whole.narrow(1, k * slice, slice);
   return whole;
@@ -85,13 +91,15 @@ TEST_P(TensorParallelGrids, TakesTheStepsOfOneProcessWithEachRanksShareOfThePara
   const GridRun reference = train(1, 1, 1, nullptr);
   const int world = g.dp * g.pp * g.tp;
   std::vector<GridRun> runs(world);
-  comm::run_local_group(world, kTimeout,
-                        [&](comm::Communicator& comm) { runs[comm.rank()] = train(g.dp, g.pp, g.tp, &comm); });
+  comm::run_local_group(world, kTimeout, [&](comm::Communicator& comm) {
+    runs[comm.rank()] = train(g.dp, g.pp, g.tp, &comm);
+  });
   std::map<std::string, int> seen;
   for (int r = 0; r < world; ++r) {
     const int k = r % g.tp;  // tp varies fastest
     for (int step = 0; step < kSteps; ++step) {
-      EXPECT_NEAR(runs[r].losses[step], reference.losses[step], 1e-5 * std::abs(reference.losses[step]))
+      EXPECT_NEAR(runs[r].losses[step], reference.losses[step],
+                  1e-5 * std::abs(reference.losses[step]))
           << "rank " << r << " step " << step;
     }
     for (const auto& [name, value] : runs[r].parameters) {
@@ -108,10 +116,12 @@ TEST_P(TensorParallelGrids, TakesTheStepsOfOneProcessWithEachRanksShareOfThePara
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, TensorParallelGrids,
-                         testing::Values(Grid{1, 1, 2}, Grid{1, 2, 2}, Grid{2, 1, 2}, Grid{2, 2, 2}),
+                         testing::Values(Grid{1, 1, 2}, Grid{1, 2, 2}, Grid{2, 1, 2},
+                                         Grid{2, 2, 2}),
                          [](const testing::TestParamInfo<Grid>& info) {
-                           return "dp" + std::to_string(info.param.dp) + "_pp" + std::to_string(info.param.pp) +
-                                  "_tp" + std::to_string(info.param.tp);
+                           return "dp" + std::to_string(info.param.dp) + "_pp" +
+                                  std::to_string(info.param.pp) + "_tp" +
+                                  std::to_string(info.param.tp);
                          });
 
 TEST(TensorParallelGrids, ZeroBubbleAndInterleavedRunWithTensorParallelism) {
@@ -119,11 +129,13 @@ TEST(TensorParallelGrids, ZeroBubbleAndInterleavedRunWithTensorParallelism) {
   const GridRun reference = train(1, 1, 1, nullptr);
   for (const std::string schedule : {"zb-h1", "interleaved"}) {
     std::vector<GridRun> runs(4);
-    comm::run_local_group(4, kTimeout,
-                          [&](comm::Communicator& comm) { runs[comm.rank()] = train(1, 2, 2, &comm, schedule); });
+    comm::run_local_group(4, kTimeout, [&](comm::Communicator& comm) {
+      runs[comm.rank()] = train(1, 2, 2, &comm, schedule);
+    });
     for (int r = 0; r < 4; ++r) {
       for (int step = 0; step < kSteps; ++step) {
-        EXPECT_NEAR(runs[r].losses[step], reference.losses[step], 1e-5 * std::abs(reference.losses[step]))
+        EXPECT_NEAR(runs[r].losses[step], reference.losses[step],
+                    1e-5 * std::abs(reference.losses[step]))
             << schedule << " rank " << r << " step " << step;
       }
     }
@@ -139,8 +151,10 @@ TEST(TensorParallelGrids, ScatterGatherSendsATthOfEachBoundaryWithTheSameLosses)
   for (const bool scatter : {true, false}) {
     std::vector<double> bytes(4), loss(4);
     comm::run_local_group(4, kTimeout, [&](comm::Communicator& comm) {
-      Pipeline pipe(gpt(), nullptr,
-                    PipelineOptions().microbatches(2).pp(2).tp(2).tp_scatter_gather(scatter).communicator(&comm));
+      Pipeline pipe(
+          gpt(), nullptr,
+          PipelineOptions().microbatches(2).pp(2).tp(2).tp_scatter_gather(scatter).communicator(
+              comm));
       auto [x, y] = tokens(0);
       loss[comm.rank()] = pipe.step(x, y);
       const auto& boundary = pipe.last_step().stage_boundary_bytes;
@@ -167,9 +181,10 @@ TEST(TensorParallelGrids, EvaluationWithTpTwoGivesTheOutputsOfTpOne) {
   auto evaluate = [&](int tp, bool scatter) {
     std::vector<torch::Tensor> outputs(2 * tp);
     comm::run_local_group(2 * tp, kTimeout, [&](comm::Communicator& comm) {
-      Pipeline pipe(gpt(), nullptr,
-                    PipelineOptions().microbatches(2).pp(2).tp(tp).tp_scatter_gather(scatter)
-                        .communicator(&comm));
+      Pipeline pipe(
+          gpt(), nullptr,
+          PipelineOptions().microbatches(2).pp(2).tp(tp).tp_scatter_gather(scatter).communicator(
+              comm));
       std::vector<torch::Tensor> parts;
       for (auto& [mb, out] : pipe.eval_microbatches(x, 4)) parts.push_back(out);
       if (!parts.empty()) outputs[comm.rank()] = torch::cat(parts);
@@ -180,15 +195,14 @@ TEST(TensorParallelGrids, EvaluationWithTpTwoGivesTheOutputsOfTpOne) {
   ASSERT_TRUE(one[1].defined());
   ASSERT_EQ(one[1].size(0), kBatch);
   const std::map<bool, std::vector<torch::Tensor>> two{{true, evaluate(2, true)},
-                                                      {false, evaluate(2, false)}};
+                                                       {false, evaluate(2, false)}};
   for (const auto& [scatter, outputs] : two) {
     // Ranks 2 and 3 hold the last stage (tp varies fastest); ranks 0 and 1 finish nothing.
     for (int r : {0, 1}) EXPECT_FALSE(outputs[r].defined()) << "rank " << r;
     for (int r : {2, 3}) {
       ASSERT_TRUE(outputs[r].defined()) << "rank " << r << " scatter " << scatter;
       ASSERT_EQ(outputs[r].sizes(), one[1].sizes());
-      EXPECT_LT(test::relative(outputs[r], one[1]), 1e-5)
-          << "rank " << r << " scatter " << scatter;
+      EXPECT_LT(test::relative(outputs[r], one[1]), 1e-5) << "rank " << r << " scatter " << scatter;
       EXPECT_TRUE(torch::equal(outputs[r], two.at(false)[r])) << "rank " << r;
     }
   }
@@ -198,16 +212,17 @@ TEST(TensorParallelErrors, AGridThatIsNotTheWorldOrATpThatDoesNotDivideTheHeadsI
   std::vector<std::string> messages(4);
   comm::run_local_group(4, kTimeout, [&](comm::Communicator& comm) {
     try {
-      Pipeline(gpt(), nullptr, PipelineOptions().dp(1).pp(2).tp(3).communicator(&comm));
+      Pipeline(gpt(), nullptr, PipelineOptions().dp(1).pp(2).tp(3).communicator(comm));
     } catch (const Error& e) {
       messages[comm.rank()] = e.what();
     }
   });
-  for (const auto& m : messages) EXPECT_THAT(m, testing::HasSubstr("dp=1 x pp=2 x tp=3 is 6 ranks but the world has 4"));
+  for (const auto& m : messages)
+    EXPECT_THAT(m, testing::HasSubstr("dp=1 x pp=2 x tp=3 is 6 ranks but the world has 4"));
   std::vector<std::string> heads(3);
   comm::run_local_group(3, kTimeout, [&](comm::Communicator& comm) {
     try {
-      Pipeline(gpt(), nullptr, PipelineOptions().pp(1).tp(3).communicator(&comm));
+      Pipeline(gpt(), nullptr, PipelineOptions().pp(1).tp(3).communicator(comm));
     } catch (const Error& e) {
       heads[comm.rank()] = e.what();
     }

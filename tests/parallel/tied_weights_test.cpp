@@ -31,7 +31,9 @@ const auto kTimeout = std::chrono::seconds(60);
 const std::string kEmbedding = "layer.0.token.weight";
 const std::string kHead = "layer." + std::to_string(kHeadLayer) + ".head.weight";
 
-nn::ModelSpec tied_gpt() { return nn::gpt(kBlocks, kHidden, kHeads, kVocab, kContext, /*tie_embeddings=*/true); }
+nn::ModelSpec tied_gpt() {
+  return nn::gpt(kBlocks, kHidden, kHeads, kVocab, kContext, /*tie_embeddings=*/true);
+}
 
 std::pair<torch::Tensor, torch::Tensor> tokens(int step) {
   torch::Generator gen = at::detail::createCPUGenerator(700 + step);
@@ -76,7 +78,7 @@ TiedRun one_shared_parameter() {
 
 TiedRun train(const PipelineOptions& base, comm::Communicator* comm) {
   PipelineOptions options = base;
-  if (comm != nullptr) options.communicator(comm);
+  if (comm != nullptr) options.communicator(*comm);
   Pipeline pipe(tied_gpt(), nullptr, options);
   torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
   TiedRun run;
@@ -109,13 +111,16 @@ TEST_P(TiedWeights, TakeTheStepsOfOneSharedParameterAndTheCopiesStayIdentical) {
   if (world == 1) {
     runs[0] = train(options, nullptr);
   } else {
-    comm::run_local_group(world, kTimeout, [&](comm::Communicator& comm) { runs[comm.rank()] = train(options, &comm); });
+    comm::run_local_group(world, kTimeout, [&](comm::Communicator& comm) {
+      runs[comm.rank()] = train(options, &comm);
+    });
   }
   const torch::Tensor& want = reference.parameters.at(kEmbedding);
   int embeddings = 0, heads = 0;
   for (int r = 0; r < world; ++r) {
     for (int step = 0; step < kSteps; ++step) {
-      EXPECT_NEAR(runs[r].losses[step], reference.losses[step], 1e-5 * std::abs(reference.losses[step]))
+      EXPECT_NEAR(runs[r].losses[step], reference.losses[step],
+                  1e-5 * std::abs(reference.losses[step]))
           << "rank " << r << " step " << step;
     }
     for (const std::string& name : {kEmbedding, kHead}) {
@@ -133,11 +138,12 @@ TEST_P(TiedWeights, TakeTheStepsOfOneSharedParameterAndTheCopiesStayIdentical) {
   EXPECT_GE(heads, layout.dp);
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, TiedWeights,
-                         testing::Values(Layout{"one_stage", 1, 1, "1f1b"}, Layout{"pp2_1f1b", 1, 2, "1f1b"},
-                                         Layout{"dp2_pp2_1f1b", 2, 2, "1f1b"}, Layout{"pp2_zbv", 1, 2, "zb-v"},
-                                         Layout{"pp2_chimera", 1, 2, "chimera"}),
-                         [](const testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, TiedWeights,
+    testing::Values(Layout{"one_stage", 1, 1, "1f1b"}, Layout{"pp2_1f1b", 1, 2, "1f1b"},
+                    Layout{"dp2_pp2_1f1b", 2, 2, "1f1b"}, Layout{"pp2_zbv", 1, 2, "zb-v"},
+                    Layout{"pp2_chimera", 1, 2, "chimera"}),
+    [](const testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 TEST(TiedWeights, TheHeadStartsFromTheEmbeddingsInitialValue) {
   const nn::ModelSpec spec = tied_gpt();

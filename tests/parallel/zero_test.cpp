@@ -26,14 +26,17 @@ using testing::HasSubstr;
 constexpr int kSteps = 3;
 const auto kTimeout = std::chrono::seconds(60);
 
-torch::nn::Sequential make_sequential() { return test::four_linear_mlp(); }
+torch::nn::Sequential make_sequential() {
+  return test::four_linear_mlp();
+}
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const std::string& kind,
                                                         const std::vector<torch::Tensor>& params) {
   if (kind == "sgd") {
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(0.1).momentum(0.9));
   }
-  return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(0.01).weight_decay(0.1));
+  return std::make_unique<torch::optim::AdamW>(params,
+                                               torch::optim::AdamWOptions(0.01).weight_decay(0.1));
 }
 
 struct ZeroRun {
@@ -51,7 +54,7 @@ std::vector<ZeroRun> train(int dp, int pp, int zero, const std::string& optimize
   comm::run_local_group(world, kTimeout, [&](comm::Communicator& comm) {
     const int r = comm.rank();
     Pipeline pipe(models[r], &test::cross_entropy,
-                  PipelineOptions().microbatches(2).dp(dp).pp(pp).zero(zero).communicator(&comm));
+                  PipelineOptions().microbatches(2).dp(dp).pp(pp).zero(zero).communicator(comm));
     auto opt = make_optimizer(optimizer, pipe.parameters());
     runs[r].stepped = pipe.parameters().size();
     for (int step = 0; step < kSteps; ++step) {
@@ -63,7 +66,8 @@ std::vector<ZeroRun> train(int dp, int pp, int zero, const std::string& optimize
     runs[r].state_bytes = train::optimizer_state_bytes(*opt);
     // eval() brings the owners' last updates to every replica first.
     pipe.eval(test::seeded_batch(999, 4).first);
-    for (auto& [name, value] : pipe.named_parameters()) runs[r].parameters[name] = value.detach().clone();
+    for (auto& [name, value] : pipe.named_parameters())
+      runs[r].parameters[name] = value.detach().clone();
   });
   return runs;
 }
@@ -113,8 +117,8 @@ INSTANTIATE_TEST_SUITE_P(Grids, Zero1,
                          testing::Values(Case{2, 1, "sgd"}, Case{2, 1, "adamw"}, Case{2, 2, "sgd"},
                                          Case{2, 2, "adamw"}),
                          [](const testing::TestParamInfo<Case>& info) {
-                           return "dp" + std::to_string(info.param.dp) + "_pp" + std::to_string(info.param.pp) +
-                                  "_" + info.param.optimizer;
+                           return "dp" + std::to_string(info.param.dp) + "_pp" +
+                                  std::to_string(info.param.pp) + "_" + info.param.optimizer;
                          });
 
 TEST(Zero1, WithOneReplicaChangesNothing) {
@@ -124,7 +128,8 @@ TEST(Zero1, WithOneReplicaChangesNothing) {
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(sharded[r].stepped, plain[r].stepped);
     EXPECT_EQ(sharded[r].state_bytes, plain[r].state_bytes);
-    for (const auto& [name, value] : plain[r].parameters) EXPECT_TRUE(torch::equal(sharded[r].parameters.at(name), value));
+    for (const auto& [name, value] : plain[r].parameters)
+      EXPECT_TRUE(torch::equal(sharded[r].parameters.at(name), value));
   }
 }
 

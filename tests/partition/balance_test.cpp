@@ -20,8 +20,11 @@ std::vector<LayerCost> random_layers(int layers, unsigned seed) {
   std::uniform_real_distribution<double> draw(0.1, 10.0);
   std::vector<LayerCost> costs(layers);
   for (auto& c : costs) {
-    c.set_forward_time(draw(rng)).set_backward_time(draw(rng)).set_parameter_bytes(draw(rng))
-        .set_activation_bytes(draw(rng)).set_output_bytes(draw(rng));
+    c.set_forward_time(draw(rng))
+        .set_backward_time(draw(rng))
+        .set_parameter_bytes(draw(rng))
+        .set_activation_bytes(draw(rng))
+        .set_output_bytes(draw(rng));
   }
   return costs;
 }
@@ -39,7 +42,8 @@ TEST(Balance, DispatchesEveryMethodByName) {
 TEST(Balance, TheMethodsDisagreeOnUnevenLayers) {
   // Otherwise the dispatch test above could pass with every name mapped to one method.
   auto costs = random_layers(10, 1);
-  const auto options = BalanceOptions().set_comm_bytes_per_time(1).set_activations_in_flight({3, 2, 1});
+  const auto options =
+      BalanceOptions().set_comm_bytes_per_time(1).set_activations_in_flight({3, 2, 1});
   // A huge boundary after layer 2, where by_time cuts, steers optimal elsewhere.
   ASSERT_EQ(by_time(costs, 3).first_layer(1), 3);
   costs[2].set_output_bytes(1000);
@@ -50,8 +54,8 @@ TEST(Balance, TheMethodsDisagreeOnUnevenLayers) {
 }
 
 TEST(Balance, ListsItsMethods) {
-  EXPECT_EQ(method_names(), (std::vector<std::string>{"uniform", "params", "time", "memory",
-                                                       "optimal"}));
+  EXPECT_EQ(method_names(),
+            (std::vector<std::string>{"uniform", "params", "time", "memory", "optimal"}));
 }
 
 TEST(Balance, ReadsHandWrittenCounts) {
@@ -72,9 +76,10 @@ TEST(Balance, RejectsAnUnknownMethodListingTheKnownOnes) {
 TEST(Balance, RejectsMoreStagesThanLayersForEveryMethod) {
   const auto costs = random_layers(3, 4);
   for (const std::string method : {"uniform", "params", "time", "memory", "optimal", "1,1,1,1,1"}) {
-    EXPECT_EQ(error_of([&] { balance(method, costs, 5); }),
-              "[partition] 5 stages but the model has only 3 layers; every stage needs at least one "
-              "layer")
+    EXPECT_EQ(
+        error_of([&] { balance(method, costs, 5); }),
+        "[partition] 5 stages but the model has only 3 layers; every stage needs at least one "
+        "layer")
         << method;
   }
   EXPECT_EQ(error_of([] { balance("time", {}, 1); }),
@@ -98,8 +103,9 @@ TEST(Balance, EveryMethodGivesOneStageAllLayersAndSEqualLGivesOneEach) {
 TEST(Balance, RejectsNegativeOrNonFiniteCostsNamingTheLayer) {
   auto costs = random_layers(4, 7);
   costs[2].backward_time = -1;
-  EXPECT_EQ(error_of([&] { balance("time", costs, 2); }),
-            "[partition] layer 2: backward_time is -1; layer costs must be finite and non-negative");
+  EXPECT_EQ(
+      error_of([&] { balance("time", costs, 2); }),
+      "[partition] layer 2: backward_time is -1; layer costs must be finite and non-negative");
   costs[2].backward_time = 1;
   costs[3].output_bytes = std::numeric_limits<double>::infinity();
   EXPECT_THAT(error_of([&] { balance("optimal", costs, 2); }),
@@ -112,14 +118,16 @@ TEST(Balance, RejectsMalformedOptions) {
               balance("optimal", costs, 2, BalanceOptions().set_activations_in_flight({1, 2, 3}));
             }),
             "[partition] activations_in_flight has 3 entries but the pipeline has 2 stages");
-  EXPECT_THAT(error_of([&] { balance("optimal", costs, 2, BalanceOptions().set_comm_latency(-1)); }),
-              HasSubstr("comm_latency must be finite and non-negative, got -1"));
+  EXPECT_THAT(
+      error_of([&] { balance("optimal", costs, 2, BalanceOptions().set_comm_latency(-1)); }),
+      HasSubstr("comm_latency must be finite and non-negative, got -1"));
   EXPECT_THAT(
       error_of([&] { balance("optimal", costs, 2, BalanceOptions().set_memory_cap_bytes(-5)); }),
       HasSubstr("memory_cap_bytes must be finite and non-negative (0 = no cap), got -5"));
-  EXPECT_THAT(
-      error_of([&] { balance("memory", costs, 2, BalanceOptions().set_activations_in_flight({1, -1})); }),
-      HasSubstr("activations_in_flight of stage 1 is -1"));
+  EXPECT_THAT(error_of([&] {
+                balance("memory", costs, 2, BalanceOptions().set_activations_in_flight({1, -1}));
+              }),
+              HasSubstr("activations_in_flight of stage 1 is -1"));
 }
 
 TEST(Balance, OneFOneBInFlightCountsDownFromTheStages) {

@@ -36,7 +36,8 @@ std::string error_of(F&& f) {
 inline std::vector<std::tuple<int, int>> sweep_shapes() {
   std::vector<std::tuple<int, int>> shapes;
   for (int layers = 1; layers <= 12; ++layers) {
-    for (int stages = 1; stages <= std::min(layers, 5); ++stages) shapes.emplace_back(layers, stages);
+    for (int stages = 1; stages <= std::min(layers, 5); ++stages)
+      shapes.emplace_back(layers, stages);
   }
   return shapes;
 }
@@ -44,7 +45,8 @@ inline std::vector<std::tuple<int, int>> sweep_shapes() {
 // "L7_S3", a test-name suffix for a sweep_shapes() entry.
 template <typename Info>
 std::string shape_name(const Info& info) {
-  return "L" + std::to_string(std::get<0>(info.param)) + "_S" + std::to_string(std::get<1>(info.param));
+  return "L" + std::to_string(std::get<0>(info.param)) + "_S" +
+         std::to_string(std::get<1>(info.param));
 }
 
 // Every composition of `layers` into `stages` positive parts, in lexicographic order.
@@ -73,7 +75,7 @@ inline std::vector<std::vector<int>> all_partitions(int layers, int stages) {
 using StageScore = std::function<double(int stage, int first, int end)>;
 
 struct Best {
-  double bottleneck;         // smallest largest stage score; infinity if none is allowed
+  double bottleneck;        // smallest largest stage score; infinity if none is allowed
   std::vector<int> counts;  // the library's tie rule: then least sum of squared scores,
                             // least sum of squared counts, lexicographically largest counts
                             // (exact comparisons)

@@ -22,8 +22,12 @@ double weight_sum(const std::vector<LayerCost>& costs, int first, int end,
   return sum;
 }
 
-double params(const LayerCost& c) { return c.parameter_bytes; }
-double time(const LayerCost& c) { return c.forward_time + c.backward_time; }
+double params(const LayerCost& c) {
+  return c.parameter_bytes;
+}
+double time(const LayerCost& c) {
+  return c.forward_time + c.backward_time;
+}
 
 // (layers, stages)
 class LinearMethods : public ::testing::TestWithParam<std::tuple<int, int>> {};
@@ -71,10 +75,8 @@ TEST_P(LinearMethods, MatchBruteForceOnRandomCosts) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, LinearMethods,
-    ::testing::ValuesIn(testing::sweep_shapes()),
-    [](const auto& info) { return testing::shape_name(info); });
+INSTANTIATE_TEST_SUITE_P(AllShapes, LinearMethods, ::testing::ValuesIn(testing::sweep_shapes()),
+                         [](const auto& info) { return testing::shape_name(info); });
 
 TEST(LinearPartition, EqualWeightsGiveTheUniformPartition) {
   for (double w : {1.0, 0.1, 3.7e9}) {

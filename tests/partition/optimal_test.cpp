@@ -15,8 +15,8 @@
 namespace baton::partition {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::brute_force;
+using ::testing::HasSubstr;
 using testing::StageScore;
 
 using testing::error_of;
@@ -42,7 +42,8 @@ struct Oracle {
     for (int i = a; i < b; ++i) t += costs[i].forward_time + costs[i].backward_time;
     if (s + 1 < stages) {
       double send = options.comm_latency;
-      if (options.comm_bytes_per_time > 0) send += costs[b - 1].output_bytes / options.comm_bytes_per_time;
+      if (options.comm_bytes_per_time > 0)
+        send += costs[b - 1].output_bytes / options.comm_bytes_per_time;
       t += 2 * send;  // activation forward, gradient back
     }
     return t;
@@ -96,8 +97,9 @@ TEST_P(OptimalSweep, MatchesBruteForceWithCommAndMemoryCaps) {
       ++infeasible_seen;
       EXPECT_TRUE(std::isinf(brute_force(layers, stages, oracle.time_score()).bottleneck));
       const std::string message = error_of([&] { optimal(costs, stages, options); });
-      EXPECT_THAT(message, HasSubstr("[partition.optimal] no partition of " + std::to_string(layers) +
-                                     " layers into " + std::to_string(stages) + " stages fits"));
+      EXPECT_THAT(message,
+                  HasSubstr("[partition.optimal] no partition of " + std::to_string(layers) +
+                            " layers into " + std::to_string(stages) + " stages fits"));
       EXPECT_THAT(message, HasSubstr("the smallest feasible cap is " +
                                      std::to_string(static_cast<long long>(leanest)) + " bytes"));
       continue;
@@ -119,10 +121,8 @@ TEST_P(OptimalSweep, MatchesBruteForceWithCommAndMemoryCaps) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, OptimalSweep,
-    ::testing::ValuesIn(testing::sweep_shapes()),
-    [](const auto& info) { return testing::shape_name(info); });
+INSTANTIATE_TEST_SUITE_P(AllShapes, OptimalSweep, ::testing::ValuesIn(testing::sweep_shapes()),
+                         [](const auto& info) { return testing::shape_name(info); });
 
 std::vector<LayerCost> equal_layers(int layers, double time = 1) {
   std::vector<LayerCost> costs(layers);
@@ -171,13 +171,15 @@ TEST(Optimal, AMemoryCapForcesAnUnevenSplit) {
 TEST(Optimal, AnInfeasibleCapNamesTheCapAndTheSmallestFeasibleOne) {
   auto costs = equal_layers(4);
   for (auto& c : costs) c.set_parameter_bytes(100).set_activation_bytes(10);
-  // 1F1B over 2 stages: stage 0 holds 2 micro-batches. Best is {1,3}: 120 | 330 vs {2,2}: 240 | 220.
-  const auto options =
-      BalanceOptions().set_memory_cap_bytes(200).set_activations_in_flight(one_f_one_b_in_flight(2));
+  // 1F1B over 2 stages: stage 0 holds 2 micro-batches. Best is {1,3}: 120 | 330 vs {2,2}: 240 |
+  // 220.
+  const auto options = BalanceOptions().set_memory_cap_bytes(200).set_activations_in_flight(
+      one_f_one_b_in_flight(2));
   EXPECT_EQ(error_of([&] { optimal(costs, 2, options); }),
             "[partition.optimal] no partition of 4 layers into 2 stages fits the memory cap of 200 "
             "bytes per stage; the smallest feasible cap is 240 bytes (partition 2,2)");
-  EXPECT_EQ(optimal(costs, 2, BalanceOptions(options).set_memory_cap_bytes(240)), Partition({2, 2}));
+  EXPECT_EQ(optimal(costs, 2, BalanceOptions(options).set_memory_cap_bytes(240)),
+            Partition({2, 2}));
 }
 
 TEST(Optimal, PrintsLargeCapsInFullBytes) {

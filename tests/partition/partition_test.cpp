@@ -40,7 +40,9 @@ TEST(Partition, RejectsALayerOutsideTheModel) {
 }
 
 TEST(Partition, RejectsAnEmptyStage) {
-  EXPECT_THAT(error_of([] { Partition({2, 0, 1}); }),
+  EXPECT_THAT(error_of([] {
+                Partition({2, 0, 1});
+              }),
               HasSubstr("[partition] stage 1 has 0 layers; every stage needs at least one layer"));
 }
 
@@ -79,15 +81,16 @@ TEST(Partition, ParseRejectsZeroAndNegativeCounts) {
   EXPECT_EQ(error_of([] { parse_partition("3,0,5", 3, 8); }),
             "[partition.balance] --balance 3,0,5: stage 1 has 0 layers; every stage needs at "
             "least one layer");
-  EXPECT_THAT(error_of([] { parse_partition("-2,10", 2, 8); }),
-              HasSubstr("stage 0 has -2 layers"));
+  EXPECT_THAT(error_of([] { parse_partition("-2,10", 2, 8); }), HasSubstr("stage 0 has -2 layers"));
 }
 
 TEST(Partition, ParseRejectsTokensThatAreNotCounts) {
   EXPECT_EQ(error_of([] { parse_partition("3,x,4", 3, 8); }),
             "[partition.balance] --balance 3,x,4: \"x\" is not a layer count");
-  EXPECT_THAT(error_of([] { parse_partition("3,,4", 3, 7); }), HasSubstr("\"\" is not a layer count"));
-  EXPECT_THAT(error_of([] { parse_partition("3,4,", 2, 7); }), HasSubstr("\"\" is not a layer count"));
+  EXPECT_THAT(error_of([] { parse_partition("3,,4", 3, 7); }),
+              HasSubstr("\"\" is not a layer count"));
+  EXPECT_THAT(error_of([] { parse_partition("3,4,", 2, 7); }),
+              HasSubstr("\"\" is not a layer count"));
   EXPECT_THAT(error_of([] { parse_partition("3.5,4", 2, 7); }),
               HasSubstr("\"3.5\" is not a layer count"));
   EXPECT_THAT(error_of([] { parse_partition("3 4", 2, 7); }),

@@ -10,20 +10,31 @@ namespace {
 
 std::vector<LayerCost> three_layers() {
   std::vector<LayerCost> costs(3);
-  costs[0] = LayerCost().set_forward_time(1).set_backward_time(2).set_parameter_bytes(10)
-                 .set_activation_bytes(4).set_output_bytes(8);
-  costs[1] = LayerCost().set_forward_time(2).set_backward_time(4).set_parameter_bytes(20)
-                 .set_activation_bytes(1).set_output_bytes(2);
-  costs[2] = LayerCost().set_forward_time(3).set_backward_time(6).set_parameter_bytes(30)
-                 .set_activation_bytes(5).set_output_bytes(6);
+  costs[0] = LayerCost()
+                 .set_forward_time(1)
+                 .set_backward_time(2)
+                 .set_parameter_bytes(10)
+                 .set_activation_bytes(4)
+                 .set_output_bytes(8);
+  costs[1] = LayerCost()
+                 .set_forward_time(2)
+                 .set_backward_time(4)
+                 .set_parameter_bytes(20)
+                 .set_activation_bytes(1)
+                 .set_output_bytes(2);
+  costs[2] = LayerCost()
+                 .set_forward_time(3)
+                 .set_backward_time(6)
+                 .set_parameter_bytes(30)
+                 .set_activation_bytes(5)
+                 .set_output_bytes(6);
   return costs;
 }
 
 TEST(StageLoads, AddComputeCommAndMemoryByHand) {
-  const auto options = BalanceOptions()
-                           .set_comm_latency(0.5)
-                           .set_comm_bytes_per_time(4)
-                           .set_activations_in_flight({2, 1});
+  const auto options =
+      BalanceOptions().set_comm_latency(0.5).set_comm_bytes_per_time(4).set_activations_in_flight(
+          {2, 1});
   const auto loads = stage_loads(Partition({2, 1}), three_layers(), options);
   ASSERT_EQ(loads.size(), 2u);
   EXPECT_DOUBLE_EQ(loads[0].compute_time, 9);
@@ -48,8 +59,9 @@ TEST(StageLoads, RejectsAPartitionOfAnotherModel) {
     stage_loads(Partition({2, 2}), three_layers());
     FAIL() << "expected baton::Error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "[partition.stage_loads] partition 2,2 covers 4 layers but 3 layer costs were given");
+    EXPECT_STREQ(
+        e.what(),
+        "[partition.stage_loads] partition 2,2 covers 4 layers but 3 layer costs were given");
   }
 }
 

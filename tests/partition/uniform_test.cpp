@@ -28,7 +28,9 @@ TEST(Uniform, SweepKeepsStagesWithinOneLayerAndSumsToTheModel) {
   }
 }
 
-TEST(Uniform, OneStageHoldsEveryLayer) { EXPECT_EQ(uniform(9, 1), Partition({9})); }
+TEST(Uniform, OneStageHoldsEveryLayer) {
+  EXPECT_EQ(uniform(9, 1), Partition({9}));
+}
 
 TEST(Uniform, AsManyStagesAsLayersGivesOneLayerEach) {
   EXPECT_EQ(uniform(5, 5), Partition({1, 1, 1, 1, 1}));

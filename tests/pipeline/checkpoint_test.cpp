@@ -39,7 +39,9 @@ struct TempDir {
   std::string path;
 };
 
-nn::ModelSpec model(int hidden = 16) { return nn::mlp(/*layers=*/4, hidden, /*in=*/8, /*classes=*/4); }
+nn::ModelSpec model(int hidden = 16) {
+  return nn::mlp(/*layers=*/4, hidden, /*in=*/8, /*classes=*/4);
+}
 
 std::pair<torch::Tensor, torch::Tensor> batch(int step) {
   torch::Generator gen = at::detail::createCPUGenerator(100 + step);
@@ -58,12 +60,14 @@ std::map<std::string, torch::Tensor> snapshot(Pipeline& pipe, torch::optim::Opti
   std::map<std::string, torch::Tensor> out;
   for (auto& [name, p] : pipe.named_parameters()) {
     out[name] = p.detach().clone();
-    for (auto& [key, value] : checkpoint::optimizer_state_of(optimizer, p)) out[name + "." + key] = value.clone();
+    for (auto& [key, value] : checkpoint::optimizer_state_of(optimizer, p))
+      out[name + "." + key] = value.clone();
   }
   return out;
 }
 
-void expect_equal(const std::map<std::string, torch::Tensor>& a, const std::map<std::string, torch::Tensor>& b) {
+void expect_equal(const std::map<std::string, torch::Tensor>& a,
+                  const std::map<std::string, torch::Tensor>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (const auto& [name, value] : a) {
     ASSERT_TRUE(b.count(name)) << name;
@@ -77,7 +81,7 @@ TEST(Checkpoint, SavedOnTwoRanksLoadsOnOneWithTheSameParametersAndAdamState) {
   std::map<std::string, torch::Tensor> saved;
   std::mutex mutex;
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
-    Pipeline pipe(model(), {}, PipelineOptions().microbatches(2).communicator(&comm));
+    Pipeline pipe(model(), {}, PipelineOptions().microbatches(2).communicator(comm));
     torch::optim::Adam adam(pipe.parameters(), torch::optim::AdamOptions(0.01));
     for (int step = 0; step < 2; ++step) train_step(pipe, adam, step);
     pipe.save(dir.path, &adam, {{"note", "two ranks"}});
@@ -98,8 +102,9 @@ TEST(Checkpoint, SavedOnTwoRanksLoadsOnOneWithTheSameParametersAndAdamState) {
 // W^T would go stale in the uninterrupted run (a separate bug).
 torch::nn::Sequential sequential() {
   torch::manual_seed(0);
-  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16),
-                               torch::nn::Tanh(), torch::nn::Linear(16, 4));
+  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(),
+                               torch::nn::Linear(16, 16), torch::nn::Tanh(),
+                               torch::nn::Linear(16, 4));
 }
 
 torch::Tensor cross_entropy(const torch::Tensor& output, const torch::Tensor& target) {
@@ -118,12 +123,14 @@ TEST(Checkpoint, ResumedSgdWithMomentumTakesBitwiseTheStepsOfAnUninterruptedRun)
     if (step == 1) straight.save(dir.path, &sgd);
   }
   torch::manual_seed(5);  // other initial weights: the checkpoint must replace them
-  Pipeline resumed(torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16),
-                                         torch::nn::Tanh(), torch::nn::Linear(16, 4)),
-                   cross_entropy, PipelineOptions().microbatches(2).schedule("gpipe"));
+  Pipeline resumed(
+      torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16),
+                            torch::nn::Tanh(), torch::nn::Linear(16, 4)),
+      cross_entropy, PipelineOptions().microbatches(2).schedule("gpipe"));
   torch::optim::SGD sgd2(resumed.parameters(), sgd_options);
   resumed.load(dir.path, &sgd2);
-  for (int step = 2; step < 4; ++step) EXPECT_EQ(train_step(resumed, sgd2, step), losses[step]) << step;
+  for (int step = 2; step < 4; ++step)
+    EXPECT_EQ(train_step(resumed, sgd2, step), losses[step]) << step;
 }
 
 TEST(Checkpoint, ResavingAStepWritesANewFolderAndKeepsTheNewestTwo) {
@@ -135,7 +142,8 @@ TEST(Checkpoint, ResavingAStepWritesANewFolderAndKeepsTheNewestTwo) {
   EXPECT_EQ(checkpoint::check(dir.path)["folder"], "step_00000001");
   pipe.save(dir.path, &adam);
   EXPECT_EQ(checkpoint::check(dir.path)["folder"], "step_00000001-1");
-  EXPECT_EQ(checkpoint::check(dir.path)["kept"], nlohmann::json({"step_00000001-1", "step_00000001"}));
+  EXPECT_EQ(checkpoint::check(dir.path)["kept"],
+            nlohmann::json({"step_00000001-1", "step_00000001"}));
   pipe.save(dir.path, &adam);
   EXPECT_EQ(checkpoint::check(dir.path)["folder"], "step_00000001-2");
   EXPECT_FALSE(fs::exists(fs::path(dir.path) / "step_00000001"));
@@ -160,7 +168,7 @@ TEST(Checkpoint, SavingRemovesOnlyTheStepFoldersItsManifestListsBeyondKeepLast) 
   protect_first.protect.push_back((fs::path(dir.path) / "step_00000001").string());
   train_step(pipe, adam, 1);
   pipe.save(dir.path, &adam, nlohmann::json::object(), protect_first);  // step 2
-  EXPECT_TRUE(fs::exists(fs::path(dir.path) / "step_00000001"));       // protected
+  EXPECT_TRUE(fs::exists(fs::path(dir.path) / "step_00000001"));        // protected
   train_step(pipe, adam, 2);
   pipe.save(dir.path, &adam, nlohmann::json::object(), keep_one);  // step 3
   EXPECT_FALSE(fs::exists(fs::path(dir.path) / "step_00000001"));
@@ -220,9 +228,11 @@ TEST(Checkpoint, ASaveThatCannotWriteRemovesItsFilesAndLeavesThePreviousOneLoada
 
 TEST(Checkpoint, AModelWithOtherTiedWeightsDoesNotLoad) {
   TempDir dir;
-  nn::ModelSpec untied = nn::make_model("gpt", nn::ModelOptions().layers(1).hidden(16).heads(2).context(4).vocab(32));
+  nn::ModelSpec untied =
+      nn::make_model("gpt", nn::ModelOptions().layers(1).hidden(16).heads(2).context(4).vocab(32));
   nn::ModelSpec tied = nn::make_model(
-      "gpt", nn::ModelOptions().layers(1).hidden(16).heads(2).context(4).vocab(32).tie_embeddings(true));
+      "gpt",
+      nn::ModelOptions().layers(1).hidden(16).heads(2).context(4).vocab(32).tie_embeddings(true));
   ASSERT_FALSE(tied.tied.empty());
   Pipeline(untied, {}, PipelineOptions().microbatches(1)).save(dir.path);
   Pipeline pipe(tied, {}, PipelineOptions().microbatches(1));
@@ -255,12 +265,15 @@ TEST(Checkpoint, RefusesAnotherModelAMissingOrTruncatedFileAndAnotherOptimizer) 
     pipe.save(dir.path, &adam);
   }
   const std::string folder = (fs::path(dir.path) / "step_00000001").string();
-  EXPECT_THAT(load_error(dir.path, model(32)),
-              HasSubstr("file " + folder + "/layer_00000.pt: layer 0 \"0.weight\" is {\"dtype\":\"float32\","
-                        "\"shape\":[16,8]} in the checkpoint but {\"dtype\":\"float32\",\"shape\":[32,8]} "
-                        "in the model"));
-  EXPECT_THAT(load_error(dir.path, nn::mlp(6, 16, 8, 4)),
-              HasSubstr("holds model \"mlp\" with 4 layers but this is model \"mlp\" with 6 layers"));
+  EXPECT_THAT(
+      load_error(dir.path, model(32)),
+      HasSubstr("file " + folder +
+                "/layer_00000.pt: layer 0 \"0.weight\" is {\"dtype\":\"float32\","
+                "\"shape\":[16,8]} in the checkpoint but {\"dtype\":\"float32\",\"shape\":[32,8]} "
+                "in the model"));
+  EXPECT_THAT(
+      load_error(dir.path, nn::mlp(6, 16, 8, 4)),
+      HasSubstr("holds model \"mlp\" with 4 layers but this is model \"mlp\" with 6 layers"));
   EXPECT_THAT(load_error(dir.path, model(), /*sgd=*/true),
               HasSubstr("holds the state of a adam optimizer, not of sgd"));
 
@@ -274,9 +287,9 @@ TEST(Checkpoint, RefusesAnotherModelAMissingOrTruncatedFileAndAnotherOptimizer) 
     byte = static_cast<char>(byte ^ 0x01);
     file.write(&byte, 1);
   }
-  EXPECT_THAT(load_error(dir.path, model()), HasSubstr("file " + layer + " (" +
-                                                       std::to_string(fs::file_size(layer)) +
-                                                       " bytes) is corrupt: its CRC-32 is"));
+  EXPECT_THAT(load_error(dir.path, model()),
+              HasSubstr("file " + layer + " (" + std::to_string(fs::file_size(layer)) +
+                        " bytes) is corrupt: its CRC-32 is"));
   fs::resize_file(layer, 100);
   EXPECT_THAT(load_error(dir.path, model()), HasSubstr("file " + layer + " has 100 bytes but"));
   fs::remove(layer);

@@ -37,12 +37,17 @@ TEST_P(EvalSchedules, OutputsEqualTheModelsForwardOnOneProcess) {
     comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
       // zb-auto searches with the layers' profiled costs: it needs a sample.
       Pipeline pipe(models[comm.rank()], &test::cross_entropy,
-                    PipelineOptions().schedule(name).microbatches(8).sample(x.narrow(0, 0, 2)).communicator(&comm));
+                    PipelineOptions()
+                        .schedule(name)
+                        .microbatches(8)
+                        .sample(x.narrow(0, 0, 2))
+                        .communicator(comm));
       outputs[comm.rank()] = pipe.eval_microbatches(x.narrow(0, 0, rows), std::min(rows, 8));
     });
     std::map<int, torch::Tensor> all;
     for (const auto& part : outputs) {
-      for (const auto& [mb, out] : part) EXPECT_TRUE(all.emplace(mb, out).second) << "micro-batch " << mb << " twice";
+      for (const auto& [mb, out] : part)
+        EXPECT_TRUE(all.emplace(mb, out).second) << "micro-batch " << mb << " twice";
     }
     ASSERT_EQ(static_cast<int>(all.size()), std::min(rows, 8)) << name << " rows " << rows;
     std::vector<torch::Tensor> parts;
@@ -62,10 +67,10 @@ INSTANTIATE_TEST_SUITE_P(All, EvalSchedules, testing::ValuesIn(schedule::schedul
                          });
 
 TEST(ForwardOnlySchedule, OneFPerCellOnTheTrainingRankStageByStage) {
-  for (const std::string& name : {std::string("1f1b"), std::string("interleaved"), std::string("zb-v"),
-                                  std::string("chimera")}) {
-    const schedule::Schedule training = schedule::lower(schedule::generate(
-        name, schedule::GeneratorOptions().set_ranks(4).set_microbatches(8)));
+  for (const std::string& name : {std::string("1f1b"), std::string("interleaved"),
+                                  std::string("zb-v"), std::string("chimera")}) {
+    const schedule::Schedule training = schedule::lower(
+        schedule::generate(name, schedule::GeneratorOptions().set_ranks(4).set_microbatches(8)));
     const schedule::Placement trained(training);
     for (const int m : {8, 5, 13}) {
       const schedule::Schedule eval = schedule::forward_only(training, m);
@@ -75,7 +80,8 @@ TEST(ForwardOnlySchedule, OneFPerCellOnTheTrainingRankStageByStage) {
         int previous_stage = -1;
         for (const schedule::Action& a : eval.actions[r]) {
           EXPECT_EQ(a.kind, schedule::ActionKind::F);
-          EXPECT_EQ(trained.rank_of(a.stage, a.microbatch % 8), r) << name << " " << schedule::to_string(a);
+          EXPECT_EQ(trained.rank_of(a.stage, a.microbatch % 8), r)
+              << name << " " << schedule::to_string(a);
           EXPECT_GE(a.stage, previous_stage) << name << " rank " << r;
           previous_stage = a.stage;
         }
@@ -93,7 +99,8 @@ TEST(ForwardOnlySchedule, TheValidatorRefusesABackwardInIt) {
     schedule::lower(eval);
     FAIL() << "a forward-only schedule with a B was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("a forward-only schedule has none"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a forward-only schedule has none"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -28,15 +28,26 @@ json good() {
   json files = json::array();
   for (int layer = 0; layer < 2; ++layer) {
     files.push_back({{"path", "step_00000003/layer_0000" + std::to_string(layer) + ".pt"},
-                     {"kind", "layer"}, {"layer", layer}, {"bytes", 10}, {"crc32", "0000abcd"}});
+                     {"kind", "layer"},
+                     {"layer", layer},
+                     {"bytes", 10},
+                     {"crc32", "0000abcd"}});
     files.push_back({{"path", "step_00000003/layer_0000" + std::to_string(layer) + ".optim.pt"},
-                     {"kind", "optimizer"}, {"layer", layer}, {"bytes", 10}, {"crc32", "0000abcd"}});
+                     {"kind", "optimizer"},
+                     {"layer", layer},
+                     {"bytes", 10},
+                     {"crc32", "0000abcd"}});
   }
-  files.push_back({{"path", "step_00000003/rng.pt"}, {"kind", "rng"}, {"bytes", 10}, {"crc32", "0000abcd"}});
-  return {{"format", "baton-checkpoint"}, {"version", kFormatVersion}, {"step", 3},
-          {"folder", "step_00000003"},    {"model", {{"name", "mlp"}, {"layers", 2}}},
+  files.push_back(
+      {{"path", "step_00000003/rng.pt"}, {"kind", "rng"}, {"bytes", 10}, {"crc32", "0000abcd"}});
+  return {{"format", "baton-checkpoint"},
+          {"version", kFormatVersion},
+          {"step", 3},
+          {"folder", "step_00000003"},
+          {"model", {{"name", "mlp"}, {"layers", 2}}},
           {"optimizer", {{"kind", "adam"}, {"lr", 0.1}}},
-          {"kept", {"step_00000003", "step_00000001"}}, {"files", files}};
+          {"kept", {"step_00000003", "step_00000001"}},
+          {"files", files}};
 }
 
 std::string error_of(const std::function<void(json&)>& change) {
@@ -56,7 +67,8 @@ TEST(Manifest, AManifestAsBatonWritesItIsAccepted) {
 }
 
 TEST(Manifest, AStepOutsideZeroToTheLargestIntIsRefused) {
-  for (const char* step : {"-5", "-1", "1e30", "9223372036854775813", "2147483648", "3.5", "\"3\""}) {
+  for (const char* step :
+       {"-5", "-1", "1e30", "9223372036854775813", "2147483648", "3.5", "\"3\""}) {
     EXPECT_THAT(error_of([&](json& m) { m["step"] = json::parse(step); }),
                 HasSubstr("\"step\" is " + json::parse(step).dump() +
                           "; it must be an integer in [0, 2147483647]"))
@@ -66,8 +78,8 @@ TEST(Manifest, AStepOutsideZeroToTheLargestIntIsRefused) {
 }
 
 TEST(Manifest, APathLeavingTheFolderIsRefused) {
-  for (const char* path : {"step_00000003/../../etc/passwd", "/etc/passwd", "step_00000003/./rng.pt",
-                           "step_00000003//rng.pt", ""}) {
+  for (const char* path : {"step_00000003/../../etc/passwd", "/etc/passwd",
+                           "step_00000003/./rng.pt", "step_00000003//rng.pt", ""}) {
     EXPECT_THAT(error_of([&](json& m) { m["files"][4]["path"] = path; }),
                 HasSubstr("is not a relative path inside the checkpoint's folder"))
         << path;
@@ -85,26 +97,34 @@ TEST(Manifest, EveryLayerNeedsExactlyOneFileAndOneOptimizerFile) {
               HasSubstr("lists no optimizer file for layer 1"));
   EXPECT_THAT(error_of([](json& m) { m["files"][2]["layer"] = 0; }),
               HasSubstr("lists two layer files for layer 0"));
-  EXPECT_THAT(error_of([](json& m) { m["files"][0]["layer"] = 2; }),
-              HasSubstr("file \"step_00000003/layer_00000.pt\"'s layer is 2; it must be an integer in [0, 1]"));
-  EXPECT_THAT(error_of([](json& m) { m["files"].push_back(m["files"][0]); }), HasSubstr("is listed twice"));
+  EXPECT_THAT(
+      error_of([](json& m) { m["files"][0]["layer"] = 2; }),
+      HasSubstr(
+          "file \"step_00000003/layer_00000.pt\"'s layer is 2; it must be an integer in [0, 1]"));
+  EXPECT_THAT(error_of([](json& m) { m["files"].push_back(m["files"][0]); }),
+              HasSubstr("is listed twice"));
   EXPECT_THAT(error_of([](json& m) { m["files"].erase(4); }), HasSubstr("lists 0 rng files"));
   EXPECT_THAT(error_of([](json& m) { m["optimizer"] = nullptr; }),
               HasSubstr("holds optimizer state, but the manifest's \"optimizer\" is null"));
 }
 
 TEST(Manifest, MalformedFieldsAreNamedNotThrownAsJsonErrors) {
-  EXPECT_THAT(error_of([](json& m) { m["files"][0]["crc32"] = "xyz"; }), HasSubstr("no \"crc32\" of 8"));
+  EXPECT_THAT(error_of([](json& m) { m["files"][0]["crc32"] = "xyz"; }),
+              HasSubstr("no \"crc32\" of 8"));
   EXPECT_THAT(error_of([](json& m) { m["files"][0]["bytes"] = -1; }), HasSubstr("\"bytes\" is -1"));
   EXPECT_THAT(error_of([](json& m) { m["files"][0]["kind"] = 7; }), HasSubstr("is malformed"));
   EXPECT_THAT(error_of([](json& m) { m["model"]["layers"] = 0; }),
               HasSubstr("the model's \"layers\" is 0; it must be an integer in [1,"));
   EXPECT_THAT(error_of([](json& m) { m["kept"] = {"step_00000001"}; }),
               HasSubstr("\"kept\" must start with the manifest's own folder"));
-  EXPECT_THAT(error_of([](json& m) { m["kept"] = {"step_00000003", "../x"}; }),
+  EXPECT_THAT(error_of([](json& m) {
+                m["kept"] = {"step_00000003", "../x"};
+              }),
               HasSubstr("not a distinct step_* folder name"));
-  EXPECT_THAT(error_of([](json& m) { m["version"] = 1; }), HasSubstr("has version 1; this baton reads versions 2 to"));
-  EXPECT_THAT(error_of([](json& m) { m["model"]["tied"] = 3; }), HasSubstr("model \"tied\" must be a list"));
+  EXPECT_THAT(error_of([](json& m) { m["version"] = 1; }),
+              HasSubstr("has version 1; this baton reads versions 2 to"));
+  EXPECT_THAT(error_of([](json& m) { m["model"]["tied"] = 3; }),
+              HasSubstr("model \"tied\" must be a list"));
   try {
     parse_manifest("{\"format\": ", "ck/manifest.json");
     FAIL() << "truncated JSON accepted";
@@ -148,9 +168,11 @@ TEST(Manifest, SavingGoesOnlyIntoAnEmptyOrABatonFolderAndAMissingOneIsMadeNow) {
   for (json& f : step["files"]) f["path"] = f["path"].get<std::string>().substr(14);
   fs::create_directory(root / "step");
   std::ofstream(root / "step" / "manifest.json") << step.dump();
-  EXPECT_THAT(prepare_error((root / "step").string()), HasSubstr("is one saved step inside a checkpoint folder"));
+  EXPECT_THAT(prepare_error((root / "step").string()),
+              HasSubstr("is one saved step inside a checkpoint folder"));
   fs::create_symlink(root / "nowhere" / "x", root / "dangling");
-  EXPECT_THAT(prepare_error((root / "dangling").string()), HasSubstr("which does not exist; name a folder"));
+  EXPECT_THAT(prepare_error((root / "dangling").string()),
+              HasSubstr("which does not exist; name a folder"));
   EXPECT_THAT(prepare_error((root / "no" / "such").string()), HasSubstr("does not exist"));
   EXPECT_FALSE(fs::exists(root / "no"));
   EXPECT_THAT(prepare_error("/proc/baton_save_test"), HasSubstr("cannot be created"));

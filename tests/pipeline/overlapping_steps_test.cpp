@@ -87,7 +87,7 @@ TwoRankRun train_two_ranks(bool step_barrier) {
                       .schedule("1f1b")
                       .microbatches(kMicrobatches)
                       .step_barrier(step_barrier)
-                      .communicator(&comm));
+                      .communicator(comm));
     torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(0.1));
     for (int step = 0; step < kSteps; ++step) {
       auto [x, y] = batch(step);

@@ -32,7 +32,9 @@ const auto kTimeout = std::chrono::seconds(60);
 
 using Params = std::map<std::string, torch::Tensor>;
 
-std::pair<torch::Tensor, torch::Tensor> batch(int step) { return test::seeded_batch(700 + step, kBatch); }
+std::pair<torch::Tensor, torch::Tensor> batch(int step) {
+  return test::seeded_batch(700 + step, kBatch);
+}
 
 struct Record {
   std::vector<double> losses;  // per step: the mini-batch's loss
@@ -116,8 +118,9 @@ PipelineRun run_pipedream(int pp, const std::string& schedule = "pipedream") {
   for (int r = 0; r < pp; ++r) models.push_back(test::four_linear_mlp());
   comm::run_local_group(pp, kTimeout, [&](comm::Communicator& comm) {
     const int r = comm.rank();
-    Pipeline pipe(models[r], test::cross_entropy,
-                  PipelineOptions().schedule(schedule).microbatches(kMicrobatches).communicator(&comm));
+    Pipeline pipe(
+        models[r], test::cross_entropy,
+        PipelineOptions().schedule(schedule).microbatches(kMicrobatches).communicator(comm));
     for (const auto& [stage, layers] : pipe.stage_layers())
       for (int layer : layers) run.stage_of_layer[layer] = stage;
     torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
@@ -128,7 +131,8 @@ PipelineRun run_pipedream(int pp, const std::string& schedule = "pipedream") {
       run.versions[r].push_back(pipe.last_step().weight_versions);
     }
     pipe.flush();
-    for (auto& [name, p] : pipe.named_parameters()) run.ranks[r].final_params[name] = p.detach().clone();
+    for (auto& [name, p] : pipe.named_parameters())
+      run.ranks[r].final_params[name] = p.detach().clone();
   });
   return run;
 }
@@ -142,8 +146,10 @@ void expect_matches(const PipelineRun& run, const Record& want) {
   for (size_t r = 0; r < run.ranks.size(); ++r) {
     const Record& got = run.ranks[r];
     for (int t = 0; t < kSteps; ++t)
-      EXPECT_NEAR(got.losses[t], want.losses[t], 1e-5 * std::abs(want.losses[t])) << "rank " << r << " step " << t;
-    for (const auto& [name, p] : got.final_params) expect_close(p, want.final_params.at(name), name);
+      EXPECT_NEAR(got.losses[t], want.losses[t], 1e-5 * std::abs(want.losses[t]))
+          << "rank " << r << " step " << t;
+    for (const auto& [name, p] : got.final_params)
+      expect_close(p, want.final_params.at(name), name);
     seen += got.final_params.size();
   }
   EXPECT_EQ(seen, want.final_params.size());
@@ -154,7 +160,8 @@ class PipeDream : public testing::TestWithParam<int> {};
 TEST_P(PipeDream, EachBackwardRunsOnItsForwardsWeightsAndUpdatesItsStage) {
   const int pp = GetParam();
   const PipelineRun run = run_pipedream(pp);
-  for (int layer = 0; layer < 7; ++layer) ASSERT_GE(run.stage_of_layer[layer], 0) << "layer " << layer;
+  for (int layer = 0; layer < 7; ++layer)
+    ASSERT_GE(run.stage_of_layer[layer], 0) << "layer " << layer;
   expect_matches(run, reference(run.stage_of_layer, pp));
 }
 
@@ -165,7 +172,8 @@ TEST_P(PipeDream, RankRHoldsPMinusRVersions) {
   const int pp = GetParam();
   const PipelineRun run = run_pipedream(pp);
   for (int r = 0; r < pp; ++r)
-    for (int t = 0; t < kSteps; ++t) EXPECT_EQ(run.versions[r][t], pp - r) << "rank " << r << " step " << t;
+    for (int t = 0; t < kSteps; ++t)
+      EXPECT_EQ(run.versions[r][t], pp - r) << "rank " << r << " step " << t;
 }
 
 double distance(const Params& a, const Params& b) {
@@ -188,7 +196,8 @@ TEST_P(PipeDream, AsyncBackwardsRunOnTheLatestWeights) {
   expect_matches(run, want);
   // One version: nothing is stashed.
   for (int r = 0; r < pp; ++r)
-    for (int t = 0; t < kSteps; ++t) EXPECT_EQ(run.versions[r][t], 1) << "rank " << r << " step " << t;
+    for (int t = 0; t < kSteps; ++t)
+      EXPECT_EQ(run.versions[r][t], 1) << "rank " << r << " step " << t;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, PipeDream, testing::Values(2, 3),
@@ -201,7 +210,7 @@ TEST(PipeDreamErrors, AStepWithoutTheOptimizerIsRefusedOnEveryRank) {
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
     const int r = comm.rank();
     Pipeline pipe(models[r], test::cross_entropy,
-                  PipelineOptions().schedule("pipedream").microbatches(2).communicator(&comm));
+                  PipelineOptions().schedule("pipedream").microbatches(2).communicator(comm));
     try {
       auto [x, y] = batch(0);
       pipe.step(x, y);

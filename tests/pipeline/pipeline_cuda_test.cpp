@@ -27,16 +27,21 @@ const auto kTimeout = std::chrono::seconds(60);
 
 torch::nn::Sequential make_sequential() {
   torch::manual_seed(0);
-  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16),
-                               torch::nn::Tanh(), torch::nn::Linear(16, 4));
+  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(),
+                               torch::nn::Linear(16, 16), torch::nn::Tanh(),
+                               torch::nn::Linear(16, 4));
 }
 
 const auto loss_fn = &test::cross_entropy;
 
-std::pair<torch::Tensor, torch::Tensor> batch(int step) { return test::seeded_batch(100 + step, kBatch); }
+std::pair<torch::Tensor, torch::Tensor> batch(int step) {
+  return test::seeded_batch(100 + step, kBatch);
+}
 
 // The reference: the same Sequential on the CPU in one process, no pipeline.
-std::vector<double> cpu_losses() { return test::train_one_process(make_sequential(), kSteps, kLr, batch).losses; }
+std::vector<double> cpu_losses() {
+  return test::train_one_process(make_sequential(), kSteps, kLr, batch).losses;
+}
 
 // Trains through `pipe` on CPU batches (the Pipeline moves them to its device).
 std::vector<double> train(Pipeline& pipe) {
@@ -54,18 +59,23 @@ std::vector<double> train(Pipeline& pipe) {
 void expect_close(const std::vector<double>& got, const std::vector<double>& want) {
   ASSERT_EQ(got.size(), want.size());
   // GPU kernels sum in other orders than the CPU's: fp32 round-off, not 1e-5.
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * std::abs(want[i])) << "step " << i;
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-4 * std::abs(want[i])) << "step " << i;
 }
 
 TEST(PipelineCuda, RefusesCudaWhenNoDeviceIsVisible) {
-  if (torch::cuda::is_available()) GTEST_SKIP() << "a CUDA device is visible; this checks the error without one";
+  if (torch::cuda::is_available())
+    GTEST_SKIP() << "a CUDA device is visible; this checks the error without one";
   EXPECT_THAT([] { Pipeline(make_sequential(), loss_fn, PipelineOptions().device(torch::kCUDA)); },
-              testing::ThrowsMessage<Error>(HasSubstr("[pipeline] device cuda: this process sees no CUDA device")));
+              testing::ThrowsMessage<Error>(
+                  HasSubstr("[comm.device] device cuda: this process sees no CUDA device")));
 }
 
 TEST(PipelineCuda, RefusesADeviceTypeOtherThanCpuOrCuda) {
-  EXPECT_THAT([] { Pipeline(make_sequential(), loss_fn, PipelineOptions().device(torch::Device("meta"))); },
-              testing::ThrowsMessage<Error>(HasSubstr("[pipeline] device meta is not supported; use cpu or cuda")));
+  EXPECT_THAT(
+      [] { Pipeline(make_sequential(), loss_fn, PipelineOptions().device(torch::Device("meta"))); },
+      testing::ThrowsMessage<Error>(
+          HasSubstr("[comm.device] device meta is not supported; use cpu or cuda")));
 }
 
 TEST(PipelineCuda, OneProcessOnTheGpuTakesTheStepsOfTheCpu_CUDA) {
@@ -87,7 +97,7 @@ TEST(PipelineCuda, TwoRanksOnTheGpuOverACpuCommunicatorTakeTheStepsOfTheCpu_CUDA
   std::vector<std::vector<double>> losses(2);
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
     Pipeline pipe(models[comm.rank()], loss_fn,
-                  PipelineOptions().schedule("zb-h1").microbatches(4).communicator(&comm).device(
+                  PipelineOptions().schedule("zb-h1").microbatches(4).communicator(comm).device(
                       torch::Device("cuda:0")));
     losses[comm.rank()] = train(pipe);
   });
@@ -104,15 +114,13 @@ TEST(PipelineCuda, TwoRanksOnTwoGpusOverNcclTakeTheStepsOfTheCpu_CUDA) {
   std::vector<std::thread> ranks;
   for (int r = 0; r < 2; ++r) {
     ranks.emplace_back([&, r] {
-      comm::Communicator nccl = comm::connect_nccl(comm::ConnectOptions()
-                                                       .set_rank(r)
-                                                       .set_world_size(2)
-                                                       .set_master_port(port)
-                                                       .set_timeout(kTimeout),
-                                                   r);
+      comm::Communicator nccl = comm::connect_nccl(
+          comm::ConnectOptions().set_rank(r).set_world_size(2).set_master_port(port).set_timeout(
+              kTimeout),
+          r);
       EXPECT_EQ(nccl.transport_name(1 - r), "nccl");
       Pipeline pipe(models[r], loss_fn,
-                    PipelineOptions().schedule("1f1b").microbatches(4).communicator(&nccl).device(
+                    PipelineOptions().schedule("1f1b").microbatches(4).communicator(nccl).device(
                         torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(r))));
       losses[r] = train(pipe);
     });

@@ -19,6 +19,7 @@
 #include "baton/comm/launcher.h"
 #include "baton/comm/local_group.h"
 #include "baton/train/data_source.h"
+#include "baton/train/trainer.h"
 #include "tests/pipeline/reference_training.h"
 
 namespace baton {
@@ -33,14 +34,17 @@ const auto kTimeout = std::chrono::seconds(30);
 
 torch::nn::Sequential make_sequential() {
   torch::manual_seed(0);
-  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16),
-                               torch::nn::Tanh(), torch::nn::Linear(16, 4));
+  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(),
+                               torch::nn::Linear(16, 16), torch::nn::Tanh(),
+                               torch::nn::Linear(16, 4));
 }
 
 const auto loss_fn = &test::cross_entropy;
 using test::relative;
 
-std::pair<torch::Tensor, torch::Tensor> batch(int step) { return test::seeded_batch(100 + step, kBatch); }
+std::pair<torch::Tensor, torch::Tensor> batch(int step) {
+  return test::seeded_batch(100 + step, kBatch);
+}
 
 using TrainingRun = test::TrainingRun;
 
@@ -60,7 +64,8 @@ TEST_P(SequentialOnTwoRanks, TakesTheSameStepsAsOneProcess) {
   std::vector<TrainingRun> runs(2);
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
     const int r = comm.rank();
-    PipelineOptions options = PipelineOptions().schedule(GetParam()).microbatches(4).communicator(&comm);
+    PipelineOptions options =
+        PipelineOptions().schedule(GetParam()).microbatches(4).communicator(comm);
     // zb-auto searches with the layers' costs, profiled on one micro-batch.
     if (GetParam() == "zb-auto") options.sample(batch(0).first.narrow(0, 0, kBatch / 4));
     Pipeline pipe(models[r], loss_fn, options);
@@ -71,11 +76,13 @@ TEST_P(SequentialOnTwoRanks, TakesTheSameStepsAsOneProcess) {
       runs[r].losses.push_back(pipe.step(x, y));
       sgd.step();
     }
-    for (auto& [name, value] : pipe.named_parameters()) runs[r].parameters[name] = value.detach().clone();
+    for (auto& [name, value] : pipe.named_parameters())
+      runs[r].parameters[name] = value.detach().clone();
   });
   for (int r = 0; r < 2; ++r) {
     for (int step = 0; step < kSteps; ++step) {
-      EXPECT_NEAR(runs[r].losses[step], reference.losses[step], 1e-5 * std::abs(reference.losses[step]))
+      EXPECT_NEAR(runs[r].losses[step], reference.losses[step],
+                  1e-5 * std::abs(reference.losses[step]))
           << "rank " << r << " step " << step;
     }
   }
@@ -117,15 +124,20 @@ TEST(Pipeline, LazyModelSpecBalancedByParamsOnTwoRanksTakesTheStepsOfOneDevice) 
     reference_losses.push_back(loss.item<double>());
   }
   std::map<std::string, torch::Tensor> reference;
-  for (const auto& item : whole->named_parameters()) reference["layer." + item.key()] = item.value();
+  for (const auto& item : whole->named_parameters())
+    reference["layer." + item.key()] = item.value();
 
   std::vector<TrainingRun> runs(2);
   std::vector<std::string> cuts(2);
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
     const int r = comm.rank();
     Pipeline pipe(spec, {},
-                  PipelineOptions().microbatches(3).balance("params").sample(batch(0).first.narrow(0, 0, 4))
-                      .seed(kSeed).communicator(&comm));
+                  PipelineOptions()
+                      .microbatches(3)
+                      .balance("params")
+                      .sample(batch(0).first.narrow(0, 0, 4))
+                      .seed(kSeed)
+                      .communicator(comm));
     cuts[r] = pipe.partition().to_string();
     torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
     for (int step = 0; step < kSteps; ++step) {
@@ -134,13 +146,15 @@ TEST(Pipeline, LazyModelSpecBalancedByParamsOnTwoRanksTakesTheStepsOfOneDevice) 
       runs[r].losses.push_back(pipe.step(x, y));
       sgd.step();
     }
-    for (auto& [name, value] : pipe.named_parameters()) runs[r].parameters[name] = value.detach().clone();
+    for (auto& [name, value] : pipe.named_parameters())
+      runs[r].parameters[name] = value.detach().clone();
   });
   EXPECT_EQ(cuts[0], cuts[1]) << "both ranks cut the model the same way";
   size_t seen = 0;
   for (int r = 0; r < 2; ++r) {
     for (int step = 0; step < kSteps; ++step) {
-      EXPECT_NEAR(runs[r].losses[step], reference_losses[step], 1e-5 * std::abs(reference_losses[step]));
+      EXPECT_NEAR(runs[r].losses[step], reference_losses[step],
+                  1e-5 * std::abs(reference_losses[step]));
     }
     for (const auto& [name, value] : runs[r].parameters) {
       ASSERT_TRUE(reference.count(name)) << name;
@@ -162,14 +176,15 @@ TEST(Pipeline, NamesParametersByGlobalLayerAndEvaluatesOnTheLastStage) {
   std::vector<torch::Tensor> outputs(2);
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
     const int r = comm.rank();
-    Pipeline pipe(models[r], loss_fn, PipelineOptions().microbatches(3).communicator(&comm));
+    Pipeline pipe(models[r], loss_fn, PipelineOptions().microbatches(3).communicator(comm));
     EXPECT_EQ(pipe.rank(), r);
     for (auto& [name, value] : pipe.named_parameters()) names[r].push_back(name);
     layers[r] = pipe.stage_layers();
     outputs[r] = pipe.eval(x);
   });
   // 5 layers on 2 stages, uniformly: 3 and 2; ReLU and Tanh have no parameters.
-  EXPECT_THAT(names[0], testing::ElementsAre("layer.0.weight", "layer.0.bias", "layer.2.weight", "layer.2.bias"));
+  EXPECT_THAT(names[0], testing::ElementsAre("layer.0.weight", "layer.0.bias", "layer.2.weight",
+                                             "layer.2.bias"));
   EXPECT_THAT(names[1], testing::ElementsAre("layer.4.weight", "layer.4.bias"));
   using Layers = std::vector<std::pair<int, std::vector<int>>>;
   EXPECT_EQ(layers[0], (Layers{{0, {0, 1, 2}}}));
@@ -203,7 +218,7 @@ TEST(Pipeline, GivesTheSameLossesAsBatonTrainForOneConfiguration) {
   for (int r = 0; r < 2; ++r) {
     ranks.emplace_back([&, r] {
       try {
-        train::train(c, train::RankContext{r, 2, 2, "127.0.0.1", port});
+        train::train(c, comm::RankEnv{r, 2, r, 2, "127.0.0.1", port});
       } catch (const std::exception& e) {
         errors[r] = e.what();
       }
@@ -224,7 +239,7 @@ TEST(Pipeline, GivesTheSameLossesAsBatonTrainForOneConfiguration) {
   std::vector<std::vector<double>> losses(2);
   comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
     Pipeline pipe(nn::mlp(c.layers, c.hidden, c.in_features, c.classes), {},
-                  PipelineOptions().microbatches(c.microbatches).seed(c.seed).communicator(&comm));
+                  PipelineOptions().microbatches(c.microbatches).seed(c.seed).communicator(comm));
     auto data = train::make_data_source(c);
     torch::optim::Adam adam(pipe.parameters(), torch::optim::AdamOptions(c.lr));
     for (int step = 0; step < kSteps; ++step) {
@@ -241,7 +256,9 @@ TEST(Pipeline, GivesTheSameLossesAsBatonTrainForOneConfiguration) {
 }
 
 // A Pipeline alone (one rank), whatever the environment says.
-PipelineOptions alone() { return PipelineOptions().rank_env(comm::RankEnv{}); }
+PipelineOptions alone() {
+  return PipelineOptions().rank_env(comm::RankEnv{});
+}
 
 std::string error_of(const std::function<void()>& body) {
   try {
@@ -255,18 +272,24 @@ std::string error_of(const std::function<void()>& body) {
 TEST(Pipeline, RefusesAnEmptyModel) {
   EXPECT_THAT(error_of([] { Pipeline(torch::nn::Sequential(), loss_fn, alone()); }),
               HasSubstr("[pipeline] model \"sequential\" has 0 layers"));
-  EXPECT_THAT(error_of([] { Pipeline(nn::ModelSpec{"mine", {}, loss_fn}, {}, alone()); }),
+  EXPECT_THAT(error_of([] {
+                Pipeline(nn::ModelSpec{"mine", {}, loss_fn}, {}, alone());
+              }),
               HasSubstr("model \"mine\" has 0 layers"));
 }
 
 TEST(Pipeline, RefusesMoreMicrobatchesThanTheBatchHolds) {
   Pipeline pipe(make_sequential(), loss_fn, alone().microbatches(8));
-  EXPECT_THAT(error_of([&] { pipe.step(torch::randn({4, 8}), torch::zeros({4}, torch::kLong)); }),
+  EXPECT_THAT(error_of([&] {
+                pipe.step(torch::randn({4, 8}), torch::zeros({4}, torch::kLong));
+              }),
               HasSubstr("[pipeline] microbatches=8 is more than the batch of 4 samples"));
 }
 
 TEST(Pipeline, RefusesAScheduleUndefinedForTheSizes) {
-  EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().schedule("zb-h2").microbatches(1)); }),
+  EXPECT_THAT(error_of([] {
+                Pipeline(make_sequential(), loss_fn, alone().schedule("zb-h2").microbatches(1));
+              }),
               HasSubstr("needs m >= 2p"));
   EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().schedule("fancy")); }),
               HasSubstr("\"fancy\""));
@@ -275,31 +298,44 @@ TEST(Pipeline, RefusesAScheduleUndefinedForTheSizes) {
 TEST(Pipeline, RefusesAGridOtherThanTheWorldSize) {
   EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().pp(2)); }),
               HasSubstr("[pipeline] dp=1 x pp=2 is 2 ranks but the world has 1"));
-  EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().dp(2)); }),
-              HasSubstr("[pipeline] dp=2 does not divide the world of 1 ranks into equal pipelines"));
+  EXPECT_THAT(
+      error_of([] { Pipeline(make_sequential(), loss_fn, alone().dp(2)); }),
+      HasSubstr("[pipeline] dp=2 does not divide the world of 1 ranks into equal pipelines"));
 }
 
 TEST(Pipeline, RefusesMoreStagesThanLayers) {
   torch::nn::Sequential one(torch::nn::Linear(8, 4));
-  EXPECT_THAT(error_of([&] { Pipeline(one, loss_fn, alone().schedule("interleaved").microbatches(2)); }),
-              HasSubstr("makes 2 stages but model \"sequential\" has only 1 layers"));
+  EXPECT_THAT(
+      error_of([&] { Pipeline(one, loss_fn, alone().schedule("interleaved").microbatches(2)); }),
+      HasSubstr("makes 2 stages but model \"sequential\" has only 1 layers"));
 }
 
 TEST(Pipeline, RefusesBadNamesAndAProfilingBalanceWithoutASample) {
-  EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().recompute("sometimes")); }),
-              HasSubstr("unknown recompute mode \"sometimes\""));
+  EXPECT_THAT(
+      error_of([] { Pipeline(make_sequential(), loss_fn, alone().recompute("sometimes")); }),
+      HasSubstr("unknown recompute mode \"sometimes\""));
   EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().balance("evenly")); }),
               HasSubstr("evenly"));
-  EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().balance("time")); }),
-              HasSubstr("[pipeline] balance \"time\" cuts by the layers' costs, profiled on a sample"));
-  EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().schedule("zb-auto")); }),
-              HasSubstr("[pipeline] schedule \"zb-auto\" searches with the layers' costs, profiled on a sample"));
-  EXPECT_THAT(error_of([] { Pipeline(make_sequential(), loss_fn, alone().device(torch::Device("meta"))); }),
-              HasSubstr("[pipeline] device meta is not supported; use cpu or cuda"));
-  EXPECT_THAT(error_of([] { Pipeline(nn::ModelSpec{"mine", {nn::LayerSpec{"l", [] {
-                                       return torch::nn::AnyModule(torch::nn::Linear(2, 2));
-                                     }}}, nullptr}, {}, alone()); }),
-              HasSubstr("[pipeline] loss is empty and model \"mine\" has none"));
+  EXPECT_THAT(
+      error_of([] { Pipeline(make_sequential(), loss_fn, alone().balance("time")); }),
+      HasSubstr("[pipeline] balance \"time\" cuts by the layers' costs, profiled on a sample"));
+  EXPECT_THAT(
+      error_of([] { Pipeline(make_sequential(), loss_fn, alone().schedule("zb-auto")); }),
+      HasSubstr(
+          "[pipeline] schedule \"zb-auto\" searches with the layers' costs, profiled on a sample"));
+  EXPECT_THAT(
+      error_of([] { Pipeline(make_sequential(), loss_fn, alone().device(torch::Device("meta"))); }),
+      HasSubstr("[comm.device] device meta is not supported; use cpu or cuda"));
+  EXPECT_THAT(
+      error_of([] {
+        Pipeline(
+            nn::ModelSpec{
+                "mine",
+                {nn::LayerSpec{"l", [] { return torch::nn::AnyModule(torch::nn::Linear(2, 2)); }}},
+                nullptr},
+            {}, alone());
+      }),
+      HasSubstr("[pipeline] loss is empty and model \"mine\" has none"));
 }
 
 TEST(Pipeline, BalancesByTimeOnASampleWithoutLeavingGradients) {

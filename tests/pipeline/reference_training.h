@@ -30,9 +30,9 @@ inline std::pair<torch::Tensor, torch::Tensor> seeded_batch(uint64_t seed, int64
 // (parameters in bytes, fp32: 512 + 64, 1024 + 64, 1024 + 64, 256 + 16).
 inline torch::nn::Sequential four_linear_mlp() {
   torch::manual_seed(0);
-  return torch::nn::Sequential(torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16),
-                               torch::nn::Tanh(), torch::nn::Linear(16, 16), torch::nn::ReLU(),
-                               torch::nn::Linear(16, 4));
+  return torch::nn::Sequential(
+      torch::nn::Linear(8, 16), torch::nn::ReLU(), torch::nn::Linear(16, 16), torch::nn::Tanh(),
+      torch::nn::Linear(16, 16), torch::nn::ReLU(), torch::nn::Linear(16, 4));
 }
 
 struct TrainingRun {
@@ -71,7 +71,8 @@ inline double relative_difference(const torch::Tensor& got, const torch::Tensor&
 }
 
 // `got` equals `want` within 1e-5 relative (float32 sums in another order).
-inline void expect_close(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+inline void expect_close(const torch::Tensor& got, const torch::Tensor& want,
+                         const std::string& what) {
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
   EXPECT_LE(relative_difference(got, want), 1e-5) << what;
 }

@@ -28,7 +28,9 @@ const auto kTimeout = std::chrono::seconds(60);
 
 using Params = std::map<std::string, torch::Tensor>;
 
-std::pair<torch::Tensor, torch::Tensor> batch(int step) { return test::seeded_batch(500 + step, 12); }
+std::pair<torch::Tensor, torch::Tensor> batch(int step) {
+  return test::seeded_batch(500 + step, 12);
+}
 
 // What the reference and the pipeline record per step.
 struct Record {
@@ -54,7 +56,8 @@ Record reference() {
   Params previous_grad;
   auto apply = [&](const Params& g) {
     torch::NoGradGuard no_grad;
-    for (auto& item : model->named_parameters()) item.value().sub_(kLr * g.at("layer." + item.key()));
+    for (auto& item : model->named_parameters())
+      item.value().sub_(kLr * g.at("layer." + item.key()));
   };
   for (int t = 0; t < kSteps; ++t) {
     auto [x, y] = batch(t);
@@ -90,7 +93,7 @@ PipelineRun run_2bw(int pp) {
   comm::run_local_group(pp, kTimeout, [&](comm::Communicator& comm) {
     const int r = comm.rank();
     Pipeline pipe(models[r], test::cross_entropy,
-                  PipelineOptions().schedule("2bw").microbatches(kMicrobatches).communicator(&comm));
+                  PipelineOptions().schedule("2bw").microbatches(kMicrobatches).communicator(comm));
     torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
     Record& rec = run.ranks[r];
     auto grads = [&] {
@@ -139,9 +142,11 @@ TEST_P(TwoBw, EachUpdateAppliesThePreviousStepsGradientOnThatStepsWeights) {
       }
       EXPECT_FALSE(got.grads[t].empty()) << "rank " << r << " update " << t;
       for (const auto& [name, g] : got.grads[t])
-        expect_close(g, want.grads[t].at(name), name + " gradient applied after step " + std::to_string(t));
+        expect_close(g, want.grads[t].at(name),
+                     name + " gradient applied after step " + std::to_string(t));
     }
-    for (const auto& [name, p] : got.final_params) expect_close(p, want.final_params.at(name), name);
+    for (const auto& [name, p] : got.final_params)
+      expect_close(p, want.final_params.at(name), name);
     seen_params += got.final_params.size();
   }
   EXPECT_EQ(seen_params, want.final_params.size()) << "every parameter on exactly one rank";
@@ -161,7 +166,8 @@ TEST_P(TwoBw, HoldsAtMostTwoWeightVersions) {
     ASSERT_EQ(v.size(), static_cast<size_t>(kSteps + 1));
     const int expected = r + 1 < pp ? 2 : 1;
     EXPECT_EQ(v[0], expected) << "rank " << r << " step 1 (it stashes at its end)";
-    for (int t = 1; t <= kSteps; ++t) EXPECT_EQ(v[t], expected) << "rank " << r << " step " << t + 1;
+    for (int t = 1; t <= kSteps; ++t)
+      EXPECT_EQ(v[t], expected) << "rank " << r << " step " << t + 1;
   }
 }
 
@@ -185,10 +191,10 @@ TEST(TwoBwErrors, FewerMicrobatchesThanStagesAndSavesAreRefused) {
     const int r = comm.rank();
     errors[r] = error_of([&] {
       Pipeline(models[r], test::cross_entropy,
-               PipelineOptions().schedule("2bw").microbatches(1).communicator(&comm));
+               PipelineOptions().schedule("2bw").microbatches(1).communicator(comm));
     });
     Pipeline pipe(models[r], test::cross_entropy,
-                  PipelineOptions().schedule("2bw").microbatches(2).communicator(&comm));
+                  PipelineOptions().schedule("2bw").microbatches(2).communicator(comm));
     saves[r] = error_of([&] { pipe.save(testing::TempDir() + "/two_bw_save"); });
   });
   for (int r = 0; r < 2; ++r) {

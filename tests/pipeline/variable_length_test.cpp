@@ -27,7 +27,9 @@ constexpr double kLr = 0.05;
 const std::vector<int64_t> kLengths = {8, 5, 5, 8, 3};  // tokens per sequence, step by step
 const auto kTimeout = std::chrono::seconds(60);
 
-nn::ModelSpec gpt() { return nn::gpt(/*layers=*/2, kHidden, kHeads, kVocab, kContext); }
+nn::ModelSpec gpt() {
+  return nn::gpt(/*layers=*/2, kHidden, kHeads, kVocab, kContext);
+}
 
 // Step `step`'s inputs and next-token targets, kLengths[step] tokens long.
 std::pair<torch::Tensor, torch::Tensor> tokens(int step) {
@@ -79,8 +81,9 @@ TEST_P(VariableSequenceLength, ShorterAndLongerContextsMidRunTakeTheStepsOfOneDe
         const std::string expected = c.transport == comm::TransportKind::kGloo ? "gloo" : "shm";
         BATON_CHECK(comm.transport_name(1 - r) == expected, "rank ", r, " reaches its peer over ",
                     comm.transport_name(1 - r), ", expected ", expected);
-        Pipeline pipe(gpt(), {},
-                      PipelineOptions().schedule(c.schedule).microbatches(4).seed(kSeed).communicator(&comm));
+        Pipeline pipe(
+            gpt(), {},
+            PipelineOptions().schedule(c.schedule).microbatches(4).seed(kSeed).communicator(comm));
         torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
         for (int step = 0; step < static_cast<int>(kLengths.size()); ++step) {
           auto [x, y] = tokens(step);
@@ -88,19 +91,22 @@ TEST_P(VariableSequenceLength, ShorterAndLongerContextsMidRunTakeTheStepsOfOneDe
           runs[r].losses.push_back(pipe.step(x, y));
           sgd.step();
         }
-        for (auto& [name, value] : pipe.named_parameters()) runs[r].parameters[name] = value.detach().clone();
+        for (auto& [name, value] : pipe.named_parameters())
+          runs[r].parameters[name] = value.detach().clone();
       },
       c.transport);
   std::map<std::string, int> seen;
   for (int r = 0; r < 2; ++r) {
     for (size_t step = 0; step < kLengths.size(); ++step) {
-      EXPECT_NEAR(runs[r].losses[step], reference.losses[step], 1e-5 * std::abs(reference.losses[step]))
+      EXPECT_NEAR(runs[r].losses[step], reference.losses[step],
+                  1e-5 * std::abs(reference.losses[step]))
           << "rank " << r << " step " << step << " (" << kLengths[step] << " tokens)";
     }
     for (const auto& [name, value] : runs[r].parameters) {
       ++seen[name];
       ASSERT_TRUE(reference.parameters.count(name)) << name;
-      EXPECT_LT(test::relative(value, reference.parameters.at(name)), 1e-5) << name << " on rank " << r;
+      EXPECT_LT(test::relative(value, reference.parameters.at(name)), 1e-5)
+          << name << " on rank " << r;
     }
   }
   EXPECT_EQ(seen.size(), reference.parameters.size());
@@ -112,7 +118,8 @@ INSTANTIATE_TEST_SUITE_P(SchedulesAndTransports, VariableSequenceLength,
                                          Case{"gpipe", comm::TransportKind::kShm},
                                          Case{"gpipe", comm::TransportKind::kGloo}),
                          [](const testing::TestParamInfo<Case>& info) {
-                           return info.param.schedule + "_" + std::string(comm::to_string(info.param.transport));
+                           return info.param.schedule + "_" +
+                                  std::string(comm::to_string(info.param.transport));
                          });
 
 }  // namespace

@@ -44,7 +44,8 @@ TEST(PlanModel, ParametersAreMegatronsCount) {
 TEST(PlanModel, ActivationBytesAreKorthikantisWithoutTensorParallelism) {
   for (double b : {1.0, 4.0}) {
     const double s = 2048, h = 12288, a = 96;
-    EXPECT_DOUBLE_EQ(layer_activation_bytes(kGpt3, b, 1, false), 34 * s * b * h + 5 * a * s * s * b);
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(kGpt3, b, 1, false),
+                     34 * s * b * h + 5 * a * s * s * b);
     EXPECT_DOUBLE_EQ(layer_activation_bytes(kGpt3, b, 1, true), 2 * s * b * h);
   }
 }

@@ -81,13 +81,16 @@ TEST(PlanSearch, EveryCandidateIsPlannedOrRejectedWithAReason) {
       "d_does_not_divide_batch"};
   const std::set<std::string> per_candidate = {
       "layers_not_divisible_by_stages", "schedule_undefined_for_m", "out_of_memory",
-      "slower_microbatch_size", "beyond_simulate_limit", "too_large_to_simulate"};
+      "slower_microbatch_size",         "beyond_simulate_limit",    "too_large_to_simulate"};
   long factorizations = 0, candidates = 0;
   for (const auto& [reason, n] : result.rejected) {
     EXPECT_GT(n, 0) << reason;
-    if (per_factorization.count(reason)) factorizations += n;
-    else if (per_candidate.count(reason)) candidates += n;
-    else ADD_FAILURE() << "unknown reason " << reason;
+    if (per_factorization.count(reason))
+      factorizations += n;
+    else if (per_candidate.count(reason))
+      candidates += n;
+    else
+      ADD_FAILURE() << "unknown reason " << reason;
   }
   EXPECT_EQ(candidates + static_cast<long>(result.plans.size()), result.candidates);
   // Of the 10 ordered (t, p, d) with t p d = 8, five break a rule:

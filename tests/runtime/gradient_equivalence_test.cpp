@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "baton/comm/communicator.h"
+#include "baton/comm/rank_layout.h"
 #include "baton/core/error.h"
 #include "baton/nn/models.h"
 #include "baton/partition/balance.h"
@@ -36,7 +37,9 @@ constexpr int kBatch = 26;  // uneven micro-batches for m = 3 and m = 8
 constexpr uint64_t kSeed = 7;
 constexpr double kLr = 0.1;
 
-nn::ModelSpec small_mlp() { return nn::mlp(/*layers=*/8, /*hidden=*/16, /*in=*/8, /*classes=*/4); }
+nn::ModelSpec small_mlp() {
+  return nn::mlp(/*layers=*/8, /*hidden=*/16, /*in=*/8, /*classes=*/4);
+}
 
 std::pair<torch::Tensor, torch::Tensor> batch(int step) {
   torch::Generator gen = at::detail::createCPUGenerator(1000 + step);
@@ -61,7 +64,8 @@ std::map<std::string, torch::Tensor> train_single_device(bool one_update_stale) 
     if (one_update_stale) {
       std::vector<torch::Tensor> grads;
       for (auto& p : seq->parameters()) grads.push_back(p.grad().clone());
-      for (size_t i = 0; i < previous.size(); ++i) seq->parameters()[i].mutable_grad() = previous[i];
+      for (size_t i = 0; i < previous.size(); ++i)
+        seq->parameters()[i].mutable_grad() = previous[i];
       if (!previous.empty()) opt.step();
       previous = grads;
       continue;
@@ -97,8 +101,8 @@ using Params = std::map<std::string, torch::Tensor>;
 
 // The gradients micro-batch j (over all steps) gives every parameter, from
 // its inputs, its loss scale and the history so far.
-using MicrobatchGradients = std::function<Params(int j, const torch::Tensor& x, const torch::Tensor& y,
-                                                 double scale, const History& history)>;
+using MicrobatchGradients = std::function<Params(
+    int j, const torch::Tensor& x, const torch::Tensor& y, double scale, const History& history)>;
 
 // A schedule that updates after every backward, replayed on one device: over
 // all steps' micro-batches j in order, each stage's (j + 1)-th parameters are
@@ -133,21 +137,23 @@ Params replay_per_microbatch(int p, int m, const partition::Partition& part,
 Params train_single_device_pipedream(int p, int m, const partition::Partition& part) {
   const nn::ModelSpec model = small_mlp();
   torch::nn::Sequential seq = nn::build_sequential(model, kSeed);
-  return replay_per_microbatch(p, m, part, [&](int j, const torch::Tensor& x, const torch::Tensor& y,
-                                               double scale, const History& history) {
-    {
-      torch::NoGradGuard no_grad;
-      for (auto& item : seq->named_parameters()) {
-        const int s = stage_of_parameter(part, item.key());
-        item.value().copy_(history[s].at(std::max(0, j - (p - 1 - s))).at(item.key()));
-        item.value().mutable_grad() = torch::Tensor();
-      }
-    }
-    (model.loss(seq->forward(x), y) * scale).backward();
-    Params grads;
-    for (const auto& item : seq->named_parameters()) grads[item.key()] = item.value().grad();
-    return grads;
-  });
+  return replay_per_microbatch(
+      p, m, part,
+      [&](int j, const torch::Tensor& x, const torch::Tensor& y, double scale,
+          const History& history) {
+        {
+          torch::NoGradGuard no_grad;
+          for (auto& item : seq->named_parameters()) {
+            const int s = stage_of_parameter(part, item.key());
+            item.value().copy_(history[s].at(std::max(0, j - (p - 1 - s))).at(item.key()));
+            item.value().mutable_grad() = torch::Tensor();
+          }
+        }
+        (model.loss(seq->forward(x), y) * scale).backward();
+        Params grads;
+        for (const auto& item : seq->named_parameters()) grads[item.key()] = item.value().grad();
+        return grads;
+      });
 }
 
 // async (no stashing): as pipedream, but micro-batch j's backward on stage s
@@ -160,27 +166,31 @@ Params train_single_device_pipedream(int p, int m, const partition::Partition& p
 Params train_single_device_async(int p, int m, const partition::Partition& part) {
   const nn::ModelSpec model = small_mlp();
   const int L = model.num_layers();
-  return replay_per_microbatch(p, m, part, [&](int j, const torch::Tensor& x, const torch::Tensor& y,
-                                               double scale, const History& history) {
-    torch::Tensor h = x;
-    Params leaves;  // the backward's weights, by name
-    for (int i = 0; i < L; ++i) {
-      const int s = part.stage_of_layer(i);
-      const auto& f = history[s].at(std::max(0, j - (p - 1 - s)));
-      const auto& b = history[s].at(j);
-      const std::string w = std::to_string(i) + ".0.weight", bias = std::to_string(i) + ".0.bias";
-      torch::Tensor wb = b.at(w).clone().requires_grad_(true), bb = b.at(bias).clone().requires_grad_(true);
-      leaves[w] = wb;
-      leaves[bias] = bb;
-      h = torch::matmul(h, wb.t()) + torch::matmul(h, (f.at(w) - b.at(w)).t()).detach() + bb +
-          (f.at(bias) - b.at(bias)).detach();
-      if (i + 1 < L) h = torch::relu(h);
-    }
-    (model.loss(h, y) * scale).backward();
-    Params grads;
-    for (const auto& [name, leaf] : leaves) grads[name] = leaf.grad();
-    return grads;
-  });
+  return replay_per_microbatch(p, m, part,
+                               [&](int j, const torch::Tensor& x, const torch::Tensor& y,
+                                   double scale, const History& history) {
+                                 torch::Tensor h = x;
+                                 Params leaves;  // the backward's weights, by name
+                                 for (int i = 0; i < L; ++i) {
+                                   const int s = part.stage_of_layer(i);
+                                   const auto& f = history[s].at(std::max(0, j - (p - 1 - s)));
+                                   const auto& b = history[s].at(j);
+                                   const std::string w = std::to_string(i) + ".0.weight",
+                                                     bias = std::to_string(i) + ".0.bias";
+                                   torch::Tensor wb = b.at(w).clone().requires_grad_(true),
+                                                 bb = b.at(bias).clone().requires_grad_(true);
+                                   leaves[w] = wb;
+                                   leaves[bias] = bb;
+                                   h = torch::matmul(h, wb.t()) +
+                                       torch::matmul(h, (f.at(w) - b.at(w)).t()).detach() + bb +
+                                       (f.at(bias) - b.at(bias)).detach();
+                                   if (i + 1 < L) h = torch::relu(h);
+                                 }
+                                 (model.loss(h, y) * scale).backward();
+                                 Params grads;
+                                 for (const auto& [name, leaf] : leaves) grads[name] = leaf.grad();
+                                 return grads;
+                               });
 }
 
 struct Case {
@@ -212,7 +222,8 @@ std::vector<Case> defined_cases(const std::vector<int>& ps, const std::vector<in
     for (int p : ps) {
       for (int m : ms) {
         try {
-          const auto s = schedule::generate(name, schedule::GeneratorOptions{}.set_ranks(p).set_microbatches(m));
+          const auto s = schedule::generate(
+              name, schedule::GeneratorOptions{}.set_ranks(p).set_microbatches(m));
           if (s.stages > small_mlp().num_layers()) continue;
         } catch (const Error&) {
           continue;  // not defined for (p, m): the generator says why elsewhere
@@ -231,8 +242,9 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
   const Case& c = GetParam();
   const nn::ModelSpec model = small_mlp();
   // Chimera's replicated stages sum their copies' gradients (REDUCE_TIED).
-  const schedule::Schedule lowered = schedule::add_tied_reductions(schedule::lower(schedule::generate(
-      c.schedule, schedule::GeneratorOptions{}.set_ranks(c.p).set_microbatches(c.m))));
+  const schedule::Schedule lowered =
+      schedule::add_tied_reductions(schedule::lower(schedule::generate(
+          c.schedule, schedule::GeneratorOptions{}.set_ranks(c.p).set_microbatches(c.m))));
   static const std::map<std::string, torch::Tensor> flushed = train_single_device(false);
   static const std::map<std::string, torch::Tensor> stale = train_single_device(true);
   const schedule::Placement placement(lowered);
@@ -253,7 +265,8 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
       try {
         std::optional<comm::Communicator> communicator;
         if (c.p > 1) {
-          communicator.emplace(comm::from_store(store, r, c.p, std::chrono::seconds(20), c.transport));
+          communicator.emplace(
+              comm::from_store(store, r, c.p, std::chrono::seconds(20), c.transport));
           // Threads of one process share a host: auto picks shared memory.
           const std::string expected = c.transport == comm::TransportKind::kGloo ? "gloo" : "shm";
           for (int peer = 0; peer < c.p; ++peer) {
@@ -264,8 +277,12 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
         }
         ExecutorOptions options;
         options.recompute = c.recompute;
-        Executor executor(lowered, r, build_stages(model, part, placement.stages_of_rank(r), kSeed),
-                          model.loss, communicator ? &*communicator : nullptr, options);
+        const comm::RankLayout layout =
+            comm::make_rank_layout(communicator ? comm::borrow(*communicator) : comm::solo(),
+                                   topology::Topology(1, c.p, 1));
+        Executor executor(lowered, layout,
+                          build_stages(model, part, placement.stages_of_rank(r), kSeed), model.loss,
+                          options);
         torch::optim::SGD opt(executor.parameters(), torch::optim::SGDOptions(kLr));
         // pipedream and async step the optimizer themselves, after every backward.
         if (per_microbatch) executor.set_update([&opt] { opt.step(); });

@@ -46,15 +46,16 @@ TEST_P(ChimeraRanks, EveryMicrobatchCountGivesAValidBidirectionalSchedule) {
     }
     if (m >= p && p > 1) {
       for (int r = 0; r < p; ++r) {
-        const std::vector<int> expected = r < p - 1 - r ? std::vector<int>{r, p - 1 - r}
-                                                        : std::vector<int>{p - 1 - r, r};
+        const std::vector<int> expected =
+            r < p - 1 - r ? std::vector<int>{r, p - 1 - r} : std::vector<int>{p - 1 - r, r};
         EXPECT_EQ(placement.stages_of_rank(r), expected) << "rank " << r;
       }
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EvenPAndOne, ChimeraRanks, ::testing::Values(1, 2, 4, 6, 8, 10, 12, 14, 16));
+INSTANTIATE_TEST_SUITE_P(EvenPAndOne, ChimeraRanks,
+                         ::testing::Values(1, 2, 4, 6, 8, 10, 12, 14, 16));
 
 TEST(ChimeraOptions, RejectsOddPipelineDepthAndVirtualStages) {
   for (int p : {3, 5, 7, 15}) {
@@ -66,7 +67,8 @@ TEST(ChimeraOptions, RejectsOddPipelineDepthAndVirtualStages) {
       EXPECT_THAT(e.what(), HasSubstr("got pp=" + std::to_string(p)));
     }
   }
-  EXPECT_THROW(generate("chimera", GeneratorOptions().set_ranks(4).set_microbatches(4).set_virtual_stages(2)),
+  EXPECT_THROW(generate("chimera",
+                        GeneratorOptions().set_ranks(4).set_microbatches(4).set_virtual_stages(2)),
                Error);
 }
 

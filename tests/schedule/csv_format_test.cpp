@@ -137,9 +137,10 @@ TEST(PyTorchCsv, InterleavedComputeCommsIsBatonsLoweredInterleavedSchedule) {
   // The wheel posts 4RECV_F0 on rank 0 before 0F1; baton waits right before 4F0.
   EXPECT_LT(text.find("4RECV_F0"), text.find("0F1"));
   const Schedule got = parse_csv_schedule(text);
-  expect_same(got, add_grad_reductions(lower(generate("interleaved",
-                                                      GeneratorOptions().set_ranks(4).set_microbatches(8))),
-                                       2, std::vector<int>(8, 1)));
+  expect_same(
+      got, add_grad_reductions(
+               lower(generate("interleaved", GeneratorOptions().set_ranks(4).set_microbatches(8))),
+               2, std::vector<int>(8, 1)));
 }
 
 // Schedule1F1B has no _dump_csv; its pipeline_order, written by csv.writer,
@@ -167,15 +168,17 @@ TEST(PyTorchCsv, OneFOneBIsRefusedForTheWheelsOffByOneAndIsBatons1f1bOnceFixed) 
     fixed.replace(at, from.size(), "3F" + std::to_string(mb - 1) + ",");
   }
   expect_same(parse_csv_schedule(fixed),
-              add_grad_reductions(lower(generate("1f1b", GeneratorOptions().set_ranks(4).set_microbatches(8))),
-                                  2, std::vector<int>(4, 1)));
+              add_grad_reductions(
+                  lower(generate("1f1b", GeneratorOptions().set_ranks(4).set_microbatches(8))), 2,
+                  std::vector<int>(4, 1)));
 }
 
 TEST(FormatCsv, WritesOneBucketAsPyTorchDoesAndSeveralWithTheirNumbers) {
   const Schedule s = generate("1f1b", GeneratorOptions().set_ranks(2).set_microbatches(1));
   EXPECT_EQ(format_csv(add_grad_reductions(s, 2, {1, 2}), CsvFormat::ComputeOnly),
             "0F0,0B0,0REDUCE_GRAD\n1F0,1B0,1REDUCE_GRAD0,1REDUCE_GRAD1\n");
-  const Schedule back = parse_csv_schedule(format_csv(add_grad_reductions(s, 2, {1, 2}), CsvFormat::ComputeComms));
+  const Schedule back =
+      parse_csv_schedule(format_csv(add_grad_reductions(s, 2, {1, 2}), CsvFormat::ComputeComms));
   expect_same(back, add_grad_reductions(lower(s), 2, {1, 2}));
 }
 

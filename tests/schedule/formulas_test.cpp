@@ -86,8 +86,7 @@ TEST_P(FillDrain, LoweringDoesNotChangeTheSimulatedMakespan) {
   const auto [p, m] = GetParam();
   for (const char* name : {"gpipe", "1f1b", "naive"}) {
     const Schedule s = make(name, p, m);
-    EXPECT_NEAR(simulate(lower(s), 1, 2, 0.5).makespan, simulate(s, 1, 2, 0.5).makespan,
-                kTolerance)
+    EXPECT_NEAR(simulate(lower(s), 1, 2, 0.5).makespan, simulate(s, 1, 2, 0.5).makespan, kTolerance)
         << name << " p=" << p << " m=" << m;
   }
 }

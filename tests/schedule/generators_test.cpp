@@ -60,7 +60,8 @@ TEST_P(EveryGenerator, EitherBuildsAValidLowerableScheduleOrNamesItselfInTheErro
   int built = 0, refused = 0, reported = 0;
   for (int m = 1; m <= 64; ++m) {
     for (int v = 0; v <= 4; ++v) {
-      const auto options = GeneratorOptions().set_ranks(p).set_microbatches(m).set_virtual_stages(v);
+      const auto options =
+          GeneratorOptions().set_ranks(p).set_microbatches(m).set_virtual_stages(v);
       std::string problem;
       try {
         const Schedule s = generate(name, options);
@@ -68,7 +69,8 @@ TEST_P(EveryGenerator, EitherBuildsAValidLowerableScheduleOrNamesItselfInTheErro
         ++built;
       } catch (const Error& e) {
         const std::string message = e.what();
-        if (message.find(tag) == std::string::npos) problem = "error does not name " + tag + ": " + message;
+        if (message.find(tag) == std::string::npos)
+          problem = "error does not name " + tag + ": " + message;
         ++refused;
       } catch (const std::exception& e) {
         problem = std::string("threw something other than baton::Error: ") + e.what();
@@ -163,11 +165,11 @@ TEST(Generate, RefusesRanksMicrobatchesAndChunksPastTheirLimits) {
     }
     return "";
   };
-  EXPECT_NE(message(GeneratorOptions().set_ranks(5000).set_microbatches(1)).find(
-                "pp=5000 exceeds the limit of 4096"),
+  EXPECT_NE(message(GeneratorOptions().set_ranks(5000).set_microbatches(1))
+                .find("pp=5000 exceeds the limit of 4096"),
             std::string::npos);
-  EXPECT_NE(message(GeneratorOptions().set_ranks(1).set_microbatches(2000000)).find(
-                "m=2000000 exceeds the limit of 1048576"),
+  EXPECT_NE(message(GeneratorOptions().set_ranks(1).set_microbatches(2000000))
+                .find("m=2000000 exceeds the limit of 1048576"),
             std::string::npos);
   EXPECT_NE(message(GeneratorOptions().set_ranks(1).set_microbatches(1).set_virtual_stages(2000))
                 .find("v=2000 exceeds the limit of 1024"),
@@ -193,8 +195,8 @@ TEST(Interleaved, WarmsUpWithEveryForwardWhenMicrobatchesEqualRanks) {
 }
 
 TEST(Interleaved, UsesTheRequestedNumberOfChunksOnTheLoopMap) {
-  const Schedule s = interleaved(
-      GeneratorOptions().set_ranks(3).set_microbatches(6).set_virtual_stages(4));
+  const Schedule s =
+      interleaved(GeneratorOptions().set_ranks(3).set_microbatches(6).set_virtual_stages(4));
   EXPECT_EQ(s.stages, 12);
   EXPECT_EQ(s.stages_per_rank(), 4);
   const Placement placement(s);

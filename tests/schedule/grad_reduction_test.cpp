@@ -58,7 +58,10 @@ TEST(GradientBuckets, MembersListEachBucketsParametersInPackingOrder) {
 TEST(GradientBuckets, RefusesANonPositiveBucketAndNegativeSizes) {
   EXPECT_THAT(error_of([] { gradient_buckets({1}, 0); }),
               HasSubstr("bucket size must be finite and > 0, got 0"));
-  EXPECT_THAT(error_of([] { gradient_buckets({1, -2}, 4); }), HasSubstr("parameter 1 has -2 bytes"));
+  EXPECT_THAT(error_of([] {
+                gradient_buckets({1, -2}, 4);
+              }),
+              HasSubstr("parameter 1 has -2 bytes"));
 }
 
 TEST(GradientBuckets, EvenBucketsCutTheTotalWithASmallerLastOne) {
@@ -74,7 +77,8 @@ TEST(ReduceGradNotation, CarriesTheBucketInTheMicrobatchSlot) {
   EXPECT_EQ(parse_action("1REDUCE_GRAD3"), (Action{ActionKind::REDUCE_GRAD, 1, 3}));
   // PyTorch's form, without a number: bucket 0.
   EXPECT_EQ(parse_action("2REDUCE_GRAD"), (Action{ActionKind::REDUCE_GRAD, 2, 0}));
-  EXPECT_THAT(error_of([] { parse_action("2F"); }), HasSubstr("must end with a micro-batch number"));
+  EXPECT_THAT(error_of([] { parse_action("2F"); }),
+              HasSubstr("must end with a micro-batch number"));
 }
 
 // Issue 16.9: a REDUCE_GRAD's bucket number was called a micro-batch.
@@ -122,13 +126,20 @@ TEST(AddGradReductions, AddsNothingWithOneReplica) {
 
 TEST(AddGradReductions, RefusesBadCountsAndASecondPass) {
   const Schedule s = generate("1f1b", GeneratorOptions().set_ranks(2).set_microbatches(2));
-  EXPECT_THAT(error_of([&] { add_grad_reductions(s, 0, {1, 1}); }), HasSubstr("dp must be >= 1, got 0"));
+  EXPECT_THAT(error_of([&] {
+                add_grad_reductions(s, 0, {1, 1});
+              }),
+              HasSubstr("dp must be >= 1, got 0"));
   EXPECT_THAT(error_of([&] { add_grad_reductions(s, 2, {1}); }),
               HasSubstr("1 bucket counts for 2 stages"));
-  EXPECT_THAT(error_of([&] { add_grad_reductions(s, 2, {1, 0}); }),
+  EXPECT_THAT(error_of([&] {
+                add_grad_reductions(s, 2, {1, 0});
+              }),
               HasSubstr("stage 1 has 0 buckets"));
   const Schedule once = add_grad_reductions(s, 2, {1, 1});
-  EXPECT_THAT(error_of([&] { add_grad_reductions(once, 2, {1, 1}); }),
+  EXPECT_THAT(error_of([&] {
+                add_grad_reductions(once, 2, {1, 1});
+              }),
               HasSubstr("already has REDUCE_GRAD"));
 }
 
@@ -231,7 +242,8 @@ TEST(DeferGradReductions, MovesEveryReductionAfterTheRanksLastAction) {
   }
   // interleaved: a rank's second chunk finishes its backwards first, so the
   // pass reduces it while the first chunk still computes; deferred, it waits.
-  const Schedule il = lower(generate("interleaved", GeneratorOptions().set_ranks(2).set_microbatches(4)));
+  const Schedule il =
+      lower(generate("interleaved", GeneratorOptions().set_ranks(2).set_microbatches(4)));
   const Schedule il_reduced = add_grad_reductions(il, 2, std::vector<int>(il.stages, 1));
   const auto& placed = il_reduced.actions[0];
   EXPECT_FALSE(is_reduction(placed.back().kind) && is_reduction(placed[placed.size() - 2].kind))
@@ -277,14 +289,15 @@ TEST(TiedReduction, ChimerasReplicatedStagesFormAGroupEachUnlessATieJoinsThem) {
   EXPECT_EQ(tie_groups(s, {}), (std::vector<int>{0, 1, 2, 3}));
   const Schedule replicas = add_tied_reductions(s);
   // Rank 0 holds stage 0 (down) and stage 3 (up).
-  EXPECT_EQ(tied_of(replicas, 0),
-            (std::vector<Action>{{ActionKind::REDUCE_TIED, 0, 0}, {ActionKind::REDUCE_TIED, 3, 3}}));
-  EXPECT_EQ(tied_of(replicas, 3),
-            (std::vector<Action>{{ActionKind::REDUCE_TIED, 0, 0}, {ActionKind::REDUCE_TIED, 3, 3}}));
+  EXPECT_EQ(tied_of(replicas, 0), (std::vector<Action>{{ActionKind::REDUCE_TIED, 0, 0},
+                                                       {ActionKind::REDUCE_TIED, 3, 3}}));
+  EXPECT_EQ(tied_of(replicas, 3), (std::vector<Action>{{ActionKind::REDUCE_TIED, 0, 0},
+                                                       {ActionKind::REDUCE_TIED, 3, 3}}));
   // A tied embedding joins stages 0 and 3 into one group.
   EXPECT_EQ(tie_groups(s, {{0, 3}}), (std::vector<int>{0, 1, 2, 0}));
-  EXPECT_EQ(tied_of(add_tied_reductions(s, {{0, 3}}), 0),
-            (std::vector<Action>{{ActionKind::REDUCE_TIED, 0, 0}, {ActionKind::REDUCE_TIED, 3, 0}}));
+  EXPECT_EQ(
+      tied_of(add_tied_reductions(s, {{0, 3}}), 0),
+      (std::vector<Action>{{ActionKind::REDUCE_TIED, 0, 0}, {ActionKind::REDUCE_TIED, 3, 0}}));
 }
 
 TEST(TiedReduction, BothCopiesInOneStageStillSumLocallyAndNoTieChangesNothing) {
@@ -296,11 +309,19 @@ TEST(TiedReduction, BothCopiesInOneStageStillSumLocallyAndNoTieChangesNothing) {
 }
 
 TEST(TiedReduction, RefusesAScheduleWithoutAFlushOrWithTiesAlreadyOrAStageOutOfRange) {
-  EXPECT_THAT(error_of([] { add_tied_reductions(generate("2bw", GeneratorOptions{}.set_ranks(2).set_microbatches(4)), {{0, 1}}); }),
+  EXPECT_THAT(error_of([] {
+                add_tied_reductions(
+                    generate("2bw", GeneratorOptions{}.set_ranks(2).set_microbatches(4)), {{0, 1}});
+              }),
               HasSubstr("no flush between steps"));
   const Schedule tied = add_tied_reductions(generated("1f1b", 2, 2), {{0, 1}});
-  EXPECT_THAT(error_of([&] { add_tied_reductions(tied, {{0, 1}}); }), HasSubstr("already has REDUCE_TIED"));
-  EXPECT_THAT(error_of([] { add_tied_reductions(generated("1f1b", 2, 2), {{0, 2}}); }),
+  EXPECT_THAT(error_of([&] {
+                add_tied_reductions(tied, {{0, 1}});
+              }),
+              HasSubstr("already has REDUCE_TIED"));
+  EXPECT_THAT(error_of([] {
+                add_tied_reductions(generated("1f1b", 2, 2), {{0, 2}});
+              }),
               HasSubstr("names stage 2"));
 }
 
@@ -314,16 +335,20 @@ TEST(TiedReduction, TheTextFormatReadsBackWhatItWrites) {
 
 TEST(TiedReductionRules, EachFollowsEveryOtherActionOfItsRankOnAStageItComputesInOneGroup) {
   EXPECT_EQ(validate_error("0F0 0B0 0REDUCE_TIED0\n1F0 1B0 1REDUCE_TIED0\n"), "");
-  EXPECT_THAT(validate_error("0F0 0F1 0B0 0REDUCE_TIED0 0B1\n"),
-              HasSubstr("0REDUCE_TIED0 comes before 0B1; a REDUCE_TIED waits for the other copies"));
+  EXPECT_THAT(
+      validate_error("0F0 0F1 0B0 0REDUCE_TIED0 0B1\n"),
+      HasSubstr("0REDUCE_TIED0 comes before 0B1; a REDUCE_TIED waits for the other copies"));
   EXPECT_THAT(validate_error("0F0 0B0 1REDUCE_TIED0\n1F0 1B0\n"),
               HasSubstr("which rank 0 does not compute"));
-  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_TIED0 0REDUCE_TIED0\n1F0 1B0\n"), HasSubstr("appears twice"));
+  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_TIED0 0REDUCE_TIED0\n1F0 1B0\n"),
+              HasSubstr("appears twice"));
   // Group 1 for stage 0 is above the stage: a group is named by its lowest stage.
-  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_TIED1\n1F0 1B0 1REDUCE_TIED1\n"), HasSubstr("out of range"));
+  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_TIED1\n1F0 1B0 1REDUCE_TIED1\n"),
+              HasSubstr("out of range"));
   // REDUCE_GRAD goes before it.
   EXPECT_EQ(validate_error("0F0 0B0 0REDUCE_GRAD0 0REDUCE_TIED0\n"), "");
-  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_TIED0 0REDUCE_GRAD0\n"), HasSubstr("must follow all"));
+  EXPECT_THAT(validate_error("0F0 0B0 0REDUCE_TIED0 0REDUCE_GRAD0\n"),
+              HasSubstr("must follow all"));
 }
 
 TEST(TiedReductionRules, TheCopiesOfAReplicatedStageNameOneGroup) {

@@ -50,8 +50,8 @@ std::string check_lowered(const Schedule& compute, const Schedule& lowered) {
     }
   }
   if (sends != pairs_needed || recvs != pairs_needed) {
-    return "sends=" + std::to_string(sends) + " recvs=" + std::to_string(recvs) +
-           ", expected " + std::to_string(pairs_needed) + " each";
+    return "sends=" + std::to_string(sends) + " recvs=" + std::to_string(recvs) + ", expected " +
+           std::to_string(pairs_needed) + " each";
   }
   return "";
 }
@@ -68,8 +68,9 @@ TEST(Lower, AddsNoCommunicationBetweenChunksOnOneRank) {
 // Stages 1 -> 2 meet on rank 1 and exchange nothing; the other two boundaries
 // cross ranks.
 TEST(Lower, InsertsCommunicationOnlyWhereAVShapeCrossesRanks) {
-  const Schedule s = parse_schedule("0F0 3F0 3B0 0B0\n"
-                                    "1F0 2F0 2B0 1B0\n");
+  const Schedule s = parse_schedule(
+      "0F0 3F0 3B0 0B0\n"
+      "1F0 2F0 2B0 1B0\n");
   ASSERT_EQ(s.map, StageMap::V);
   const Schedule lowered = lower(s);
   EXPECT_EQ(format_schedule(lowered),
@@ -79,8 +80,9 @@ TEST(Lower, InsertsCommunicationOnlyWhereAVShapeCrossesRanks) {
 }
 
 TEST(Lower, KeepsInputAndWeightBackwardsAndSendsAfterTheInputBackward) {
-  const Schedule s = parse_schedule("0F0 0I0 0W0\n"
-                                    "1F0 1I0 1W0\n");
+  const Schedule s = parse_schedule(
+      "0F0 0I0 0W0\n"
+      "1F0 1I0 1W0\n");
   EXPECT_EQ(lower(s).actions[1], parse_schedule("1RECV_F0 1F0 1I0 1SEND_B0 1W0").actions[0]);
   EXPECT_EQ(lower(s).actions[0], parse_schedule("0F0 0SEND_F0 0RECV_B0 0I0 0W0").actions[0]);
 }
@@ -91,8 +93,9 @@ TEST(Lower, RefusesAScheduleThatAlreadyCommunicates) {
     lower(s);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[schedule.lower] schedule \"1f1b\" already has SEND/RECV"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("[schedule.lower] schedule \"1f1b\" already has SEND/RECV"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -90,8 +90,9 @@ TEST(ParseSchedule, ReadsEveryHeaderEntry) {
 }
 
 TEST(ParseSchedule, InfersRanksStagesMicrobatchesAndLoopMapWithoutAHeader) {
-  const Schedule s = parse_schedule("0F0 0F1 2F0 2F1 2B0 2B1 0B0 0B1\n"
-                                    "1F0 1F1 3F0 3F1 3B0 3B1 1B0 1B1\n");
+  const Schedule s = parse_schedule(
+      "0F0 0F1 2F0 2F1 2B0 2B1 0B0 0B1\n"
+      "1F0 1F1 3F0 3F1 3B0 3B1 1B0 1B1\n");
   EXPECT_EQ(s.name, "file");
   EXPECT_EQ(s.ranks, 2);
   EXPECT_EQ(s.stages, 4);
@@ -249,8 +250,7 @@ TEST(ParseSchedule, RefusesFarMorePairsThanTheFileHasActions) {
 // Issue 7.14: a NUL byte cut the message off where the NUL was.
 TEST(ParseSchedule, EscapesANulByteInTheMessage) {
   const std::string message = parse_error(std::string("0F0 0\0B0 0B0\n", 14));
-  EXPECT_NE(message.find("action \"0\\x00B0\" has unknown kind \"\\x00B\""),
-            std::string::npos)
+  EXPECT_NE(message.find("action \"0\\x00B0\" has unknown kind \"\\x00B\""), std::string::npos)
       << message;
 }
 
@@ -293,7 +293,8 @@ TEST(ParseSchedule, RejectsMoreRanksThanTheLimit) {
 }
 
 TEST(ParseSchedule, RejectsAHeaderMapTheActionsContradict) {
-  const std::string message = parse_error("# baton schedule: map=v\n0F0 2F0 2B0 0B0\n1F0 3F0 3B0 1B0\n");
+  const std::string message =
+      parse_error("# baton schedule: map=v\n0F0 2F0 2B0 0B0\n1F0 3F0 3B0 1B0\n");
   EXPECT_NE(message.find("header says map=v but the actions place stages as map=loop"),
             std::string::npos)
       << message;
@@ -335,8 +336,9 @@ TEST(LoadScheduleFile, NamesAMissingFile) {
     load_schedule_file("/nonexistent/baton.schedule");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot read schedule file \"/nonexistent/baton.schedule\""),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("cannot read schedule file \"/nonexistent/baton.schedule\""),
+        std::string::npos)
         << e.what();
   }
 }

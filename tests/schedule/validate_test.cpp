@@ -24,13 +24,16 @@ std::string validate_error(const Schedule& s) {
   return "";
 }
 
-std::string validate_error(const std::string& text) { return validate_error(parse_schedule(text)); }
+std::string validate_error(const std::string& text) {
+  return validate_error(parse_schedule(text));
+}
 
 void expect_names(const std::string& message, std::initializer_list<const char*> parts) {
   ASSERT_FALSE(message.empty()) << "validate() accepted the schedule";
   EXPECT_EQ(message.rfind("[schedule.validate] ", 0), 0u) << message;
-  for (const char* part : parts) EXPECT_NE(message.find(part), std::string::npos)
-      << "missing \"" << part << "\" in:\n" << message;
+  for (const char* part : parts)
+    EXPECT_NE(message.find(part), std::string::npos) << "missing \"" << part << "\" in:\n"
+                                                     << message;
 }
 
 TEST(Validate, AcceptsLoweredOneFOneB) {
@@ -61,15 +64,13 @@ TEST(Validate, RejectsAWeightBackwardWithoutItsInputBackward) {
 }
 
 TEST(Validate, RejectsAWeightBackwardBeforeItsInputBackward) {
-  expect_names(validate_error("0F0 0W0 0I0"),
-               {"rank 0: stage 0 micro-batch 0 runs W before I", "0W0 needs 0I0 first", ">0W0<",
-                ">0I0<"});
+  expect_names(validate_error("0F0 0W0 0I0"), {"rank 0: stage 0 micro-batch 0 runs W before I",
+                                               "0W0 needs 0I0 first", ">0W0<", ">0I0<"});
 }
 
 TEST(Validate, RejectsABackwardBeforeItsForwardOnTheSameRank) {
-  expect_names(validate_error("0F0 0B1 0F1 0B0"),
-               {"rank 0: stage 0 micro-batch 1 runs B before F", "0B1 needs 0F1 first", ">0B1<",
-                ">0F1<"});
+  expect_names(validate_error("0F0 0B1 0F1 0B0"), {"rank 0: stage 0 micro-batch 1 runs B before F",
+                                                   "0B1 needs 0F1 first", ">0B1<", ">0F1<"});
 }
 
 TEST(Validate, RejectsForwardStagesOutOfOrderOnOneRank) {
@@ -184,8 +185,8 @@ TEST(Validate, NamesAFewRanksOfADeadlockOfManyOnItsFirstLine) {
   }
   const std::string message = validate_error(text);
   const std::string first_line = message.substr(0, message.find('\n'));
-  expect_names(first_line, {"deadlock: ", "rank 0 waits at 0B0 for 1B0 on rank 1",
-                            "; 32 more ranks wait"});
+  expect_names(first_line,
+               {"deadlock: ", "rank 0 waits at 0B0 for 1B0 on rank 1", "; 32 more ranks wait"});
   EXPECT_LT(first_line.size(), 600u) << first_line;
 }
 

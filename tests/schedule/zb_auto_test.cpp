@@ -23,7 +23,8 @@ struct Costs {
 };
 
 GeneratorOptions options(int p, int m, const Costs& c, int limit = 0) {
-  return GeneratorOptions{}.set_ranks(p).set_microbatches(m).set_zb_auto({c.f, c.i, c.w, c.comm, limit});
+  return GeneratorOptions{}.set_ranks(p).set_microbatches(m).set_zb_auto(
+      {c.f, c.i, c.w, c.comm, limit});
 }
 
 // The simulator's view of any schedule under the same costs (per rank, v = 1).
@@ -54,9 +55,11 @@ TEST_P(ZbAutoCosts, ItsPredictionIsTheSimulatedStepExactly) {
         const GeneratorOptions o = options(p, m, c, limit);
         const sim::Stats st = simulate("zb-auto", o, c);
         const double predicted = zb_auto_predicted_step(o);
-        EXPECT_NEAR(st.makespan, predicted, 1e-9 * predicted) << "p=" << p << " m=" << m << " limit=" << limit;
+        EXPECT_NEAR(st.makespan, predicted, 1e-9 * predicted)
+            << "p=" << p << " m=" << m << " limit=" << limit;
         for (int r = 0; r < p; ++r) {
-          EXPECT_LE(st.peak_inflight[r], std::min(limit, m)) << "rank " << r << " p=" << p << " m=" << m;
+          EXPECT_LE(st.peak_inflight[r], std::min(limit, m))
+              << "rank " << r << " p=" << p << " m=" << m;
         }
       }
     }
@@ -68,8 +71,10 @@ TEST_P(ZbAutoCosts, NeverSlowerThanOneFOneBOrZbH1AtTheirMemory) {
   for (int p : {2, 3, 4, 8}) {
     for (int m : {p, 2 * p, 3 * p + 1}) {
       const double autos = simulate("zb-auto", options(p, m, c, p), c).makespan;
-      EXPECT_LE(autos, simulate("1f1b", options(p, m, c), c).makespan + 1e-9) << "p=" << p << " m=" << m;
-      EXPECT_LE(autos, simulate("zb-h1", options(p, m, c), c).makespan + 1e-9) << "p=" << p << " m=" << m;
+      EXPECT_LE(autos, simulate("1f1b", options(p, m, c), c).makespan + 1e-9)
+          << "p=" << p << " m=" << m;
+      EXPECT_LE(autos, simulate("zb-h1", options(p, m, c), c).makespan + 1e-9)
+          << "p=" << p << " m=" << m;
     }
   }
 }
@@ -91,7 +96,9 @@ TEST_P(ZbAutoCosts, MoreMemoryNeverMakesTheStepLonger) {
 INSTANTIATE_TEST_SUITE_P(CostMixes, ZbAutoCosts,
                          testing::Values(Costs{1, 1, 1, 0}, Costs{1, 2, 1, 0}, Costs{1, 1, 1, 0.5},
                                          Costs{2, 3, 1, 0.25}, Costs{1, 1, 0.2, 1}),
-                         [](const testing::TestParamInfo<Costs>& info) { return "mix" + std::to_string(info.index); });
+                         [](const testing::TestParamInfo<Costs>& info) {
+                           return "mix" + std::to_string(info.index);
+                         });
 
 TEST(ZbAuto, RefusesBadCostsAndLimitsNamingThem) {
   auto error_of = [](const GeneratorOptions& o) {
@@ -103,8 +110,10 @@ TEST(ZbAuto, RefusesBadCostsAndLimitsNamingThem) {
     return std::string("no error");
   };
   EXPECT_NE(error_of(options(2, 4, {0, 1, 1, 0})).find("F > 0"), std::string::npos);
-  EXPECT_NE(error_of(options(2, 4, {1, std::nan(""), 1, 0})).find("costs must be finite"), std::string::npos);
-  EXPECT_NE(error_of(options(2, 4, {1, 1, 1, 0}, -1)).find("memory limit must be >= 1"), std::string::npos);
+  EXPECT_NE(error_of(options(2, 4, {1, std::nan(""), 1, 0})).find("costs must be finite"),
+            std::string::npos);
+  EXPECT_NE(error_of(options(2, 4, {1, 1, 1, 0}, -1)).find("memory limit must be >= 1"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -102,7 +102,9 @@ class ZeroBubbleSweep : public ::testing::TestWithParam<std::tuple<int, int, int
  protected:
   int p() const { return std::get<0>(GetParam()); }
   // m as a multiple of p, plus an odd remainder to leave the steady state uneven.
-  int m(int at_least) const { return std::max(at_least, std::get<1>(GetParam()) * p()) + std::get<2>(GetParam()); }
+  int m(int at_least) const {
+    return std::max(at_least, std::get<1>(GetParam()) * p()) + std::get<2>(GetParam());
+  }
 };
 
 // The paper's ZB-H1 bubble is the step time beyond one rank's work: rank 0
@@ -111,8 +113,9 @@ class ZeroBubbleSweep : public ::testing::TestWithParam<std::tuple<int, int, int
 TEST_P(ZeroBubbleSweep, ZbH1StepExceedsTheWorkByTheFormula) {
   const int p = this->p(), m = this->m(p);
   for (const Costs& c : kCosts) {
-    SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " F=" +
-                 std::to_string(c.f()) + " I=" + std::to_string(c.i()) + " W=" + std::to_string(c.w()));
+    SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                 " F=" + std::to_string(c.f()) + " I=" + std::to_string(c.i()) +
+                 " W=" + std::to_string(c.w()));
     const sim::Stats zb = simulate(make("zb-h1", p, m), c.tf, c.tb, c.tw);
     const double work = m * (c.f() + c.i() + c.w());
     EXPECT_DOUBLE_EQ(zb.makespan - work, (p - 1) * (c.f() + c.i() - c.w()));
@@ -132,7 +135,8 @@ TEST_P(ZeroBubbleSweep, ZbH1KeepsOneFOneBsInflightMicrobatches) {
   }
   // Until their W: at most 2p - 1 - r micro-batches.
   const sim::Stats stash = simulate(make("zb-h1", p, m), 1, 2, 1, true);
-  for (int r = 0; r < p; ++r) EXPECT_LE(stash.peak_activation_bytes[r], 2 * p - 1 - r) << "rank " << r;
+  for (int r = 0; r < p; ++r)
+    EXPECT_LE(stash.peak_activation_bytes[r], 2 * p - 1 - r) << "rank " << r;
 }
 
 // ZB-H2 is a parallelogram: ranks start F apart and end apart, and rank 0,
@@ -142,8 +146,9 @@ TEST_P(ZeroBubbleSweep, ZbH1KeepsOneFOneBsInflightMicrobatches) {
 TEST_P(ZeroBubbleSweep, ZbH2IdlesWithinEachRanksSpanByTheFormula) {
   const int p = this->p(), m = this->m(2 * p);
   for (const Costs& c : kCosts) {
-    SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) + " F=" +
-                 std::to_string(c.f()) + " I=" + std::to_string(c.i()) + " W=" + std::to_string(c.w()));
+    SCOPED_TRACE("p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                 " F=" + std::to_string(c.f()) + " I=" + std::to_string(c.i()) +
+                 " W=" + std::to_string(c.w()));
     const double formula = (p - 1) * (c.f() + c.i() - 2 * c.w());
     const sim::Stats zb = simulate(make("zb-h2", p, m), c.tf, c.tb, c.tw);
     EXPECT_NEAR(zb.idle_within_span[0], formula, 1e-9);
@@ -202,7 +207,8 @@ TEST_P(ZeroBubbleSweep, ZbVBubbleDoesNotGrowWithMicrobatchesForAnyCosts) {
 
 INSTANTIATE_TEST_SUITE_P(PByMultipleByRemainder, ZeroBubbleSweep,
                          ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 8, 12, 16),
-                                            ::testing::Values(1, 2, 4), ::testing::Values(0, 1, 3)));
+                                            ::testing::Values(1, 2, 4),
+                                            ::testing::Values(0, 1, 3)));
 
 }  // namespace
 }  // namespace baton::schedule

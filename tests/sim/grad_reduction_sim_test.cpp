@@ -13,8 +13,8 @@
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/lower.h"
-#include "baton/schedule/tied_reduction.h"
 #include "baton/schedule/text_format.h"
+#include "baton/schedule/tied_reduction.h"
 #include "baton/sim/simulator.h"
 
 namespace baton::sim {
@@ -46,7 +46,8 @@ TEST(RingAllReduce, ChargesBandwidthAndLatencyTermsOfTheRing) {
 // its last B, all of it exposed: the step is 9 + R = 11.
 TEST(SimulateReduceGrad, OneFOneBOnTwoReplicasMatchesAHandComputation) {
   const auto s = schedule::add_grad_reductions(
-      schedule::lower(schedule::generate("1f1b", schedule::GeneratorOptions().set_ranks(2).set_microbatches(2))),
+      schedule::lower(schedule::generate(
+          "1f1b", schedule::GeneratorOptions().set_ranks(2).set_microbatches(2))),
       2, {1, 1});
   CostModel costs = uniform_cost_model(s, 1, 2, 1);
   for (StageCost& c : costs.stages) c.parameter_bytes = 1e6;
@@ -73,7 +74,8 @@ TEST(SimulateReduceGrad, OneFOneBOnTwoReplicasMatchesAHandComputation) {
 // [4,6]; stage 0's waits for the stream: [max(6, 4+R), +R]. With R = 3 the
 // step is 10: of 2R = 6 of reduction, 2 overlap 0B0 and 4 are exposed.
 TEST(SimulateReduceGrad, ReductionsShareTheRanksStreamAndOverlapItsOtherStagesBackward) {
-  const auto s = schedule::add_grad_reductions(schedule::parse_schedule("0F0 1F0 1B0 0B0\n"), 2, {1, 1});
+  const auto s =
+      schedule::add_grad_reductions(schedule::parse_schedule("0F0 1F0 1B0 0B0\n"), 2, {1, 1});
   ASSERT_NE(schedule::format_schedule(s).find("\n0F0 1F0 1B0 1REDUCE_GRAD0 0B0 0REDUCE_GRAD0\n"),
             std::string::npos)
       << schedule::format_schedule(s);
@@ -123,15 +125,17 @@ TEST(SimulateReduceGrad, RefusesABucketTheCostModelDoesNotHave) {
     simulate(s, costs);
     FAIL() << "expected a throw";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "[sim.costs] 0REDUCE_GRAD1 reduces bucket 1 but the cost model gives stage 0 1 bucket");
+    EXPECT_STREQ(
+        e.what(),
+        "[sim.costs] 0REDUCE_GRAD1 reduces bucket 1 but the cost model gives stage 0 1 bucket");
   }
 }
 
 // GPipe p = 2, m = 1, F = 1, B = 2, tp_comm = 0.5 on F and on B:
 // 0F0 [0,1.5] 1F0 [1.5,3] 1B0 [3,5.5] 0B0 [5.5,8].
 TEST(SimulateTensorParallel, AddsItsCommunicationToForwardsAndBackwards) {
-  const auto s = schedule::generate("gpipe", schedule::GeneratorOptions().set_ranks(2).set_microbatches(1));
+  const auto s =
+      schedule::generate("gpipe", schedule::GeneratorOptions().set_ranks(2).set_microbatches(1));
   CostModel costs = uniform_cost_model(s, 1, 2, 1);
   for (StageCost& c : costs.stages) c.tp_comm = 0.5;
   EXPECT_DOUBLE_EQ(simulate(s, costs).stats.makespan, 8);
@@ -144,7 +148,8 @@ TEST(SimulateTensorParallel, AddsItsCommunicationToForwardsAndBackwards) {
 }
 
 schedule::Schedule one_f_one_b(int p, int m) {
-  return schedule::lower(schedule::generate("1f1b", schedule::GeneratorOptions().set_ranks(p).set_microbatches(m)));
+  return schedule::lower(
+      schedule::generate("1f1b", schedule::GeneratorOptions().set_ranks(p).set_microbatches(m)));
 }
 
 // p = 2, m = 2, 1F1B with F = 1, B = 2: rank 0's compute ends at 9, rank 1's
@@ -171,7 +176,8 @@ TEST(SimulateReduceTied, ATiedEmbeddingOnTwoRanksEndsOneMessageAfterTheLaterRank
 // rank 1 reduces [7, 9], rank 0 [9, 11]; the tied exchange waits for both,
 // [11, 12].
 TEST(SimulateReduceTied, WaitsForTheRanksGradientAllReducesFirst) {
-  const auto s = schedule::add_tied_reductions(schedule::add_grad_reductions(one_f_one_b(2, 2), 2, {1, 1}), {{0, 1}});
+  const auto s = schedule::add_tied_reductions(
+      schedule::add_grad_reductions(one_f_one_b(2, 2), 2, {1, 1}), {{0, 1}});
   CostModel costs = uniform_cost_model(s, 1, 2, 1);
   for (StageCost& c : costs.stages) c.parameter_bytes = c.tied_bytes = 1e6;
   costs.comm_bytes_per_time = 1e6;

@@ -59,7 +59,9 @@ const std::vector<Row> kRows = {
 // The table prints four decimals.
 constexpr double kRounding = 0.5e-4;
 
-double work(const Row& r) { return r.m * (r.f + r.b + r.w); }
+double work(const Row& r) {
+  return r.m * (r.f + r.b + r.w);
+}
 
 sim::Stats simulate(const schedule::Schedule& s, const Row& r, bool split_backward = true) {
   // tb is the full backward (I + W); a schedule without W runs B = I + W.
@@ -70,24 +72,30 @@ sim::Stats simulate(const schedule::Schedule& s, const Row& r, bool split_backwa
 
 schedule::Schedule make(const std::string& name, const Row& r, int v = 0) {
   return schedule::generate(
-      name, schedule::GeneratorOptions().set_ranks(r.p).set_microbatches(r.m).set_virtual_stages(v));
+      name,
+      schedule::GeneratorOptions().set_ranks(r.p).set_microbatches(r.m).set_virtual_stages(v));
 }
 
-double makespan_rate(const sim::Stats& s, const Row& r) { return (s.makespan - work(r)) / s.makespan; }
+double makespan_rate(const sim::Stats& s, const Row& r) {
+  return (s.makespan - work(r)) / s.makespan;
+}
 
 double span_rate(const sim::Stats& s, const Row& r) {
   double span = 0;
-  for (size_t k = 0; k < s.busy.size(); ++k) span = std::max(span, s.busy[k] + s.idle_within_span[k]);
+  for (size_t k = 0; k < s.busy.size(); ++k)
+    span = std::max(span, s.busy[k] + s.idle_within_span[k]);
   return (span - work(r)) / span;
 }
 
 std::string name(const Row& r) {
-  return "p=" + std::to_string(r.p) + " m=" + std::to_string(r.m) + " F=" + std::to_string(int(r.f));
+  return "p=" + std::to_string(r.p) + " m=" + std::to_string(r.m) +
+         " F=" + std::to_string(int(r.f));
 }
 
 TEST(PaperBubbleRates, OneFOneBMatchesEveryRow) {
   for (const Row& r : kRows) {
-    EXPECT_NEAR(makespan_rate(simulate(make("1f1b", r), r, /*split_backward=*/false), r), r.r1f1b, kRounding)
+    EXPECT_NEAR(makespan_rate(simulate(make("1f1b", r), r, /*split_backward=*/false), r), r.r1f1b,
+                kRounding)
         << name(r);
   }
 }
@@ -97,12 +105,15 @@ TEST(PaperBubbleRates, OneFOneBMatchesEveryRow) {
 // forwards, then per micro-batch F (while any is left), I, and W once the
 // rank is past (p - 1) warmup_c; the remaining W's close.
 schedule::Schedule paper_handcrafted(int p, int m, int warmup_c) {
-  std::string text = "# baton schedule: name=paper-h" + std::to_string(warmup_c) + " pp=" + std::to_string(p) +
-                     " stages=" + std::to_string(p) + " microbatches=" + std::to_string(m) + " map=loop\n";
+  std::string text = "# baton schedule: name=paper-h" + std::to_string(warmup_c) +
+                     " pp=" + std::to_string(p) + " stages=" + std::to_string(p) +
+                     " microbatches=" + std::to_string(m) + " map=loop\n";
   for (int r = 0; r < p; ++r) {
     const int warmup = (p - r - 1) * warmup_c;
     int f = 0, i = 0, w = 0;
-    auto add = [&](char kind, int& next) { text += std::to_string(r) + kind + std::to_string(next++) + " "; };
+    auto add = [&](char kind, int& next) {
+      text += std::to_string(r) + kind + std::to_string(next++) + " ";
+    };
     for (int k = 0; k < warmup; ++k) add('F', f);
     for (int k = 0; k < m; ++k) {
       if (warmup + k < m) add('F', f);
@@ -117,7 +128,8 @@ schedule::Schedule paper_handcrafted(int p, int m, int warmup_c) {
 
 TEST(PaperBubbleRates, ThePapersZbH1OrderMatchesEveryRowAndOursIsNoWorse) {
   for (const Row& r : kRows) {
-    EXPECT_NEAR(makespan_rate(simulate(paper_handcrafted(r.p, r.m, 1), r), r), r.rh1, kRounding) << name(r);
+    EXPECT_NEAR(makespan_rate(simulate(paper_handcrafted(r.p, r.m, 1), r), r), r.rh1, kRounding)
+        << name(r);
     // zb-h1 places each W greedily where the rank would idle; with
     // communication charged that beats the fixed order by up to 0.08 points.
     EXPECT_LE(makespan_rate(simulate(make("zb-h1", r), r), r), r.rh1 + kRounding) << name(r);
@@ -126,7 +138,8 @@ TEST(PaperBubbleRates, ThePapersZbH1OrderMatchesEveryRowAndOursIsNoWorse) {
 
 TEST(PaperBubbleRates, ZbH2AndThePapersOrderMatchEveryRowWithTheSpanMetric) {
   for (const Row& r : kRows) {
-    EXPECT_NEAR(span_rate(simulate(paper_handcrafted(r.p, r.m, 2), r), r), r.rh2, kRounding) << name(r);
+    EXPECT_NEAR(span_rate(simulate(paper_handcrafted(r.p, r.m, 2), r), r), r.rh2, kRounding)
+        << name(r);
     EXPECT_NEAR(span_rate(simulate(make("zb-h2", r), r), r), r.rh2, kRounding) << name(r);
   }
 }
@@ -173,7 +186,8 @@ std::vector<std::tuple<bool, int, int>> megatron_order(int p, int m, int v, int 
     out.emplace_back(true, microbatch(k + warmup), chunk(k + warmup, true));
     out.emplace_back(false, microbatch(k), chunk(k, false));
   }
-  for (int k = total - warmup; k < total; ++k) out.emplace_back(false, microbatch(k), chunk(k, false));
+  for (int k = total - warmup; k < total; ++k)
+    out.emplace_back(false, microbatch(k), chunk(k, false));
   return out;
 }
 
@@ -182,7 +196,8 @@ std::vector<std::tuple<bool, int, int>> megatron_order(int p, int m, int v, int 
 // and its producer's output has arrived (comm after the producer's end).
 // `wrap_for_every_microbatch` false reproduces the script, which checks the
 // wrap dependency only for the first micro-batch of each group.
-double script_makespan(int p, int m, int v, double f, double b, double comm, bool wrap_for_every_microbatch) {
+double script_makespan(int p, int m, int v, double f, double b, double comm,
+                       bool wrap_for_every_microbatch) {
   std::vector<std::vector<std::tuple<bool, int, int>>> order;
   for (int r = 0; r < p; ++r) order.push_back(megatron_order(p, m, v, r));
   std::map<std::tuple<bool, int, int, int>, double> end;  // (forward, rank, micro-batch, chunk)
@@ -197,11 +212,14 @@ double script_makespan(int p, int m, int v, double f, double b, double comm, boo
       const auto [forward, mb, chunk] = order[r][i];
       double start = free[r];
       const bool at_wrap = forward ? r == 0 : r == p - 1;
-      const bool first_chunk = forward ? chunk == 0 : chunk == v - 1;  // fed by the data or the loss
+      const bool first_chunk =
+          forward ? chunk == 0 : chunk == v - 1;  // fed by the data or the loss
       if (!at_wrap) {
         start = std::max(start, end.at({forward, forward ? r - 1 : r + 1, mb, chunk}) + comm);
       } else if (!first_chunk && (wrap_for_every_microbatch || mb % p == 0)) {
-        start = std::max(start, end.at({forward, forward ? p - 1 : 0, mb, forward ? chunk - 1 : chunk + 1}) + comm);
+        start = std::max(
+            start,
+            end.at({forward, forward ? p - 1 : 0, mb, forward ? chunk - 1 : chunk + 1}) + comm);
       }
       free[r] = start + (forward ? f : b);
       end[{forward, r, mb, chunk}] = free[r];
@@ -212,9 +230,11 @@ double script_makespan(int p, int m, int v, double f, double b, double comm, boo
 
 double baton_interleaved(int p, int m, int v, double f, double bw, double comm) {
   const schedule::Schedule s = schedule::generate(
-      "interleaved", schedule::GeneratorOptions().set_ranks(p).set_microbatches(m).set_virtual_stages(v));
+      "interleaved",
+      schedule::GeneratorOptions().set_ranks(p).set_microbatches(m).set_virtual_stages(v));
   // Per-rank costs: v chunks of f / v and bw / v each.
-  return sim::simulate(schedule::lower(s), sim::uniform_cost_model(s, v * f, v * bw, 0, comm)).stats.makespan;
+  return sim::simulate(schedule::lower(s), sim::uniform_cost_model(s, v * f, v * bw, 0, comm))
+      .stats.makespan;
 }
 
 TEST(PaperInterleaved, TheIssuesExampleIs71WithEveryDependencyAnd68WithoutTheWrap) {

@@ -17,9 +17,9 @@ CostModel two_stages(int tp, bool scatter_gather) {
       schedule::generate("1f1b", schedule::GeneratorOptions().set_ranks(2).set_microbatches(1));
   CostModel m = uniform_cost_model(s, /*tf=*/1, /*tb=*/2, /*tw=*/0, /*comm=*/0.5);
   for (auto& stage : m.stages) stage.boundary_bytes = 800;
-  m.comm_bytes_per_time = 100;       // the pipeline link: 8 time units for the whole boundary
+  m.comm_bytes_per_time = 100;  // the pipeline link: 8 time units for the whole boundary
   m.tp = tp;
-  m.tp_link = Link{0.25, 400};       // the tp link
+  m.tp_link = Link{0.25, 400};  // the tp link
   m.scatter_gather = scatter_gather;
   return m;
 }
@@ -34,8 +34,8 @@ TEST(ScatterGather, SendsATthOverThePipelineLinkAndGathersOverTp) {
 }
 
 TEST(ScatterGather, AOneFOneBStepPaysItOnEachOfItsTwoTransfers) {
-  const schedule::Schedule s =
-      schedule::lower(schedule::generate("1f1b", schedule::GeneratorOptions().set_ranks(2).set_microbatches(1)));
+  const schedule::Schedule s = schedule::lower(
+      schedule::generate("1f1b", schedule::GeneratorOptions().set_ranks(2).set_microbatches(1)));
   for (const bool sg : {false, true}) {
     const CostModel m = two_stages(2, sg);
     // F on rank 0, transfer, F and B on rank 1, transfer back, B on rank 0.

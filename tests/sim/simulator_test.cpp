@@ -26,8 +26,8 @@ const trace::Event& find(const Result& r, int rank, ActionKind kind, int mb) {
 // rank 0: F0 [0,1] F1 [1,2]; rank 1: F0 [1.5,2.5] F1 [2.5,3.5] B0 [3.5,5.5]
 // B1 [5.5,7.5]; rank 0: B0 [6,8] (gradient of B0 arrives 5.5 + 0.5), B1 [8,10].
 TEST(Simulator, GPipeWithCommunicationMatchesAHandWorkedTimeline) {
-  const auto s = schedule::lower(schedule::gpipe(
-      schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2)));
+  const auto s = schedule::lower(
+      schedule::gpipe(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2)));
   const Result r = simulate(s, uniform_cost_model(s, 1, 2, 1, 0.5));
   EXPECT_DOUBLE_EQ(find(r, 0, ActionKind::F, 1).end, 2);
   EXPECT_DOUBLE_EQ(find(r, 1, ActionKind::F, 0).start, 1.5);
@@ -41,8 +41,8 @@ TEST(Simulator, GPipeWithCommunicationMatchesAHandWorkedTimeline) {
 }
 
 TEST(Simulator, ComputeOnlyAndLoweredSchedulesGiveTheSameTimeline) {
-  const auto compute = schedule::one_f_one_b(
-      schedule::GeneratorOptions{}.set_ranks(4).set_microbatches(6));
+  const auto compute =
+      schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(4).set_microbatches(6));
   const auto lowered = schedule::lower(compute);
   const Result a = simulate(compute, uniform_cost_model(compute, 1, 3, 1, 0.25));
   const Result b = simulate(lowered, uniform_cost_model(lowered, 1, 3, 1, 0.25));
@@ -68,8 +68,8 @@ TEST(Simulator, ActivationBytesStayUntilTheirBackwardAndStashUntilW) {
 
 TEST(Simulator, PeakActivationBytesOfGPipeGrowWithMicrobatches) {
   for (int m : {1, 4, 9}) {
-    const auto s = schedule::lower(schedule::gpipe(
-        schedule::GeneratorOptions{}.set_ranks(3).set_microbatches(m)));
+    const auto s = schedule::lower(
+        schedule::gpipe(schedule::GeneratorOptions{}.set_ranks(3).set_microbatches(m)));
     const Result r = simulate(s, uniform_cost_model(s, 1, 2, 1));
     for (int rank = 0; rank < 3; ++rank) {
       EXPECT_DOUBLE_EQ(r.stats.peak_activation_bytes[rank], m);
@@ -79,7 +79,8 @@ TEST(Simulator, PeakActivationBytesOfGPipeGrowWithMicrobatches) {
 }
 
 TEST(Simulator, ACostModelWithTheWrongStageCountIsRejected) {
-  const auto s = schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
+  const auto s =
+      schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
   CostModel costs;
   costs.stages.resize(3);
   try {
@@ -91,13 +92,14 @@ TEST(Simulator, ACostModelWithTheWrongStageCountIsRejected) {
 }
 
 TEST(Simulator, UniformCostsRejectAWeightTimeLargerThanTheBackward) {
-  const auto s = schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
+  const auto s =
+      schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
   EXPECT_THROW(uniform_cost_model(s, 1, 1, 2), Error);
 }
 
 TEST(Simulator, BandwidthAddsBytesOverBandwidthToEachHop) {
-  const auto s = schedule::lower(schedule::gpipe(
-      schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(1)));
+  const auto s = schedule::lower(
+      schedule::gpipe(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(1)));
   CostModel costs = uniform_cost_model(s, 1, 2, 1, 0.5);
   costs.comm_bytes_per_time = 4;
   costs.stages[0].boundary_bytes = 2;  // 0.5 + 2 / 4 = 1 per hop
@@ -117,8 +119,8 @@ std::string simulate_error(const schedule::Schedule& s, const CostModel& costs) 
 
 // Issue 7.9: tf = tb = 1e308 gave makespan inf and bubble nan.
 TEST(Simulator, RefusesCostsThatAddUpPastTheLimitInsteadOfOverflowing) {
-  const auto s = schedule::lower(schedule::one_f_one_b(
-      schedule::GeneratorOptions{}.set_ranks(4).set_microbatches(8)));
+  const auto s = schedule::lower(
+      schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(4).set_microbatches(8)));
   EXPECT_NE(simulate_error(s, uniform_cost_model(s, 1e308, 1e308, 1))
                 .find("[sim.costs] schedule \"1f1b\": the times of its 160 actions and their "
                       "transfers add up to inf, more than the limit of 1e+300"),
@@ -131,7 +133,8 @@ TEST(Simulator, RefusesCostsThatAddUpPastTheLimitInsteadOfOverflowing) {
 }
 
 TEST(Simulator, RefusesAStageCostThatIsNotFinite) {
-  const auto s = schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
+  const auto s =
+      schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
   CostModel costs = uniform_cost_model(s, 1, 2, 1);
   costs.stages[1].weight_backward = std::numeric_limits<double>::quiet_NaN();
   EXPECT_NE(simulate_error(s, costs).find("[sim.costs] stage 1: costs must be finite"),
@@ -143,7 +146,8 @@ TEST(Simulator, RefusesAStageCostThatIsNotFinite) {
 }
 
 TEST(Simulator, UniformCostsRejectInfiniteTimes) {
-  const auto s = schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
+  const auto s =
+      schedule::one_f_one_b(schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(2));
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_THROW(uniform_cost_model(s, inf, inf, 1), Error);
   EXPECT_THROW(uniform_cost_model(s, 1, 2, 1, inf), Error);

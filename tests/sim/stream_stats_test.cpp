@@ -113,11 +113,11 @@ std::vector<Shape> defined_shapes() {
 INSTANTIATE_TEST_SUITE_P(SchedulesByShape, StreamStatsTest, ::testing::ValuesIn(defined_shapes()),
                          shape_name);
 
-INSTANTIATE_TEST_SUITE_P(
-    SchedulesByShape, ClosedFormTest,
-    ::testing::Combine(::testing::Values("1f1b", "gpipe", "interleaved"),
-                       ::testing::Values(1, 2, 3, 4, 7), ::testing::Values(1, 2, 4, 5, 8, 12, 14)),
-    shape_name);
+INSTANTIATE_TEST_SUITE_P(SchedulesByShape, ClosedFormTest,
+                         ::testing::Combine(::testing::Values("1f1b", "gpipe", "interleaved"),
+                                            ::testing::Values(1, 2, 3, 4, 7),
+                                            ::testing::Values(1, 2, 4, 5, 8, 12, 14)),
+                         shape_name);
 
 TEST(StreamStats, InterleavedWithFourChunksMatchesTheGenerator) {
   const auto o = options_of(4, 8).set_virtual_stages(4);

@@ -29,8 +29,10 @@ std::vector<std::vector<std::string>> cells_of(const std::string& grid) {
 TEST(GridWriter, DrawsAHandBuiltTimelineCellForCell) {
   Timeline timeline;
   timeline.ranks = 2;
-  timeline.events = {{0, 0, 0, ActionKind::F, 0, 1}, {1, 1, 0, ActionKind::F, 1, 2},
-                     {1, 1, 0, ActionKind::B, 2, 4}, {0, 0, 0, ActionKind::B, 4, 6}};
+  timeline.events = {{0, 0, 0, ActionKind::F, 0, 1},
+                     {1, 1, 0, ActionKind::F, 1, 2},
+                     {1, 1, 0, ActionKind::B, 2, 4},
+                     {0, 0, 0, ActionKind::B, 4, 6}};
   EXPECT_EQ(to_grid(timeline),
             "rank 0 | F0 .  .  .  B0 B0\n"
             "rank 1 | .  F0 B0 B0 .  .\n");

@@ -21,9 +21,9 @@ using ::testing::HasSubstr;
 Timeline reduced_timeline() {
   Timeline timeline;
   timeline.ranks = 2;
-  timeline.events = {{0, 0, 0, ActionKind::F, 0, 1},           {1, 1, 0, ActionKind::F, 1, 2},
-                     {1, 1, 0, ActionKind::B, 2, 4},           {1, 1, 0, ActionKind::REDUCE_GRAD, 4, 6},
-                     {0, 0, 0, ActionKind::B, 4, 6},           {0, 0, 0, ActionKind::REDUCE_GRAD, 6, 7}};
+  timeline.events = {{0, 0, 0, ActionKind::F, 0, 1}, {1, 1, 0, ActionKind::F, 1, 2},
+                     {1, 1, 0, ActionKind::B, 2, 4}, {1, 1, 0, ActionKind::REDUCE_GRAD, 4, 6},
+                     {0, 0, 0, ActionKind::B, 4, 6}, {0, 0, 0, ActionKind::REDUCE_GRAD, 6, 7}};
   return timeline;
 }
 
@@ -59,7 +59,8 @@ TEST(ReduceGradWriters, ChromeTracePutsReductionsOnATrackBelowEachRank) {
   EXPECT_EQ(reductions, 2);
   EXPECT_EQ(names[2], "rank 0 dp");
   EXPECT_EQ(names[3], "rank 1 dp");
-  EXPECT_EQ((std::vector<int>{order[0], order[2], order[1], order[3]}), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ((std::vector<int>{order[0], order[2], order[1], order[3]}),
+            (std::vector<int>{0, 1, 2, 3}));
 }
 
 TEST(ReduceGradWriters, SvgDrawsReductionsAsAStripWithALegendEntry) {

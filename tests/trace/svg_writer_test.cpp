@@ -66,8 +66,10 @@ Timeline split_backward_timeline() {
   Timeline timeline;
   timeline.title = "hand-built";
   timeline.ranks = 2;
-  timeline.events = {{0, 0, 0, ActionKind::F, 0, 1}, {1, 1, 0, ActionKind::F, 1, 2},
-                     {1, 1, 0, ActionKind::I, 2, 3}, {1, 1, 0, ActionKind::W, 3, 4},
+  timeline.events = {{0, 0, 0, ActionKind::F, 0, 1},
+                     {1, 1, 0, ActionKind::F, 1, 2},
+                     {1, 1, 0, ActionKind::I, 2, 3},
+                     {1, 1, 0, ActionKind::W, 3, 4},
                      {0, 0, 0, ActionKind::B, 3, 5}};
   return timeline;
 }
@@ -125,8 +127,7 @@ TEST(SvgWriter, PlacesBoxesInProportionToTime) {
   EXPECT_NEAR(boxes.at("rank 0: 0B0").width, 2 * unit, 0.02);
   EXPECT_NEAR(boxes.at("rank 3: 3F0").x - first.x, 3 * unit, 0.02);
   EXPECT_NEAR(boxes.at("rank 0: 0B0").x - first.x, 10 * unit, 0.02);
-  EXPECT_NEAR(boxes.at("rank 0: 0B7").x + boxes.at("rank 0: 0B7").width - first.x, 33 * unit,
-              0.02);
+  EXPECT_NEAR(boxes.at("rank 0: 0B7").x + boxes.at("rank 0: 0B7").width - first.x, 33 * unit, 0.02);
 }
 
 TEST(SvgWriter, StacksOneRowPerRank) {

@@ -38,8 +38,9 @@ TEST(ConfigTest, AConfigThatIsADeviceIsRefusedUnread) {
     load_toml("/dev/zero", config);
     FAIL() << "expected baton::Error";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "[train.config] --config /dev/zero is a character device, not a "
-                           "regular file; name a TOML file");
+    EXPECT_STREQ(e.what(),
+                 "[train.config] --config /dev/zero is a character device, not a "
+                 "regular file; name a TOML file");
   }
 }
 
@@ -74,10 +75,11 @@ TEST(ConfigTest, AFloatTooLargeForAnIntegerKeyIsRefusedAsNotAnInteger) {
 
 TEST(ConfigTest, NonAsciiTextInStringsAndCommentsIsKept) {
   TrainConfig config;
-  load_toml_text("\xef\xbb\xbf# caf\xc3\xa9\ntext = \"/data/caf\xc3\xa9.txt\" # \xc3\xa9\n"
-                 "metrics = '\xc3\xa9'\nsvg = \"\"\"\xc3\xa9\\n\xc3\xa9\"\"\"\n"
-                 "trace = '''\n\xc3\xa9'''\n",
-                 "t.toml", config);
+  load_toml_text(
+      "\xef\xbb\xbf# caf\xc3\xa9\ntext = \"/data/caf\xc3\xa9.txt\" # \xc3\xa9\n"
+      "metrics = '\xc3\xa9'\nsvg = \"\"\"\xc3\xa9\\n\xc3\xa9\"\"\"\n"
+      "trace = '''\n\xc3\xa9'''\n",
+      "t.toml", config);
   EXPECT_EQ(config.text, "/data/caf\xc3\xa9.txt");
   EXPECT_EQ(config.metrics, "\xc3\xa9");
   EXPECT_EQ(config.svg, "\xc3\xa9\n\xc3\xa9");

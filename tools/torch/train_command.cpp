@@ -54,42 +54,49 @@ template <typename T>
 CLI::Option* flag(CLI::App* cmd, TrainFlags& f, const std::string& name,
                   T train::TrainConfig::*member, const std::string& help) {
   CLI::Option* option = cmd->add_option(name, f.values.*member, help);
-  f.given.emplace_back(option, [&f, member](train::TrainConfig& c) { c.*member = f.values.*member; });
+  f.given.emplace_back(option,
+                       [&f, member](train::TrainConfig& c) { c.*member = f.values.*member; });
   return option;
 }
 
 // CLI11 reads a uint64 with strtoull, which saturates and wraps without a word.
-const CLI::Validator kUint64([](std::string& text) -> std::string {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  (void)value;
-  const bool digits = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
-  if (digits && errno == 0 && *end == '\0') return "";
-  return "must be an integer in [0, 18446744073709551615], got " + text;
-}, "UINT64");
+const CLI::Validator kUint64(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+      (void)value;
+      const bool digits = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
+      if (digits && errno == 0 && *end == '\0') return "";
+      return "must be an integer in [0, 18446744073709551615], got " + text;
+    },
+    "UINT64");
 
 // A count of at least 1 that fits an int. CLI11's Range calls a word "not in
 // range"; this names what is wrong with it.
-const CLI::Validator kCount([](std::string& text) -> std::string {
-  char* end = nullptr;
-  errno = 0;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  const bool integer = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
-  if (!integer) return "must be a whole number of at least 1, got \"" + text + "\"";
-  if (value < 1 || value > std::numeric_limits<int>::max()) {
-    return "must be an integer in [1, " + std::to_string(std::numeric_limits<int>::max()) +
-           "], got " + text;
-  }
-  return "";
-}, "COUNT");
+const CLI::Validator kCount(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      errno = 0;
+      const long long value = std::strtoll(text.c_str(), &end, 10);
+      const bool integer = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+      if (!integer) return "must be a whole number of at least 1, got \"" + text + "\"";
+      if (value < 1 || value > std::numeric_limits<int>::max()) {
+        return "must be an integer in [1, " + std::to_string(std::numeric_limits<int>::max()) +
+               "], got " + text;
+      }
+      return "";
+    },
+    "COUNT");
 
 // True when `message` already names "rank <rank>" (not "rank <rank>0").
 bool names_rank(const std::string& message, int rank) {
   const std::string name = "rank " + std::to_string(rank);
-  for (size_t pos = message.find(name); pos != std::string::npos; pos = message.find(name, pos + 1)) {
+  for (size_t pos = message.find(name); pos != std::string::npos;
+       pos = message.find(name, pos + 1)) {
     const size_t end = pos + name.size();
-    if (end == message.size() || !std::isdigit(static_cast<unsigned char>(message[end]))) return true;
+    if (end == message.size() || !std::isdigit(static_cast<unsigned char>(message[end])))
+      return true;
   }
   return false;
 }
@@ -98,12 +105,14 @@ std::string naming_rank(int rank, const std::string& message) {
   return names_rank(message, rank) ? message : "rank " + std::to_string(rank) + ": " + message;
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
 // Runs this process's rank. Input was checked before, so a failure now is a
 // runtime fault: one line naming the rank, exit code 1 (3 for a LibTorch error
 // that is not out of memory: a bug in baton).
-int run_rank(const train::TrainConfig& config, const train::RankContext& context) {
+int run_rank(const train::TrainConfig& config, const comm::RankEnv& context) {
   try {
     train::train(config, context);
     flush_stdout("[train]");
@@ -118,7 +127,8 @@ int run_rank(const train::TrainConfig& config, const train::RankContext& context
     }
     print_error(::baton::detail::concat("rank ", context.rank, " ran out of memory: ", what));
   } catch (const std::bad_alloc&) {
-    print_error(::baton::detail::concat("rank ", context.rank, " ran out of memory (std::bad_alloc)"));
+    print_error(
+        ::baton::detail::concat("rank ", context.rank, " ran out of memory (std::bad_alloc)"));
   }
   return 1;
 }
@@ -126,12 +136,14 @@ int run_rank(const train::TrainConfig& config, const train::RankContext& context
 // A path flag given an empty value (`--save "$UNSET"`) would silently mean
 // "not given": refuse it by name instead.
 void check_no_empty_paths(const CLI::App& cmd) {
-  for (const char* name : {"--config", "--text", "--data-dir", "--cache-dir", "--schedule-file",
-                           "--metrics", "--trace", "--svg", "--profile-out", "--save", "--resume"}) {
+  for (const char* name :
+       {"--config", "--text", "--data-dir", "--cache-dir", "--schedule-file", "--metrics",
+        "--trace", "--svg", "--profile-out", "--save", "--resume"}) {
     const CLI::Option* option = cmd.get_option_no_throw(name);
     if (option == nullptr || option->count() == 0) continue;
     for (const std::string& value : option->results()) {
-      BATON_CHECK(!value.empty(), "[train] ", name, " was given an empty value (an unset "
+      BATON_CHECK(!value.empty(), "[train] ", name,
+                  " was given an empty value (an unset "
                   "variable?); give a path or leave the flag out");
     }
   }
@@ -149,9 +161,10 @@ int run(TrainFlags& f) {
     if (option->count() > 0) copy(config);
   }
   if (f.checkpoint_option->count() > 0) {
-    BATON_CHECK(f.recompute_option->count() == 0,
-                "[train] --checkpoint and --recompute both given; --checkpoint is the deprecated name "
-                "of --recompute, keep only that");
+    BATON_CHECK(
+        f.recompute_option->count() == 0,
+        "[train] --checkpoint and --recompute both given; --checkpoint is the deprecated name "
+        "of --recompute, keep only that");
     config.recompute = f.checkpoint;
     deprecations.push_back("--checkpoint is deprecated, use --recompute");
   }
@@ -170,7 +183,8 @@ int run(TrainFlags& f) {
               " and WORLD_SIZE=", env ? env->world_size : 0,
               " are set (by a launcher such as torchrun) and --nproc ", f.nproc,
               " is given too: drop --nproc to run as that one rank, or unset RANK and "
-              "WORLD_SIZE to start ", f.nproc, " local ranks");
+              "WORLD_SIZE to start ",
+              f.nproc, " local ranks");
   // One warning per job: from the launcher, or from rank 0 under torchrun.
   if ((!env || env->rank == 0) && std::getenv(kWarnedVariable) == nullptr) {
     for (const auto& line : deprecations) std::cerr << "baton: warning: " << line << std::endl;
@@ -187,8 +201,7 @@ int run(TrainFlags& f) {
     return 0;
   }
   if (env) {
-    const train::RankContext context = train::RankContext::from_env(*env);
-    return run_rank(config, context);
+    return run_rank(config, *env);
   }
   const int nproc = f.nproc > 0 ? f.nproc : 1;
   const int world = config.dp * config.pp * config.tp;
@@ -197,7 +210,7 @@ int run(TrainFlags& f) {
               " ranks but --nproc is ", nproc, ": pass --nproc ", world,
               ", or start the ranks with torchrun");
   train::check_setup(config);
-  if (nproc == 1) return run_rank(config, train::RankContext{});
+  if (nproc == 1) return run_rank(config, comm::RankEnv{});
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   BATON_CHECK(n > 0, "[train] cannot find this executable to start the ranks");
@@ -223,13 +236,16 @@ Action add_train(CLI::App& app) {
   cmd->add_option("--nproc", f->nproc, "Start this many local ranks (dp * pp * tp)")
       ->check(CLI::Range(1, 1024));
   flag(cmd, *f, "--model", &train::TrainConfig::model, "mlp | cnn | gpt");
-  flag(cmd, *f, "--layers", &train::TrainConfig::layers, "mlp: Linear layers; gpt: transformer blocks");
+  flag(cmd, *f, "--layers", &train::TrainConfig::layers,
+       "mlp: Linear layers; gpt: transformer blocks");
   flag(cmd, *f, "--hidden", &train::TrainConfig::hidden, "Hidden width (mlp, gpt)");
   flag(cmd, *f, "--heads", &train::TrainConfig::heads, "Attention heads (gpt)");
   flag(cmd, *f, "--context", &train::TrainConfig::context, "Tokens per sample (gpt)");
-  flag(cmd, *f, "--in-features", &train::TrainConfig::in_features, "Input features (mlp, synthetic data)");
+  flag(cmd, *f, "--in-features", &train::TrainConfig::in_features,
+       "Input features (mlp, synthetic data)");
   flag(cmd, *f, "--classes", &train::TrainConfig::classes, "Classes (mlp, synthetic data)");
-  flag(cmd, *f, "--text", &train::TrainConfig::text, "UTF-8 text file for gpt (default: GPL-3 text)");
+  flag(cmd, *f, "--text", &train::TrainConfig::text,
+       "UTF-8 text file for gpt (default: GPL-3 text)");
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
   flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir,
        "Where decompressed data is kept (default ~/.cache/baton), a folder per --data-dir");
@@ -243,12 +259,14 @@ Action add_train(CLI::App& app) {
        "overlapping the rest (default on); off, every bucket waits for the step's last backward "
        "(Megatron's --overlap-grad-reduce off)");
   flag(cmd, *f, "--tp", &train::TrainConfig::tp,
-       "Tensor-parallel ranks per stage (gpt: heads and MLP split; --nproc dp*pp*tp; must divide --heads)");
+       "Tensor-parallel ranks per stage (gpt: heads and MLP split; --nproc dp*pp*tp; must divide "
+       "--heads)");
   flag(cmd, *f, "--tp-scatter-gather", &train::TrainConfig::tp_scatter_gather,
        "With --tp: send 1/tp of each boundary activation between stages and all-gather it over tp "
        "(Megatron's scatter/gather; on or off, default on)");
   flag(cmd, *f, "--zero", &train::TrainConfig::zero,
-       "ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas (with --dp 1 it changes nothing)");
+       "ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas (with --dp 1 it "
+       "changes nothing)");
   f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
                             "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
                             "chimera, dualpipev, v-half, v-min, zb-auto, 2bw, pipedream, async");
@@ -264,31 +282,38 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--batch", &train::TrainConfig::batch, "Mini-batch size");
   flag(cmd, *f, "--steps", &train::TrainConfig::steps, "Optimizer steps (overrides --epochs)")
       ->check(kCount);
-  flag(cmd, *f, "--epochs", &train::TrainConfig::epochs, "Epochs over the dataset")
-      ->check(kCount);
+  flag(cmd, *f, "--epochs", &train::TrainConfig::epochs, "Epochs over the dataset")->check(kCount);
   flag(cmd, *f, "--lr", &train::TrainConfig::lr, "Learning rate");
   flag(cmd, *f, "--lr-schedule", &train::TrainConfig::lr_schedule, "constant | cosine");
   flag(cmd, *f, "--optimizer", &train::TrainConfig::optimizer, "sgd | adam | adamw");
   flag(cmd, *f, "--seed", &train::TrainConfig::seed, "Seed of weights and data")->check(kUint64);
-  flag(cmd, *f, "--balance", &train::TrainConfig::balance, "uniform | params | time | memory | optimal | 3,5,...");
+  flag(cmd, *f, "--balance", &train::TrainConfig::balance,
+       "uniform | params | time | memory | optimal | 3,5,...");
   f->recompute_option = flag(cmd, *f, "--recompute", &train::TrainConfig::recompute,
                              "Recompute activations in the backward: never | except_last | always");
-  f->checkpoint_option = cmd->add_option("--checkpoint", f->checkpoint, "Deprecated: use --recompute");
-  flag(cmd, *f, "--threads", &train::TrainConfig::threads, "Intra-op threads per rank (default: cores / local ranks)");
-  flag(cmd, *f, "--timeout", &train::TrainConfig::timeout_s, "Seconds any wait between ranks may take");
+  f->checkpoint_option =
+      cmd->add_option("--checkpoint", f->checkpoint, "Deprecated: use --recompute");
+  flag(cmd, *f, "--threads", &train::TrainConfig::threads,
+       "Intra-op threads per rank (default: cores / local ranks)");
+  flag(cmd, *f, "--timeout", &train::TrainConfig::timeout_s,
+       "Seconds any wait between ranks may take");
   flag(cmd, *f, "--transport", &train::TrainConfig::transport,
        "Point-to-point between ranks: auto (shared memory on one host, else Gloo), shm or gloo");
   flag(cmd, *f, "--device", &train::TrainConfig::device,
        "Where stages run: cpu, or cuda (rank on cuda:LOCAL_RANK, NCCL between ranks)");
   flag(cmd, *f, "--metrics", &train::TrainConfig::metrics, "Write JSON lines of metrics");
-  flag(cmd, *f, "--trace", &train::TrainConfig::trace, "Write the last step's measured timeline as a Chrome trace");
-  flag(cmd, *f, "--svg", &train::TrainConfig::svg, "Write the last step's measured timeline as SVG");
+  flag(cmd, *f, "--trace", &train::TrainConfig::trace,
+       "Write the last step's measured timeline as a Chrome trace");
+  flag(cmd, *f, "--svg", &train::TrainConfig::svg,
+       "Write the last step's measured timeline as SVG");
   flag(cmd, *f, "--profile-out", &train::TrainConfig::profile_out,
-       "Profile the layers on one micro-batch, write them as JSON for baton plan --profile, and exit");
+       "Profile the layers on one micro-batch, write them as JSON for baton plan --profile, and "
+       "exit");
   flag(cmd, *f, "--log-every", &train::TrainConfig::log_every, "Print progress every N steps");
   flag(cmd, *f, "--save", &train::TrainConfig::save,
        "Save a checkpoint into this folder at the end (and every --save-every steps)");
-  flag(cmd, *f, "--save-every", &train::TrainConfig::save_every, "Also save every N steps (needs --save)")
+  flag(cmd, *f, "--save-every", &train::TrainConfig::save_every,
+       "Also save every N steps (needs --save)")
       ->check(kCount);
   flag(cmd, *f, "--resume", &train::TrainConfig::resume,
        "Continue from the checkpoint in this folder (--steps stays the total)");
@@ -300,16 +325,19 @@ Action add_train(CLI::App& app) {
                                    "gpt: one matrix for the token embedding and the LM head; on "
                                    "different stages each holds a copy and REDUCE_TIED sums their "
                                    "gradients");
-  f->given.emplace_back(tie, [f](train::TrainConfig& c) { c.tie_embeddings = f->values.tie_embeddings; });
+  f->given.emplace_back(
+      tie, [f](train::TrainConfig& c) { c.tie_embeddings = f->values.tie_embeddings; });
   CLI::Option* barrier =
       cmd->add_flag("--step-barrier", f->values.step_barrier,
                     "End every step with a blocking all-reduce of the loss (no overlap of "
                     "steps; to measure what overlapping buys)");
   f->given.emplace_back(barrier,
                         [f](train::TrainConfig& c) { c.step_barrier = f->values.step_barrier; });
-  CLI::Option* compare = cmd->add_flag("--compare-sim", f->values.compare_sim,
-                                       "Print measured vs simulated step time and peak activations");
-  f->given.emplace_back(compare, [f](train::TrainConfig& c) { c.compare_sim = f->values.compare_sim; });
+  CLI::Option* compare =
+      cmd->add_flag("--compare-sim", f->values.compare_sim,
+                    "Print measured vs simulated step time and peak activations");
+  f->given.emplace_back(compare,
+                        [f](train::TrainConfig& c) { c.compare_sim = f->values.compare_sim; });
   return [f] {
     f->argv = command_line();
     try {
