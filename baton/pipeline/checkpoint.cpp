@@ -160,10 +160,6 @@ const json* find_file(const json& manifest, const char* kind, int layer) {
   return nullptr;
 }
 
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
-
 std::string shape_text(const torch::Tensor& t) {
   return describe(t).dump();
 }

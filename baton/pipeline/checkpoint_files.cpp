@@ -2,7 +2,10 @@
 
 #include <ATen/core/Dict.h>
 #include <c10/util/Exception.h>
+#include <caffe2/serialize/inline_container.h>
 #include <fcntl.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 #include <unistd.h>
 
@@ -18,11 +21,12 @@
 #include "baton/core/error.h"
 
 namespace baton::checkpoint {
-namespace {
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
+
+namespace {
 
 void write_all(int fd, const char* data, size_t size, const std::string& path) {
   while (size > 0) {
@@ -39,6 +43,32 @@ std::vector<char> read_bytes(const std::string& path) {
   BATON_CHECK(in.good(), "[checkpoint] file ", path,
               " is missing or unreadable: ", std::strerror(errno));
   return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// torch.save's zip format (data.pkl and one record per tensor), without the
+// TorchScript type tags that torch::pickle_save puts on a dict
+// (torch.jit._pickle.restore_type_tag), which torch.load's default
+// weights_only unpickler refuses (PyTorch 2.6+). Dicts of tensors and
+// numbers, and tensors, pickle as torch.save writes them from Python.
+std::vector<char> plain_pickle(const torch::IValue& value) {
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler(
+      [&](const char* bytes, size_t size) { pickled.insert(pickled.end(), bytes, bytes + size); },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+      /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(value);
+  pickler.stop();
+  std::vector<char> container;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+    const char* bytes = static_cast<const char*>(data);
+    container.insert(container.end(), bytes, bytes + size);
+    return size;
+  });
+  torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(),
+                                     writer);
+  writer.writeEndOfFile();
+  return container;
 }
 
 torch::IValue unpickle(const std::string& path, uint32_t expected_crc32) {
@@ -123,11 +153,11 @@ FileRecord write_tensors(const std::string& path, const NamedTensors& tensors) {
   // A clone owns exactly its elements: pickling a view would write its whole
   // storage. Files hold CPU tensors, whatever device the stages run on.
   for (const auto& [name, tensor] : tensors) dict.insert(name, tensor.detach().cpu().clone());
-  return write_atomically(path, torch::pickle_save(torch::IValue(dict)));
+  return write_atomically(path, plain_pickle(torch::IValue(dict)));
 }
 
 FileRecord write_tensor(const std::string& path, const torch::Tensor& tensor) {
-  return write_atomically(path, torch::pickle_save(torch::IValue(tensor.detach().cpu().clone())));
+  return write_atomically(path, plain_pickle(torch::IValue(tensor.detach().cpu().clone())));
 }
 
 NamedTensors read_tensors(const std::string& path, uint32_t expected_crc32) {

@@ -25,14 +25,19 @@ struct FileRecord {
   uint32_t crc32 = 0;
 };
 
+// The first line of `text` (an error message without its backtrace).
+std::string first_line(const std::string& text);
+
 // Writes `bytes` to `path` so that a reader sees the old file or the whole
 // new one: a temporary file beside it, fsync, rename. Throws baton::Error
 // naming the path when it cannot.
 FileRecord write_atomically(const std::string& path, const std::vector<char>& bytes);
 
 // Writes `tensors` as a dict {name: tensor} in the format of Python's
-// torch.save (torch::pickle_save, a zip archive), so torch.load(path) reads
-// it; atomically.
+// torch.save (a zip archive of data.pkl and the tensors' records), without
+// TorchScript's type tags, so torch.load(path) with its defaults reads it
+// (weights_only=True in PyTorch 2.6+; LibTorch 1.13's pickle_load too);
+// atomically.
 FileRecord write_tensors(const std::string& path, const NamedTensors& tensors);
 // A single tensor (not a dict), for the RNG state.
 FileRecord write_tensor(const std::string& path, const torch::Tensor& tensor);

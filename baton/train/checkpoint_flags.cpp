@@ -1,5 +1,6 @@
 #include "baton/train/checkpoint_flags.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -63,6 +64,19 @@ void check_resume(const TrainConfig& c) {
     BATON_CHECK(was == value, "[train] --resume ", c.resume, ": ", path, " was saved with ",
                 flag_of(key), " ", was.is_null() ? "(none)" : was.dump(), " but this run has ",
                 flag_of(key), " ", value.dump(), "; the model must be the same");
+  }
+  // The run's data and lr schedule: a resume continues the same run unless told otherwise.
+  const std::vector<std::string> allowed = resume_change_keys(c);
+  const json run{{"batch", c.batch}, {"seed", c.seed}, {"lr_schedule", c.lr_schedule}};
+  for (const auto& [key, value] : run.items()) {
+    const std::string flag = flag_of(key);
+    if (!saved.contains(key) || saved[key] == value ||
+        std::find(allowed.begin(), allowed.end(), flag.substr(2)) != allowed.end()) {
+      continue;
+    }
+    BATON_CHECK(false, "[train] --resume ", c.resume, ": ", path, " was saved with ", flag, " ",
+                saved[key].dump(), " but this run has ", flag, " ", value.dump(),
+                "; pass --allow-resume-change ", flag.substr(2), " to continue with the new value");
   }
   BATON_CHECK(saved.value("optimizer", "") == c.optimizer, "[train] --resume ", c.resume, ": ",
               path, " holds the state of optimizer ", saved.value("optimizer", "?"),

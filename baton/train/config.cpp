@@ -20,6 +20,17 @@
 #include "baton/train/toml_characters.h"
 
 namespace baton::train {
+
+std::vector<std::string> resume_change_keys(const TrainConfig& c) {
+  std::vector<std::string> keys;
+  std::string::size_type begin = 0;
+  while (begin <= c.allow_resume_change.size() && !c.allow_resume_change.empty()) {
+    const auto end = std::min(c.allow_resume_change.find(',', begin), c.allow_resume_change.size());
+    keys.push_back(c.allow_resume_change.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return keys;
+}
 namespace {
 
 // `minimum` bounds integer keys from below (their type bounds them above).
@@ -110,6 +121,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"save_every", field(&TrainConfig::save_every, "save_every", 1)},
       {"resume", field(&TrainConfig::resume, "resume")},
       {"keep_last", field(&TrainConfig::keep_last, "keep_last", 1)},
+      {"allow_resume_change", field(&TrainConfig::allow_resume_change, "allow_resume_change")},
   };
   return map;
 }
@@ -215,6 +227,11 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0 && c.bucket_mb <= kMaxBucketMb,
               "[train.config] bucket-mb must be above 0 and at most ", kMaxBucketMb, " MiB, got ",
               c.bucket_mb);
+  for (const std::string& key : resume_change_keys(c)) {
+    BATON_CHECK(key == "batch" || key == "seed" || key == "lr-schedule",
+                "[train.config] allow-resume-change names \"", printable(key),
+                "\"; expected a comma-separated list of batch, seed, lr-schedule");
+  }
   BATON_CHECK(c.keep_last >= 1,
               "[train.config] keep_last must be at least 1 (the newest save), "
               "got ",

@@ -79,10 +79,16 @@ struct TrainConfig {
   int save_every = 0;  // 0: only at the end; needs save
   std::string resume;  // folder of a checkpoint to continue from (up to steps in all)
   int keep_last = 2;   // saves kept in `save` (SaveOptions::keep_last), at least 1
+  // What a resume may change from the checkpoint's run: a comma-separated
+  // subset of batch, seed, lr-schedule (empty: none; a change is refused).
+  std::string allow_resume_change;
   // The TOML file the config was read from (empty: none): an input that no
   // output may overwrite.
   std::string config_file;
 };
+
+// TrainConfig::allow_resume_change split at its commas ({} when empty).
+std::vector<std::string> resume_change_keys(const TrainConfig& c);
 
 // A config holds a few dozen keys; anything larger is not one.
 inline constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;

@@ -10,10 +10,6 @@
 namespace baton::train {
 namespace {
 
-double bytes_of(const torch::Tensor& t) {
-  return t.defined() ? static_cast<double>(t.numel() * t.element_size()) : 0;
-}
-
 constexpr int kFields = 6;
 
 // "512 B", "5.25 kB", "1.20 MB", "8.07 GB".

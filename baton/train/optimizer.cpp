@@ -7,13 +7,10 @@
 #include <cmath>
 
 namespace baton::train {
-namespace {
 
 double bytes_of(const torch::Tensor& t) {
   return t.defined() ? static_cast<double>(t.numel() * t.element_size()) : 0;
 }
-
-}  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
                                                         std::vector<torch::Tensor> params) {

@@ -26,4 +26,7 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 // Bytes the optimizer keeps per parameter (momentum, Adam's moments).
 double optimizer_state_bytes(torch::optim::Optimizer& optimizer);
 
+// The bytes a tensor's elements take (0 when undefined).
+double bytes_of(const torch::Tensor& t);
+
 }  // namespace baton::train

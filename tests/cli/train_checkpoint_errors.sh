@@ -34,6 +34,16 @@ expect_bad_input "was saved with --layers 4 but this run has --layers 6" \
 expect_bad_input "holds the state of optimizer adam but this run has --optimizer sgd" \
   "${R[@]}" --optimizer sgd --steps 4 --resume "$tmp/ck"
 expect_bad_input "is at step 2, not below --steps 2" "${T[@]}" --resume "$tmp/ck"
+# The run's data and lr schedule: a resume that changes them is refused unless allowed.
+M=(--model mlp --layers 4 --hidden 16 --microbatches 2 --pp 2 --nproc 2 --steps 3 --resume "$tmp/ck")
+expect_bad_input "was saved with --batch 8 but this run has --batch 16; pass --allow-resume-change batch" \
+  "${M[@]}" --batch 16
+expect_bad_input "was saved with --seed 1 but this run has --seed 7" "${R[@]}" --steps 3 --resume "$tmp/ck" --seed 7
+expect_bad_input 'was saved with --lr-schedule "constant" but this run has --lr-schedule "cosine"' \
+  "${R[@]}" --steps 3 --resume "$tmp/ck" --lr-schedule cosine
+expect_bad_input 'allow-resume-change names "epochs"' "${R[@]}" --steps 3 --resume "$tmp/ck" --allow-resume-change epochs
+timeout 300 "$baton" train "${M[@]}" --threads 1 --batch 16 --seed 7 --allow-resume-change batch,seed \
+  > "$tmp/allowed.out" 2>&1 || fail "an allowed change was refused: $(tail -3 "$tmp/allowed.out")"
 
 expect_bad_input "--save-every 2 needs --save DIR" "${T[@]}" --save-every 2
 touch "$tmp/file"

@@ -317,6 +317,9 @@ Action add_train(CLI::App& app) {
       ->check(kCount);
   flag(cmd, *f, "--resume", &train::TrainConfig::resume,
        "Continue from the checkpoint in this folder (--steps stays the total)");
+  flag(cmd, *f, "--allow-resume-change", &train::TrainConfig::allow_resume_change,
+       "With --resume: what may differ from the checkpoint's run, a comma-separated subset of "
+       "batch, seed, lr-schedule (otherwise a change is refused)");
   flag(cmd, *f, "--keep-last", &train::TrainConfig::keep_last,
        "Saves kept in --save's folder, newest first (default 2); older ones baton wrote there "
        "are removed after each save, never the one --resume read")
