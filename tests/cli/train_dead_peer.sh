@@ -33,6 +33,7 @@ check_no_shm() {
 dead_peer() {
   local schedule=$1 transport=$2 port=$(( 20000 + RANDOM % 20000 )) r rc start elapsed
   local before=${#pids[@]} what="$1 over $2"
+  fresh "$tmp/out0" "$tmp/out1" "$tmp/err0" "$tmp/err1"
   for r in 0 1; do
     RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       "$baton" train $args --schedule "$schedule" --transport "$transport" > "$tmp/out$r" 2> "$tmp/err$r" &
@@ -58,6 +59,7 @@ dead_peer() {
 # other and names the failed one.
 dead_rank_under_launcher() {
   local transport=$1 what="launcher over $1" launcher children victim rc start elapsed c
+  fresh "$tmp/launch_out" "$tmp/launch_err"
   "$baton" train $args --nproc 2 --transport "$transport" > "$tmp/launch_out" 2> "$tmp/launch_err" &
   launcher=$!
   pids+=($launcher)

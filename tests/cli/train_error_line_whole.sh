@@ -6,6 +6,7 @@ source "$(dirname "$0")/lib/common.sh"
 args=(--model mlp --layers 4 --hidden 64 --in-features 64 --pp 2 --nproc 2 --microbatches 4 --batch 64
       --steps 1000000 --timeout 5 --threads 1)
 for run in 1 2 3 4 5 6 7 8; do
+  fresh "$tmp/out" "$tmp/err"
   "$baton" train "${args[@]}" > "$tmp/out" 2> "$tmp/err" &
   launcher=$!
   pids+=($launcher)

@@ -7,6 +7,7 @@ source "$(dirname "$0")/lib/common.sh"
 
 # start_job: starts a silent two-rank job in the background and waits for both ranks.
 start_job() {
+  fresh "$tmp/out" "$tmp/err"
   "$baton" train "${J[@]}" --hidden 16 --steps 1000000 --threads 1 --timeout "${1:-600}" \
     --log-every 1000000 > "$tmp/out" 2> "$tmp/err" &
   launcher=$!

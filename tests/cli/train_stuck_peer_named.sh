@@ -8,6 +8,7 @@ source "$(dirname "$0")/lib/common.sh"
 # stop_rank <nproc> <rank to stop> <transport>: runs a job, stops one rank, waits.
 stop_rank() {
   local nproc=$1 stuck=$2 transport=$3
+  fresh "$tmp/out" "$tmp/err"
   "$baton" train --model mlp --layers 4 --hidden 32 --in-features 32 --batch 16 --microbatches 4 \
     --pp "$nproc" --nproc "$nproc" --steps 1000000 --timeout 3 --threads 1 --transport "$transport" \
     > "$tmp/out" 2> "$tmp/err" &

@@ -11,6 +11,11 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
+# fresh <file>...: empties the files now, in this shell. A background job's own
+# `> file` runs later, in its subshell, so a poll right after the launch could
+# still read the previous run's output (cli.train_error_line_whole failed so in CI).
+fresh() { local f; for f in "$@"; do : > "$f"; done; }
+
 # The small job of issue 7's reports: T; J is T without --hidden and --steps.
 J=(--model mlp --layers 4 --batch 8 --microbatches 2 --pp 2 --nproc 2)
 T=("${J[@]}" --hidden 16 --steps 2)
