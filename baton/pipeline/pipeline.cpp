@@ -52,6 +52,9 @@ void check_options(const PipelineOptions& o) {
               o.zero());
   BATON_CHECK(std::isfinite(o.bucket_mb()) && o.bucket_mb() > 0,
               "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
+  BATON_CHECK(std::isfinite(o.clip_grad_norm()) && o.clip_grad_norm() >= 0,
+              "[pipeline] clip_grad_norm must be a finite norm, or 0 for no clipping, got ",
+              o.clip_grad_norm());
 }
 
 // Where this rank runs: the world it joins (the given communicator; the one
@@ -306,6 +309,8 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   // its REDUCE_GRADs against the built stages' buckets.
   schedule::ReductionOptions reductions;
   reductions.set_dp(dp).set_overlap_grad_reduce(options.overlap_grad_reduce());
+  reductions.set_clip(options.clip_grad_norm() > 0);
+  if (options.clip_grad_norm() > 0) executor_options.clip_grad_norm = options.clip_grad_norm();
   if (dp > 1) {
     reductions.set_buckets_per_stage(buckets_per_stage(built, placement, plan.schedule.stages,
                                                        layout, executor_options.bucket_bytes));
@@ -508,6 +513,16 @@ const comm::RankLayout& Pipeline::layout() const {
 comm::Communicator& Pipeline::communicator() const {
   return *state_->layout.world;
 }
+double Pipeline::clip_grad_norm(double max_norm) {
+  State& s = *state_;
+  BATON_CHECK(std::isfinite(max_norm) && max_norm > 0,
+              "[pipeline] clip_grad_norm needs a finite max norm above 0, got ", max_norm);
+  BATON_CHECK(!s.schedule.carries, "[pipeline] schedule ", s.schedule.name,
+              " has no flush between steps, so no point where a step's gradients are whole "
+              "to clip by their norm");
+  return s.executor->clip_grad_norm(max_norm);
+}
+
 int64_t Pipeline::steps() const {
   return state_->steps;
 }

@@ -123,6 +123,15 @@ class Pipeline {
   // Whether step() runs the optimizer itself (pipedream, async).
   bool updates_inside_step() const;
 
+  // Clips the gradients step() left by their global norm, as
+  // torch::nn::utils::clip_grad_norm_ does on one device (runtime/clip.h:
+  // each parameter of the model once, whatever the dp, pp and tp), and
+  // returns the norm before the clip. A collective over every rank, between
+  // step() and the optimizer step; PipelineOptions::clip_grad_norm does the
+  // same inside step(), as a scheduled action. Throws baton::Error for a
+  // max_norm not finite or not above 0, and for a schedule without a flush.
+  double clip_grad_norm(double max_norm);
+
   // Forward only, without autograd. Returns the model's output for `inputs`
   // on the rank holding the last stage; an undefined tensor on the others
   // (with Chimera, each of its two ranks returns the micro-batches it

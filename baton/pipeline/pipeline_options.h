@@ -102,6 +102,16 @@ struct PipelineOptions {
   // changes nothing. save() gathers the whole optimizer state from the
   // owners; load() restores each replica's share.
   TORCH_ARG(int, zero) = 0;
+  // Global-norm gradient clipping (Megatron-LM's clip_grad): above 0, every
+  // rank ends its step with a CLIP_NORM (schedule/clip_norm.h) that scales
+  // the gradients so their norm over the whole model (runtime/clip.h: each
+  // parameter once, whatever the dp, pp and tp) is at most this; 0: off.
+  // last_step().grad_norm is the norm before the clip. A norm that is not
+  // finite scales nothing: do not step the optimizer on that step. Refused
+  // (baton::Error) for a value not finite or below 0, and for schedules
+  // without a flush (2bw, pipedream, async), whose updates never see a
+  // step's whole gradient.
+  TORCH_ARG(double, clip_grad_norm) = 0;
   // The process group. Without one, the Pipeline joins the group that
   // `rank_env` describes, or else the one torchrun's variables (RANK,
   // WORLD_SIZE, MASTER_ADDR, MASTER_PORT) describe, or else runs alone. A

@@ -71,6 +71,7 @@ Executor::Executor(schedule::Schedule schedule, comm::RankLayout layout,
   tie_groups_ = std::make_unique<TiedReducer>(schedule_, placement_, layout_, stages_,
                                               options_.tied, options_.device);
   carries_ = std::make_unique<Carries>(schedule_, rank_, stages_, options_.recompute);
+  clipper_ = std::make_unique<NormClipper>(placement_, layout_, stages_, options_.tied);
 }
 
 Executor::~Executor() = default;
@@ -191,6 +192,9 @@ void Executor::run_action(Step& step, size_t index) {
     case ActionKind::REDUCE_TIED:
       reduce_tied(step, a, index);
       break;
+    case ActionKind::CLIP_NORM:
+      clip_norm(step);
+      break;
     case ActionKind::F:
       compute_forward(step, a);
       break;
@@ -202,7 +206,8 @@ void Executor::run_action(Step& step, size_t index) {
       stages_.at(a.stage)->run_weight_backward(a.microbatch);
       break;
   }
-  // Compute actions and every REDUCE_TIED (where its group sums or not) record their span.
+  // Compute actions, every REDUCE_TIED (where its group sums or not) and
+  // CLIP_NORM record their span.
   const auto ms = [&](Clock::time_point t) {
     return std::chrono::duration<double, std::milli>(t - step.start).count();
   };
@@ -357,6 +362,17 @@ void Executor::reduce_tied(Step& step, const Action& a, size_t index) {
   // mean of the sums, and no all-reduce still writes these gradients.
   wait_reductions(step);
   tie_groups_->sum(a.microbatch);
+}
+
+void Executor::clip_norm(Step& step) {
+  // After every REDUCE_GRAD's all-reduce (REDUCE_TIED has summed already).
+  wait_reductions(step);
+  step.result.grad_norm = clipper_->clip(
+      options_.clip_grad_norm, baton::detail::concat("CLIP_NORM of step ", steps_run_ + 1));
+}
+
+double Executor::clip_grad_norm(double max_norm) {
+  return clipper_->clip(max_norm, "clip_grad_norm");
 }
 
 void Executor::wait_reductions(Step& step) {

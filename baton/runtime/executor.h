@@ -46,6 +46,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,6 +56,7 @@
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_layout.h"
 #include "baton/nn/layer_spec.h"
+#include "baton/runtime/clip.h"
 #include "baton/runtime/reducers.h"
 #include "baton/runtime/stage.h"
 #include "baton/runtime/weight_versions.h"
@@ -109,6 +111,9 @@ struct ExecutorOptions {
   // stage's parameters need no entry. Every rank is given the same list.
   using TiedCopy = runtime::TiedCopy;
   std::vector<std::vector<TiedCopy>> tied;
+  // CLIP_NORM (runtime/clip.h) scales the gradients so that their global
+  // norm is at most this; infinite: it measures the norm only.
+  double clip_grad_norm = std::numeric_limits<double>::infinity();
 };
 
 struct StepResult {
@@ -127,6 +132,10 @@ struct StepResult {
   // dp > 1: how long the step waited at its end for its REDUCE_GRADs to
   // finish, ms: the part of the gradient all-reduces no compute hid.
   double reduction_wait_ms = 0;
+  // The global L2 norm of the step's gradients before the clip, the same on
+  // every rank: NaN unless the schedule has a CLIP_NORM (or infinite, or NaN,
+  // when a gradient was: the caller then skips the update).
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();
   // This rank's compute actions, ms from the step's start.
   std::vector<trace::Event> events;
   // When the step started on this rank: ms on the steady clock, which ranks
@@ -189,6 +198,9 @@ class Executor {
   // The stages this rank holds, by stage index.
   const std::map<int, std::shared_ptr<Stage>>& stages() const { return stages_; }
   std::vector<torch::Tensor> parameters() const;
+  // The global norm of the gradients now (a collective over the world),
+  // after scaling them so that it is at most `max_norm` (runtime/clip.h).
+  double clip_grad_norm(double max_norm);
   // Steps run so far; errors name step steps_run() + 1. A resumed run sets it.
   int64_t steps_run() const { return steps_run_; }
   void set_steps_run(int64_t steps) { steps_run_ = steps; }
@@ -213,6 +225,7 @@ class Executor {
   void receive(Step& step, const schedule::Action& a);
   void reduce_grad(Step& step, const schedule::Action& a);
   void reduce_tied(Step& step, const schedule::Action& a, size_t index);
+  void clip_norm(Step& step);
   // The stage's forward of a's micro-batch; on the last stage of a training
   // step, the scaled loss, counted into the step's when `activation_bytes`
   // is given (the first forward, which records the stashed bytes there).
@@ -249,6 +262,7 @@ class Executor {
   int64_t steps_run_ = 0;
   std::unique_ptr<BucketReducer> buckets_;
   std::unique_ptr<TiedReducer> tie_groups_;
+  std::unique_ptr<NormClipper> clipper_;
   std::unique_ptr<Carries> carries_;
 };
 

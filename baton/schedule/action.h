@@ -12,7 +12,11 @@
 // other copies of tie group 0 within the pipeline: a tied weight's copies on
 // other stages (a GPT's embedding and LM head) and a replicated stage's copy
 // on another rank (Chimera). The number is the group: the lowest stage of
-// the group's stages. See tied_reduction.h.
+// the group's stages. See tied_reduction.h. "0CLIP_NORM0" = the rank whose
+// lowest stage is 0 adds its share of the squared gradient norm to every
+// other rank's (an all-reduce over the world) and scales its gradients so the
+// global norm is at most the clip value; the last action of every rank's list,
+// its number always 0. See clip_norm.h.
 #pragma once
 
 #include <cstdint>
@@ -32,9 +36,10 @@ enum class ActionKind : std::uint8_t {
   RECV_B,       // receive output gradient from stage + 1
   REDUCE_GRAD,  // all-reduce one gradient bucket of the stage over the dp group
   REDUCE_TIED,  // sum the stage's tied gradient copies within the pipeline
+  CLIP_NORM,    // the global gradient norm over every rank, and the clip by it
 };
 
-inline constexpr int kActionKindCount = 10;
+inline constexpr int kActionKindCount = 11;
 
 // "F", "B", "I", "W", "SEND_F", ...
 std::string_view to_string(ActionKind kind);
@@ -43,11 +48,13 @@ bool is_compute(ActionKind kind);        // F, B, I, W
 bool is_communication(ActionKind kind);  // SEND_*, RECV_* (point to point)
 // A gradient reduction: REDUCE_GRAD (a collective over the stage's dp group
 // on the rank's communication stream, which does not hold up the compute
-// after it) or REDUCE_TIED (a sum with the stage's copies on other stages or
-// ranks, after all of the rank's compute). Its number is a bucket or a
-// group, never a micro-batch.
+// after it), REDUCE_TIED (a sum with the stage's copies on other stages or
+// ranks, after all of the rank's compute) or CLIP_NORM (the norm's sum over
+// the world, after both). Its number is a bucket, a group or 0, never a
+// micro-batch.
 inline bool is_reduction(ActionKind kind) {
-  return kind == ActionKind::REDUCE_GRAD || kind == ActionKind::REDUCE_TIED;
+  return kind == ActionKind::REDUCE_GRAD || kind == ActionKind::REDUCE_TIED ||
+         kind == ActionKind::CLIP_NORM;
 }
 // The backwards that produce weight gradients (what REDUCE_GRAD reduces).
 inline bool is_weight_backward(ActionKind kind) {
@@ -61,7 +68,7 @@ inline bool is_input_backward(ActionKind kind) {
 struct Action {
   ActionKind kind = ActionKind::F;
   int stage = 0;
-  int microbatch = 0;  // REDUCE_GRAD: the bucket index; REDUCE_TIED: the group
+  int microbatch = 0;  // REDUCE_GRAD: the bucket index; REDUCE_TIED: the group; CLIP_NORM: 0
 
   friend bool operator==(const Action& a, const Action& b) {
     return a.kind == b.kind && a.stage == b.stage && a.microbatch == b.microbatch;

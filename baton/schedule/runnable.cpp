@@ -1,7 +1,10 @@
 #include "baton/schedule/runnable.h"
 
+#include <algorithm>
+
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
+#include "baton/schedule/clip_norm.h"
 #include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/text_format.h"
@@ -26,6 +29,15 @@ Schedule add_reductions(const Schedule& lowered, const ReductionOptions& options
   BATON_CHECK(options.dp >= 1, "[schedule.reduce_grad] dp must be >= 1, got ", options.dp);
   Schedule s = lowered;
   bool passed = false;  // whether a pass ran (each validates its result)
+  // A file's CLIP_NORMs stand where add_clip_norm() puts them (validated: each
+  // rank's last action, named by its lowest stage); they come off while the
+  // other passes append, and go back last.
+  const bool clips = options.clip || s.has_clip_norm();
+  for (auto& list : s.actions) {
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [](const Action& a) { return a.kind == ActionKind::CLIP_NORM; }),
+               list.end());
+  }
   if (options.dp > 1) {
     if (!s.has_grad_reductions()) {
       const std::vector<int> buckets = options.buckets_per_stage.empty()
@@ -41,6 +53,10 @@ Schedule add_reductions(const Schedule& lowered, const ReductionOptions& options
   }
   if (!s.has_tied_reductions()) {
     s = add_tied_reductions(s, options.tied);
+    passed = true;
+  }
+  if (clips) {
+    s = add_clip_norm(s);
     passed = true;
   }
   if (!passed) validate(s);

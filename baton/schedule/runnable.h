@@ -26,6 +26,10 @@
 //    add_grad_reductions()'s when dp > 1.
 //  - REDUCE_TIED: a schedule with any keeps them and gets none added; one
 //    without gets add_tied_reductions(tied)'s.
+//  - CLIP_NORM: a schedule with any keeps them (they stand where
+//    add_clip_norm() puts them); one without gets add_clip_norm()'s when
+//    `clip` is on. A file's CLIP_NORMs with clipping off measure the norm and
+//    scale nothing.
 #pragma once
 
 #include <string>
@@ -68,6 +72,8 @@ struct ReductionOptions {
   bool overlap_grad_reduce = true;
   // Sets of stages holding copies of one tied weight (tie_groups).
   std::vector<std::vector<int>> tied;
+  // Global-norm gradient clipping: a CLIP_NORM ends every rank's list.
+  bool clip = false;
 
   ReductionOptions& set_dp(int d) {
     dp = d;
@@ -85,6 +91,10 @@ struct ReductionOptions {
     tied = std::move(t);
     return *this;
   }
+  ReductionOptions& set_clip(bool c) {
+    clip = c;
+    return *this;
+  }
 };
 
 // The generator's schedule, lowered; or the file's, lowered when it holds
@@ -95,9 +105,10 @@ Schedule lowered_schedule(const ScheduleSource& source);
 
 // `lowered` with its reductions by the rule above: add_grad_reductions() when
 // dp > 1 and it has no REDUCE_GRAD, defer_grad_reductions() when dp > 1 and
-// overlap is off, add_tied_reductions() when it has no REDUCE_TIED. The result
-// is validated. Throws those passes' errors (dp < 1, bad bucket counts, dp > 1
-// or tied stages with a schedule without a flush, too many actions).
+// overlap is off, add_tied_reductions() when it has no REDUCE_TIED,
+// add_clip_norm() when `clip` is on and it has no CLIP_NORM. The result is
+// validated. Throws those passes' errors (dp < 1, bad bucket counts, dp > 1,
+// tied stages or clipping with a schedule without a flush, too many actions).
 Schedule add_reductions(const Schedule& lowered, const ReductionOptions& options);
 
 // add_reductions(lowered_schedule(source), options).

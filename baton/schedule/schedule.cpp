@@ -58,6 +58,13 @@ bool Schedule::has_tied_reductions() const {
   return false;
 }
 
+bool Schedule::has_clip_norm() const {
+  for (const auto& list : actions)
+    for (const auto& a : list)
+      if (a.kind == ActionKind::CLIP_NORM) return true;
+  return false;
+}
+
 bool Schedule::splits_backward() const {
   for (const auto& list : actions)
     for (const auto& a : list)

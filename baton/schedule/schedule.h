@@ -49,6 +49,7 @@ struct Schedule {
   bool has_communication() const;    // any SEND/RECV
   bool has_grad_reductions() const;  // any REDUCE_GRAD
   bool has_tied_reductions() const;  // any REDUCE_TIED
+  bool has_clip_norm() const;        // any CLIP_NORM
   bool splits_backward() const;      // any I or W action
   size_t action_count() const;
 };

@@ -81,6 +81,15 @@ void check_shape(const Schedule& schedule) {
         }
         continue;
       }
+      if (a.kind == ActionKind::CLIP_NORM) {
+        if (a.stage < 0 || a.stage >= schedule.stages || a.microbatch != 0) {
+          fail(schedule,
+               detail::concat("rank ", r, ": ", to_string(a), " is out of range (stages 0..",
+                              schedule.stages - 1, "; a CLIP_NORM's number is 0)"),
+               {{r, i}});
+        }
+        continue;
+      }
       if (is_reduction(a.kind)) {
         if (a.stage < 0 || a.stage >= schedule.stages || a.microbatch < 0 ||
             a.microbatch >= kMaxMicrobatches) {
@@ -311,7 +320,8 @@ void check_grad_reductions(const Schedule& schedule) {
 }
 
 // REDUCE_TIED: on a rank that computes its stage, once per (rank, stage),
-// after every compute, point-to-point action and REDUCE_GRAD of the rank (its
+// after every compute, point-to-point action and REDUCE_GRAD of the rank
+// (before its CLIP_NORM: check_clip_norm puts that last) (its
 // sum waits for the other copies, so nothing the others need may follow it),
 // and every REDUCE_TIED of one stage names the same group.
 void check_tied_reductions(const Schedule& schedule) {
@@ -320,10 +330,12 @@ void check_tied_reductions(const Schedule& schedule) {
   for (int r = 0; r < schedule.ranks; ++r) {
     const auto& list = schedule.actions[r];
     std::map<int, size_t> computes;  // stage -> index of a compute action here
-    size_t last_other = 0;           // one past the last action that is not a REDUCE_TIED
+    // One past the last action that is neither a REDUCE_TIED nor the CLIP_NORM after them.
+    size_t last_other = 0;
     for (size_t i = 0; i < list.size(); ++i) {
       if (is_compute(list[i].kind)) computes.emplace(list[i].stage, i);
-      if (list[i].kind != ActionKind::REDUCE_TIED) last_other = i + 1;
+      if (list[i].kind != ActionKind::REDUCE_TIED && list[i].kind != ActionKind::CLIP_NORM)
+        last_other = i + 1;
     }
     std::map<int, size_t> seen;  // stage -> its REDUCE_TIED here
     for (size_t i = 0; i < list.size(); ++i) {
@@ -359,6 +371,53 @@ void check_tied_reductions(const Schedule& schedule) {
                             " on rank ", r, "; every copy of a stage belongs to one group"),
              {known->second.second, {r, i}});
       }
+    }
+  }
+}
+
+// CLIP_NORM: none, or one on every rank, as its last action (its all-reduce
+// waits for every rank's whole gradients), named by the lowest stage the rank
+// computes (0 when it computes none).
+void check_clip_norm(const Schedule& schedule) {
+  if (!schedule.has_clip_norm()) return;
+  for (int r = 0; r < schedule.ranks; ++r) {
+    const auto& list = schedule.actions[r];
+    int lowest = -1;
+    long clip = -1;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Action& a = list[i];
+      if (is_compute(a.kind) && (lowest < 0 || a.stage < lowest)) lowest = a.stage;
+      if (a.kind != ActionKind::CLIP_NORM) continue;
+      if (clip >= 0) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a),
+                            " appears twice; a rank clips its gradients once per step"),
+             {{r, static_cast<size_t>(clip)}, {r, i}});
+      }
+      clip = static_cast<long>(i);
+    }
+    if (clip < 0) {
+      fail(schedule,
+           detail::concat("rank ", r,
+                          " has no CLIP_NORM but other ranks do; the norm is a sum over "
+                          "every rank, so every rank ends its step with one"),
+           {});
+    }
+    const auto at = static_cast<size_t>(clip);
+    if (at + 1 != list.size()) {
+      fail(schedule,
+           detail::concat("rank ", r, ": ", to_string(list[at]), " comes before ",
+                          to_string(list.back()),
+                          "; the norm needs the rank's whole gradients, so CLIP_NORM is its "
+                          "rank's last action"),
+           {{r, at}, {r, list.size() - 1}});
+    }
+    const int expected = lowest < 0 ? 0 : lowest;  // stage 0 on a rank that computes nothing
+    if (list[at].stage != expected) {
+      fail(schedule,
+           detail::concat("rank ", r, ": ", to_string(list[at]), " names stage ", list[at].stage,
+                          " but the lowest stage rank ", r, " computes is ", expected),
+           {{r, at}});
     }
   }
 }
@@ -400,13 +459,17 @@ void validate(const Schedule& schedule) {
   check_communication(schedule, placement, seen);
   check_grad_reductions(schedule);
   check_tied_reductions(schedule);
+  check_clip_norm(schedule);
+  if (schedule.forward_only && schedule.has_clip_norm())
+    fail(schedule, "a forward-only schedule makes no gradients to clip (it has a CLIP_NORM)", {});
   if (schedule.carries) {
     // No flush: prove the order over consecutive steps. Three steps and the
     // drain hold every pairing of a step's carried actions with the next's.
-    if (schedule.has_grad_reductions() || schedule.has_tied_reductions() || schedule.forward_only) {
+    if (schedule.has_grad_reductions() || schedule.has_tied_reductions() ||
+        schedule.has_clip_norm() || schedule.forward_only) {
       fail(schedule,
-           "a schedule without a flush (carries) has no REDUCE_GRAD or REDUCE_TIED and is not "
-           "forward-only",
+           "a schedule without a flush (carries) has no REDUCE_GRAD, REDUCE_TIED or CLIP_NORM and "
+           "is not forward-only",
            {});
     }
     validate(unroll(schedule, 3));

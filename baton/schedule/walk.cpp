@@ -93,6 +93,9 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
       // rank's other actions, so no action of the step waits for it.
       case ActionKind::REDUCE_TIED:
         return true;
+      // A sum over every rank; the validator makes it every rank's last action.
+      case ActionKind::CLIP_NORM:
+        return true;
     }
     return false;
   };

@@ -40,6 +40,9 @@ struct StageCost {
   // Bytes of the stage's tied gradient copies (a tied weight's, or the whole
   // stage's when it is replicated) that its REDUCE_TIED exchanges.
   double tied_bytes = 0;
+  // CLIP_NORM's local work on the stage: the squared norm of its gradients
+  // and their scaling (a pass over parameter_bytes, read twice).
+  double clip = 0;
 
   int bucket_count() const {
     return bucket_bytes.empty() ? 1 : static_cast<int>(bucket_bytes.size());
@@ -88,6 +91,12 @@ struct CostModel {
   double reduce_tied_time(int stage) const {
     const double bytes = stages[stage].tied_bytes;
     return comm_latency + (comm_bytes_per_time > 0 ? bytes / comm_bytes_per_time : 0);
+  }
+  // CLIP_NORM's all-reduce of one number over the world of `pipeline_ranks`
+  // x dp x tp ranks: a ring's 2 (n - 1) latencies.
+  double clip_norm_time(int pipeline_ranks) const {
+    return ring_allreduce_time(pipeline_ranks * dp * tp, 8,
+                               Link{comm_latency, comm_bytes_per_time});
   }
 };
 

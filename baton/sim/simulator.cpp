@@ -35,12 +35,12 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
     BATON_CHECK(fine(c.forward) && fine(c.input_backward) && fine(c.weight_backward) &&
                     fine(c.activation_bytes) && fine(c.weight_stash_bytes) &&
                     fine(c.boundary_bytes) && fine(c.parameter_bytes) && fine(c.tp_comm) &&
-                    fine(c.tied_bytes),
+                    fine(c.tied_bytes) && fine(c.clip),
                 "[sim.costs] stage ", s, ": costs must be finite and non-negative (F=", c.forward,
                 ", I=", c.input_backward, ", W=", c.weight_backward,
                 ", activation bytes=", c.activation_bytes, ", stash bytes=", c.weight_stash_bytes,
                 ", boundary bytes=", c.boundary_bytes, ", parameter bytes=", c.parameter_bytes,
-                ", tp comm=", c.tp_comm, ", tied bytes=", c.tied_bytes, ")");
+                ", tp comm=", c.tp_comm, ", tied bytes=", c.tied_bytes, ", clip=", c.clip, ")");
     for (size_t k = 0; k < c.bucket_bytes.size(); ++k) {
       BATON_CHECK(fine(c.bucket_bytes[k]), "[sim.costs] stage ", s, " bucket ", k,
                   ": bytes must be finite and non-negative, got ", c.bucket_bytes[k]);
@@ -55,6 +55,11 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
       const StageCost& c = costs.stages[a.stage];
       if (a.kind == ActionKind::REDUCE_TIED) {
         time += costs.reduce_tied_time(a.stage);
+        continue;
+      }
+      if (a.kind == ActionKind::CLIP_NORM) {
+        time += costs.clip_norm_time(schedule.ranks);
+        for (const StageCost& stage : costs.stages) time += stage.clip;
         continue;
       }
       if (schedule::is_reduction(a.kind)) {
@@ -106,7 +111,8 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
     size_t index;
     double start;
   };
-  std::vector<Tied> tied;  // REDUCE_TIEDs reached, timed once the walk is over
+  std::vector<Tied> tied;   // REDUCE_TIEDs reached, timed once the walk is over
+  std::vector<Tied> clips;  // CLIP_NORMs reached, likewise
 
   auto run = [&](int r, size_t index, int producer) {
     const Action& a = schedule.actions[r][index];
@@ -140,6 +146,11 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
         // ends once every member has arrived (below: every REDUCE_TIED ends
         // its rank's list, so nothing in the walk waits for it).
         tied.push_back({r, index, std::max(free_at[r], comm_free[r])});
+        return;
+      }
+      case ActionKind::CLIP_NORM: {
+        // Every rank's last action, after its reductions: timed below.
+        clips.push_back({r, index, 0});
         return;
       }
       default:
@@ -191,6 +202,28 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
       const Action& a = schedule.actions[t->rank][t->index];
       if ((*first_start)[t->rank] < 0) (*first_start)[t->rank] = t->start;
       result->timeline.events.push_back({t->rank, a.stage, a.microbatch, a.kind, t->start, end});
+    }
+  }
+  // The clip: each rank adds up its stages' squares once its reductions are
+  // done, the world sums them once the last rank is there, and each rank
+  // scales its gradients (the second half of its local work).
+  if (!clips.empty()) {
+    std::vector<double> start(p, 0), local(p, 0);
+    double ready = 0;
+    for (const Tied& c : clips) {
+      start[c.rank] = std::max(free_at[c.rank], comm_free[c.rank]);
+      for (int s : placement.stages_of_rank(c.rank)) local[c.rank] += costs.stages[s].clip;
+      ready = std::max(ready, start[c.rank] + local[c.rank] / 2);
+    }
+    const double reduced = ready + costs.clip_norm_time(p);
+    for (const Tied& c : clips) {
+      const double end = reduced + local[c.rank] / 2;
+      comm_free[c.rank] = std::max(comm_free[c.rank], end);
+      if (!result) continue;
+      const Action& a = schedule.actions[c.rank][c.index];
+      if ((*first_start)[c.rank] < 0) (*first_start)[c.rank] = start[c.rank];
+      result->timeline.events.push_back(
+          {c.rank, a.stage, a.microbatch, a.kind, start[c.rank], end});
     }
   }
   for (int r = 0; r < p; ++r) {

@@ -72,6 +72,7 @@ std::string to_chrome_trace(const Timeline& timeline) {
                       {"args",
                        {{"stage", e.stage},
                         {e.kind == schedule::ActionKind::REDUCE_TIED ? "group"
+                         : e.kind == schedule::ActionKind::CLIP_NORM ? "clip"
                          : schedule::is_reduction(e.kind)            ? "bucket"
                                                                      : "microbatch",
                          e.microbatch},

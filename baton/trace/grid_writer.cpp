@@ -21,11 +21,14 @@ bool drawn(const Event& e) {
 }
 
 // "R0": REDUCE_GRAD of bucket 0 ("1R0" with the stage); "T0": REDUCE_TIED of
-// tie group 0. Kept short so that the columns stay as narrow as the compute
+// tie group 0; "C0": CLIP_NORM. Kept short so that the columns stay as narrow as the compute
 // labels.
 std::string reduction_label(const Event& e, bool with_stage) {
   return (with_stage ? std::to_string(e.stage) : std::string()) +
-         (e.kind == schedule::ActionKind::REDUCE_TIED ? "T" : "R") + std::to_string(e.microbatch);
+         (e.kind == schedule::ActionKind::REDUCE_TIED ? "T"
+          : e.kind == schedule::ActionKind::CLIP_NORM ? "C"
+                                                      : "R") +
+         std::to_string(e.microbatch);
 }
 
 // The shortest drawn event's duration, or 0 when none is drawn.

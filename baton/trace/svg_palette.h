@@ -28,6 +28,7 @@ inline const KindStyle& svg_style(schedule::ActionKind kind) {
       {"#a59d98", "#222222", "receive gradient"},
       {"#b07aa1", "#ffffff", "gradient all-reduce (dp)"},
       {"#76b7b2", "#222222", "tied copies' gradient sum"},
+      {"#edc948", "#222222", "global-norm clip"},
   }};
   return kStyles[static_cast<size_t>(kind)];
 }

@@ -13,8 +13,9 @@ namespace baton::trace {
 // round(duration / column) cells labelled with its kind and micro-batch
 // ("F3", "B3", "I3", "W3"; with several stages per rank the stage too, as
 // "2F3"); idle cells are ".". A rank's gradient reductions (REDUCE_GRAD,
-// which overlap its compute, and REDUCE_TIED) fill a row of their own below
-// it, labelled "dp", as "R<bucket>" ("1R0" with the stage) and "T<group>".
+// which overlap its compute, REDUCE_TIED and CLIP_NORM) fill a row of their
+// own below it, labelled "dp", as "R<bucket>" ("1R0" with the stage),
+// "T<group>" and "C0".
 std::string to_grid(const Timeline& timeline);
 
 // SVG Gantt chart: a row per rank, a colour per action kind, the micro-batch
@@ -25,7 +26,7 @@ std::string to_svg(const Timeline& timeline);
 // Chrome trace JSON (opens in Perfetto and chrome://tracing): one track
 // (thread) per rank, one complete ("X") event per action, times in
 // microseconds (cost-model units are written as if they were milliseconds).
-// A rank's REDUCE_GRAD and REDUCE_TIED events go on a second track, "rank r
+// A rank's REDUCE_GRAD, REDUCE_TIED and CLIP_NORM events go on a second track, "rank r
 // dp" (thread id ranks + r), right below it, since they overlap its compute.
 std::string to_chrome_trace(const Timeline& timeline);
 

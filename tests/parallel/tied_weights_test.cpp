@@ -5,10 +5,17 @@
 // different ranks (1f1b, pp 2; with dp 2), in one stage (pp 1), on one rank
 // in two stages (zb-v: stages 0 and 3 on rank 0), and on every rank twice
 // (chimera: both stages replicated); and the copies stay bitwise identical.
+// Global-norm clipping (PipelineOptions::clip_grad_norm, the CLIP_NORM
+// action) on the grids (dp, pp, tp) = (1,2,1), (2,2,1), (1,2,2), (2,2,2) and
+// on chimera: the losses and norms of one process that clips with
+// torch::nn::utils::clip_grad_norm_, within 1e-5; and at max norm 0.1 the run
+// differs from an unclipped one.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -43,11 +50,14 @@ std::pair<torch::Tensor, torch::Tensor> tokens(int step) {
 
 struct TiedRun {
   std::vector<double> losses;
+  std::vector<double> norms;  // the gradients' global norm before each step's clip
   std::map<std::string, torch::Tensor> parameters;
 };
 
 // One process, one parameter: the head multiplies by the embedding's tensor.
-TiedRun one_shared_parameter() {
+// With `max_norm` above 0 the gradients are clipped to it by LibTorch's own
+// clip_grad_norm_ before each step.
+TiedRun one_shared_parameter(double max_norm = 0) {
   const nn::ModelSpec spec = tied_gpt();
   torch::nn::Sequential model = nn::build_sequential(spec, kSeed);
   auto embedding = model[0]->as<nn::TokenEmbeddingImpl>();
@@ -70,6 +80,7 @@ TiedRun one_shared_parameter() {
     torch::Tensor loss = spec.loss(model->forward(x), y);
     loss.backward();
     run.losses.push_back(loss.item<double>());
+    if (max_norm > 0) run.norms.push_back(torch::nn::utils::clip_grad_norm_(parameters, max_norm));
     sgd.step();
   }
   run.parameters[kEmbedding] = head->head->weight.detach().clone();
@@ -86,10 +97,24 @@ TiedRun train(const PipelineOptions& base, comm::Communicator* comm) {
     auto [x, y] = tokens(step);
     sgd.zero_grad();
     run.losses.push_back(pipe.step(x, y));
+    run.norms.push_back(pipe.last_step().grad_norm);
     sgd.step();
   }
   for (auto& [name, value] : pipe.named_parameters()) run.parameters[name] = value.detach().clone();
   return run;
+}
+
+// `options` on dp x pp x tp ranks as threads (one process without a group).
+std::vector<TiedRun> train_on_ranks(const PipelineOptions& options, int world) {
+  std::vector<TiedRun> runs(world);
+  if (world == 1) {
+    runs[0] = train(options, nullptr);
+  } else {
+    comm::run_local_group(world, kTimeout, [&](comm::Communicator& comm) {
+      runs[comm.rank()] = train(options, &comm);
+    });
+  }
+  return runs;
 }
 
 struct Layout {
@@ -107,14 +132,7 @@ TEST_P(TiedWeights, TakeTheStepsOfOneSharedParameterAndTheCopiesStayIdentical) {
   const PipelineOptions options =
       PipelineOptions().schedule(layout.schedule).microbatches(2).dp(layout.dp).pp(layout.pp);
   const int world = layout.dp * layout.pp;
-  std::vector<TiedRun> runs(world);
-  if (world == 1) {
-    runs[0] = train(options, nullptr);
-  } else {
-    comm::run_local_group(world, kTimeout, [&](comm::Communicator& comm) {
-      runs[comm.rank()] = train(options, &comm);
-    });
-  }
+  const std::vector<TiedRun> runs = train_on_ranks(options, world);
   const torch::Tensor& want = reference.parameters.at(kEmbedding);
   int embeddings = 0, heads = 0;
   for (int r = 0; r < world; ++r) {
@@ -144,6 +162,109 @@ INSTANTIATE_TEST_SUITE_P(
                     Layout{"dp2_pp2_1f1b", 2, 2, "1f1b"}, Layout{"pp2_zbv", 1, 2, "zb-v"},
                     Layout{"pp2_chimera", 1, 2, "chimera"}),
     [](const testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
+
+struct ClipGrid {
+  const char* name;
+  int dp, pp, tp;
+  const char* schedule;
+};
+
+class ClipGradNorm : public testing::TestWithParam<ClipGrid> {};
+
+// Each tied copy, tp slice, tp-replicated norm weight and dp replica counts
+// once: any of them counted twice (or missed) moves the norm, and with it the
+// clip and every later loss, off one process's.
+TEST_P(ClipGradNorm, TakesTheStepsOfOneProcessClippingWithLibTorch) {
+  at::set_num_threads(1);
+  const ClipGrid g = GetParam();
+  constexpr double kMax = 0.1;
+  static const TiedRun reference = one_shared_parameter(kMax);
+  static const TiedRun unclipped = one_shared_parameter();
+  const PipelineOptions options = PipelineOptions()
+                                      .schedule(g.schedule)
+                                      .microbatches(2)
+                                      .dp(g.dp)
+                                      .pp(g.pp)
+                                      .tp(g.tp)
+                                      .clip_grad_norm(kMax);
+  const int world = g.dp * g.pp * g.tp;
+  const std::vector<TiedRun> runs = train_on_ranks(options, world);
+  for (int step = 0; step < kSteps; ++step) {
+    // The clip binds: the norm is above 0.1 at every step.
+    ASSERT_GT(reference.norms[step], 2 * kMax) << "step " << step;
+    for (int r = 0; r < world; ++r) {
+      EXPECT_NEAR(runs[r].losses[step], reference.losses[step],
+                  1e-5 * std::abs(reference.losses[step]))
+          << "rank " << r << " step " << step;
+      EXPECT_NEAR(runs[r].norms[step], reference.norms[step], 1e-5 * reference.norms[step])
+          << "rank " << r << " step " << step;
+    }
+  }
+  // Clipping changed the run: from the second step on, the losses differ, by
+  // far more than the 1e-5 the runs above agree within (about 3e-4 here).
+  EXPECT_GT(std::abs(reference.losses[kSteps - 1] - unclipped.losses[kSteps - 1]),
+            1e-4 * std::abs(unclipped.losses[kSteps - 1]));
+  EXPECT_GT(std::abs(runs[0].losses[kSteps - 1] - unclipped.losses[kSteps - 1]),
+            1e-4 * std::abs(unclipped.losses[kSteps - 1]));
+}
+
+INSTANTIATE_TEST_SUITE_P(Grids, ClipGradNorm,
+                         testing::Values(ClipGrid{"dp1_pp2_tp1", 1, 2, 1, "1f1b"},
+                                         ClipGrid{"dp2_pp2_tp1", 2, 2, 1, "1f1b"},
+                                         ClipGrid{"dp1_pp2_tp2", 1, 2, 2, "1f1b"},
+                                         ClipGrid{"dp2_pp2_tp2", 2, 2, 2, "1f1b"},
+                                         ClipGrid{"pp2_chimera", 1, 2, 1, "chimera"},
+                                         ClipGrid{"pp2_zbv", 1, 2, 1, "zb-v"}),
+                         [](const testing::TestParamInfo<ClipGrid>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// Pipeline::clip_grad_norm, called between step() and the optimizer, clips
+// as the scheduled action does; without clipping, last_step() has no norm.
+TEST(ClipGradNormCall, ClipsAsTheScheduledActionDoes) {
+  at::set_num_threads(1);
+  constexpr double kMax = 0.1;
+  const TiedRun reference = one_shared_parameter(kMax);
+  std::vector<TiedRun> runs(2);
+  comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
+    Pipeline pipe(tied_gpt(), nullptr, PipelineOptions().microbatches(2).pp(2).communicator(comm));
+    torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
+    TiedRun& run = runs[comm.rank()];
+    for (int step = 0; step < kSteps; ++step) {
+      auto [x, y] = tokens(step);
+      sgd.zero_grad();
+      run.losses.push_back(pipe.step(x, y));
+      EXPECT_TRUE(std::isnan(pipe.last_step().grad_norm));
+      run.norms.push_back(pipe.clip_grad_norm(kMax));
+      sgd.step();
+    }
+  });
+  for (int r = 0; r < 2; ++r) {
+    for (int step = 0; step < kSteps; ++step) {
+      EXPECT_NEAR(runs[r].losses[step], reference.losses[step],
+                  1e-5 * std::abs(reference.losses[step]));
+      EXPECT_NEAR(runs[r].norms[step], reference.norms[step], 1e-5 * reference.norms[step]);
+    }
+  }
+}
+
+TEST(ClipGradNormCall, RefusesBadValuesAndSchedulesWithoutAFlush) {
+  const auto refused = [](const PipelineOptions& options, const std::string& expected) {
+    try {
+      Pipeline pipe(tied_gpt(), nullptr, options);
+      ADD_FAILURE() << "accepted; expected: " << expected;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()})
+    refused(PipelineOptions().clip_grad_norm(bad), "clip_grad_norm must be a finite norm");
+  for (const char* schedule : {"2bw", "pipedream", "async"})
+    refused(PipelineOptions().schedule(schedule).pp(1).clip_grad_norm(1), "has no flush");
+  Pipeline pipe(tied_gpt(), nullptr, PipelineOptions().microbatches(2));
+  EXPECT_THROW(pipe.clip_grad_norm(0), Error);
+  EXPECT_THROW(pipe.clip_grad_norm(-2), Error);
+}
 
 TEST(TiedWeights, TheHeadStartsFromTheEmbeddingsInitialValue) {
   const nn::ModelSpec spec = tied_gpt();
