@@ -18,6 +18,7 @@
 //    Without it, the whole boundary crosses the pipeline link.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "baton/schedule/schedule.h"
@@ -93,10 +94,11 @@ struct CostModel {
     return comm_latency + (comm_bytes_per_time > 0 ? bytes / comm_bytes_per_time : 0);
   }
   // CLIP_NORM's all-reduce of one number over the world of `pipeline_ranks`
-  // x dp x tp ranks: a ring's 2 (n - 1) latencies.
+  // x dp x tp ranks: a ring's 2 (n - 1) messages, each at the larger latency
+  // of the pipeline's and the dp group's links.
   double clip_norm_time(int pipeline_ranks) const {
     return ring_allreduce_time(pipeline_ranks * dp * tp, 8,
-                               Link{comm_latency, comm_bytes_per_time});
+                               Link{std::max(comm_latency, dp_link.latency), 0});
   }
 };
 

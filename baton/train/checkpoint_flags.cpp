@@ -40,6 +40,7 @@ json config_json(const TrainConfig& c) {
               {"epochs", c.epochs},
               {"lr", c.lr},
               {"lr_schedule", c.lr_schedule},
+              {"clip_grad_norm", c.clip_grad_norm},
               {"optimizer", c.optimizer},
               {"seed", c.seed}});
   return out;
@@ -67,7 +68,10 @@ void check_resume(const TrainConfig& c) {
   }
   // The run's data and lr schedule: a resume continues the same run unless told otherwise.
   const std::vector<std::string> allowed = resume_change_keys(c);
-  const json run{{"batch", c.batch}, {"seed", c.seed}, {"lr_schedule", c.lr_schedule}};
+  const json run{{"batch", c.batch},
+                 {"seed", c.seed},
+                 {"lr_schedule", c.lr_schedule},
+                 {"clip_grad_norm", c.clip_grad_norm}};
   for (const auto& [key, value] : run.items()) {
     const std::string flag = flag_of(key);
     if (!saved.contains(key) || saved[key] == value ||

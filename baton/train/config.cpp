@@ -89,6 +89,13 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"dp", field(&TrainConfig::dp, "dp")},
       {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
       {"overlap_grad_reduce", field(&TrainConfig::overlap_grad_reduce, "overlap_grad_reduce")},
+      {"clip_grad_norm",
+       [](const toml::node& node, TrainConfig& config) {
+         field(&TrainConfig::clip_grad_norm, "clip_grad_norm")(node, config);
+         BATON_CHECK(std::isfinite(config.clip_grad_norm) && config.clip_grad_norm > 0,
+                     "key \"clip_grad_norm\" must be a finite norm above 0, got ",
+                     config.clip_grad_norm, " (leave it out for no clipping)");
+       }},
       {"zero", field(&TrainConfig::zero, "zero")},
       {"tp", field(&TrainConfig::tp, "tp")},
       {"tp_scatter_gather", field(&TrainConfig::tp_scatter_gather, "tp_scatter_gather")},
@@ -227,10 +234,13 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0 && c.bucket_mb <= kMaxBucketMb,
               "[train.config] bucket-mb must be above 0 and at most ", kMaxBucketMb, " MiB, got ",
               c.bucket_mb);
+  BATON_CHECK(std::isfinite(c.clip_grad_norm) && c.clip_grad_norm >= 0,
+              "[train.config] clip-grad-norm must be a finite norm above 0, got ",
+              c.clip_grad_norm);
   for (const std::string& key : resume_change_keys(c)) {
-    BATON_CHECK(key == "batch" || key == "seed" || key == "lr-schedule",
+    BATON_CHECK(key == "batch" || key == "seed" || key == "lr-schedule" || key == "clip-grad-norm",
                 "[train.config] allow-resume-change names \"", printable(key),
-                "\"; expected a comma-separated list of batch, seed, lr-schedule");
+                "\"; expected a comma-separated list of batch, seed, lr-schedule, clip-grad-norm");
   }
   BATON_CHECK(c.keep_last >= 1,
               "[train.config] keep_last must be at least 1 (the newest save), "

@@ -41,6 +41,9 @@ struct TrainConfig {
   int dp = 1;                       // replicas of the pipeline; batch is the global batch over them
   double bucket_mb = 25;            // dp gradient buckets, MiB (DDP's bucket_cap_mb)
   bool overlap_grad_reduce = true;  // REDUCE_GRAD right after each bucket's last backward
+  // Global-norm gradient clipping (PipelineOptions::clip_grad_norm); 0: off.
+  // The flag and the TOML key take a finite norm above 0 only.
+  double clip_grad_norm = 0;
   int zero = 0;  // ZeRO stage: 1 shards the optimizer state over dp (PipelineOptions::zero)
   int tp = 1;    // tensor-parallel ranks per stage (gpt only; PipelineOptions::tp)
   bool tp_scatter_gather = true;  // Megatron's scatter/gather of boundary activations over tp
@@ -80,7 +83,8 @@ struct TrainConfig {
   std::string resume;  // folder of a checkpoint to continue from (up to steps in all)
   int keep_last = 2;   // saves kept in `save` (SaveOptions::keep_last), at least 1
   // What a resume may change from the checkpoint's run: a comma-separated
-  // subset of batch, seed, lr-schedule (empty: none; a change is refused).
+  // subset of batch, seed, lr-schedule, clip-grad-norm (empty: none; a change
+  // is refused).
   std::string allow_resume_change;
   // The TOML file the config was read from (empty: none): an input that no
   // output may overwrite.

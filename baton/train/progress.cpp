@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -41,7 +42,7 @@ void Progress::write_line(const std::string& line) {
               "\": ", std::strerror(errno));
 }
 
-void Progress::step_done(int64_t step, double loss, double step_s, double reduction_wait_ms) {
+void Progress::step_done(int64_t step, double loss, double step_s, const StepExtras& extras) {
   if (!leader_) return;
   const double samples_per_s = config_.batch / std::max(1e-9, step_s);
   const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
@@ -57,7 +58,12 @@ void Progress::step_done(int64_t step, double loss, double step_s, double reduct
                       {"samples_per_s", samples_per_s},
                       {"step_ms", step_s * 1000},
                       {"elapsed_ms", elapsed * 1000}};
-  if (reduction_wait_ms >= 0) line["reduce_wait_ms"] = reduction_wait_ms;
+  if (extras.reduction_wait_ms >= 0) line["reduce_wait_ms"] = extras.reduction_wait_ms;
+  // JSON has no infinity or NaN: a norm that is not finite is written as null.
+  if (!std::isnan(extras.grad_norm) || extras.skipped)
+    line["grad_norm"] =
+        std::isfinite(extras.grad_norm) ? nlohmann::json(extras.grad_norm) : nullptr;
+  if (extras.skipped) line["skipped"] = true;
   write_line(line.dump());
 }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,16 @@
 #include "baton/train/memory_report.h"
 
 namespace baton::train {
+
+// What a step reports beyond its loss and time.
+struct StepExtras {
+  // dp > 1 (else negative: not written): the step's wait for its gradient all-reduces.
+  double reduction_wait_ms = -1;
+  // With --clip-grad-norm (else NaN: not written): the gradients' global
+  // norm before the clip, and whether the step was skipped for it.
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();
+  bool skipped = false;
+};
 
 class Progress {
  public:
@@ -25,10 +36,9 @@ class Progress {
   Progress(const TrainConfig& config, int64_t total_steps, bool leader, int64_t first_step = 0);
 
   // After step `step` (0-based) took `step_s` seconds and had mean `loss`.
-  // `reduction_wait_ms` (dp > 1, else negative: not written): the step's
-  // wait for its gradient all-reduces. Throws WriteError (output_files.h)
-  // when a progress line or a metrics line is lost.
-  void step_done(int64_t step, double loss, double step_s, double reduction_wait_ms = -1);
+  // Throws WriteError (output_files.h) when a progress line or a metrics
+  // line is lost.
+  void step_done(int64_t step, double loss, double step_s, const StepExtras& extras = {});
 
   // The summary: accuracy < 0 means none. Writes the final metrics line with
   // every rank's memory.

@@ -140,6 +140,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
       .tp_scatter_gather(c.tp_scatter_gather)
       .bucket_mb(c.bucket_mb)
       .overlap_grad_reduce(c.overlap_grad_reduce)
+      .clip_grad_norm(c.clip_grad_norm)
       .zero(c.zero)
       .rank_env(env);
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
@@ -165,9 +166,10 @@ void check_setup(const TrainConfig& c) {
   // The reductions as the ranks add them, so that a file the ranks would
   // refuse is refused here (their bucket counts and tied stages follow the
   // built model; the executor checks a file's buckets against it).
-  schedule::add_reductions(
-      lowered,
-      schedule::ReductionOptions{}.set_dp(c.dp).set_overlap_grad_reduce(c.overlap_grad_reduce));
+  schedule::add_reductions(lowered, schedule::ReductionOptions{}
+                                        .set_dp(c.dp)
+                                        .set_overlap_grad_reduce(c.overlap_grad_reduce)
+                                        .set_clip(c.clip_grad_norm > 0));
   check_parameter_memory(c);
   check_output_paths(c);
   BATON_CHECK(c.device != "cuda" || torch::cuda::is_available(),
@@ -248,12 +250,25 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     // updated inside the step already; they stop after it).
     BATON_CHECK(std::isfinite(loss), "[train] rank ", ctx.rank, ": the loss of step ", step + 1,
                 " is ", loss, "; training diverged (lower --lr, now ", c.lr, ")");
-    if (!updates_inside) optimizer->step();
+    // The clip's norm is the same on every rank (one all-reduce), so every
+    // rank skips the same steps.
+    const runtime::StepResult& done = pipeline.last_step();
+    const bool skipped = c.clip_grad_norm > 0 && !std::isfinite(done.grad_norm);
+    if (skipped && leader) {
+      std::fprintf(stderr,
+                   "baton train: warning: step %lld: the gradients' norm is %g; the update is "
+                   "skipped\n",
+                   static_cast<long long>(step + 1), done.grad_norm);
+    }
+    if (!updates_inside && !skipped) optimizer->step();
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    peak_activation_bytes =
-        std::max(peak_activation_bytes, pipeline.last_step().peak_activation_bytes);
-    weight_versions = std::max(weight_versions, pipeline.last_step().weight_versions);
-    progress.step_done(step, loss, step_s, c.dp > 1 ? pipeline.last_step().reduction_wait_ms : -1);
+    peak_activation_bytes = std::max(peak_activation_bytes, done.peak_activation_bytes);
+    weight_versions = std::max(weight_versions, done.weight_versions);
+    StepExtras extras;
+    if (c.dp > 1) extras.reduction_wait_ms = done.reduction_wait_ms;
+    extras.grad_norm = done.grad_norm;
+    extras.skipped = skipped;
+    progress.step_done(step, loss, step_s, extras);
     save_if_due(c, pipeline, *optimizer, step + 1, total, saving);
   }
   if (pipeline.schedule().carries && total > first) {

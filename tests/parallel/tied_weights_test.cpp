@@ -248,6 +248,28 @@ TEST(ClipGradNormCall, ClipsAsTheScheduledActionDoes) {
   }
 }
 
+// A loss whose gradient is NaN (sqrt's slope at 0 times 0) while the loss
+// itself is 0: every rank reports the same non-finite norm, which tells the
+// caller to skip the update, and the clip leaves the gradients alone.
+TEST(ClipGradNormCall, ANormThatIsNotFiniteReachesEveryRankAndScalesNothing) {
+  at::set_num_threads(1);
+  const runtime::LossFn nan_slope = [](const torch::Tensor& out, const torch::Tensor&) {
+    return (out.sum() * 0).sqrt();
+  };
+  std::vector<double> norms(2), losses(2);
+  comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
+    Pipeline pipe(tied_gpt(), nan_slope,
+                  PipelineOptions().microbatches(2).pp(2).clip_grad_norm(0.1).communicator(comm));
+    auto [x, y] = tokens(0);
+    losses[comm.rank()] = pipe.step(x, y);
+    norms[comm.rank()] = pipe.last_step().grad_norm;
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(losses[r], 0) << r;
+    EXPECT_FALSE(std::isfinite(norms[r])) << "rank " << r << ": " << norms[r];
+  }
+}
+
 TEST(ClipGradNormCall, RefusesBadValuesAndSchedulesWithoutAFlush) {
   const auto refused = [](const PipelineOptions& options, const std::string& expected) {
     try {

@@ -3,13 +3,15 @@
 // tensor-parallel all-reduces added to F, B and I; REDUCE_TIED's exchange,
 // which starts once its tie group's last member has finished its compute and
 // REDUCE_GRADs and costs one message of the tied bytes over the pipeline link
-// (nothing for a group on one rank).
+// (nothing for a group on one rank); CLIP_NORM's all-reduce over the world
+// once the last rank has finished its reductions.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "baton/core/error.h"
+#include "baton/schedule/clip_norm.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/lower.h"
@@ -187,6 +189,30 @@ TEST(SimulateReduceTied, WaitsForTheRanksGradientAllReducesFirst) {
   EXPECT_DOUBLE_EQ(find(r, 1, ActionKind::REDUCE_TIED, 1, 0).start, 9);
   EXPECT_DOUBLE_EQ(find(r, 0, ActionKind::REDUCE_TIED, 0, 0).start, 11);
   EXPECT_DOUBLE_EQ(r.stats.makespan, 12);
+}
+
+// The clip after both: each rank starts it when its tied exchange ends (12),
+// adds its squares (half of its stage's clip cost of 0.5), the world of 4
+// ranks sums them once the last is there (2 (4 - 1) messages at the dp link's
+// latency 0.5 = 3: [12.25, 15.25]), and each rank scales (0.25): 15.5.
+TEST(SimulateClipNorm, EndsOnEveryRankOneWorldAllReduceAfterTheLastReduction) {
+  const auto s = schedule::add_clip_norm(schedule::add_tied_reductions(
+      schedule::add_grad_reductions(one_f_one_b(2, 2), 2, {1, 1}), {{0, 1}}));
+  CostModel costs = uniform_cost_model(s, 1, 2, 1);
+  for (StageCost& c : costs.stages) {
+    c.parameter_bytes = c.tied_bytes = 1e6;
+    c.clip = 0.5;
+  }
+  costs.comm_bytes_per_time = 1e6;
+  costs.dp = 2;
+  costs.dp_link = Link{0.5, 1e6};
+  const Result r = simulate(s, costs);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_DOUBLE_EQ(find(r, rank, ActionKind::CLIP_NORM, rank, 0).start, 12) << rank;
+    EXPECT_DOUBLE_EQ(find(r, rank, ActionKind::CLIP_NORM, rank, 0).end, 15.5) << rank;
+  }
+  EXPECT_DOUBLE_EQ(r.stats.makespan, 15.5);
+  EXPECT_DOUBLE_EQ(r.stats.busy[0], 6);  // compute only
 }
 
 // One stage holds both copies: nothing to send.

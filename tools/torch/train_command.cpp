@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
@@ -88,6 +89,18 @@ const CLI::Validator kCount(
       return "";
     },
     "COUNT");
+
+// A finite number above 0 (CLI11 would read "inf" and "nan").
+const CLI::Validator kPositiveNorm(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      errno = 0;
+      const double value = std::strtod(text.c_str(), &end);
+      const bool number = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+      if (number && std::isfinite(value) && value > 0) return "";
+      return "must be a finite norm above 0, got " + text;
+    },
+    "NORM");
 
 // True when `message` already names "rank <rank>" (not "rank <rank>0").
 bool names_rank(const std::string& message, int rank) {
@@ -258,6 +271,10 @@ Action add_train(CLI::App& app) {
        "With --dp: start each gradient bucket's all-reduce right after its last backward, "
        "overlapping the rest (default on); off, every bucket waits for the step's last backward "
        "(Megatron's --overlap-grad-reduce off)");
+  flag(cmd, *f, "--clip-grad-norm", &train::TrainConfig::clip_grad_norm,
+       "Clip the gradients to this global L2 norm before each update (over the whole model, "
+       "as torch.nn.utils.clip_grad_norm_; a step whose norm is not finite is skipped)")
+      ->check(kPositiveNorm);
   flag(cmd, *f, "--tp", &train::TrainConfig::tp,
        "Tensor-parallel ranks per stage (gpt: heads and MLP split; --nproc dp*pp*tp; must divide "
        "--heads)");
@@ -319,7 +336,7 @@ Action add_train(CLI::App& app) {
        "Continue from the checkpoint in this folder (--steps stays the total)");
   flag(cmd, *f, "--allow-resume-change", &train::TrainConfig::allow_resume_change,
        "With --resume: what may differ from the checkpoint's run, a comma-separated subset of "
-       "batch, seed, lr-schedule (otherwise a change is refused)");
+       "batch, seed, lr-schedule, clip-grad-norm (otherwise a change is refused)");
   flag(cmd, *f, "--keep-last", &train::TrainConfig::keep_last,
        "Saves kept in --save's folder, newest first (default 2); older ones baton wrote there "
        "are removed after each save, never the one --resume read")
