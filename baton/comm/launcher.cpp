@@ -214,10 +214,12 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
 
   int result = 0;
   int first_failed = -1;
+  LaunchOutcome outcome;
   std::optional<Clock::time_point> blame_at;  // when to name the rank the others waited on
   std::optional<Clock::time_point> kill_at;   // set once the ranks are being stopped
   int running = nproc;
   auto stop = [&](const std::string& why) {
+    outcome.cause = why;
     *options.err << ("[launch] " + why + "; stopping the " + std::to_string(running) +
                      " other running rank(s)\n")
                  << std::flush;
@@ -229,6 +231,11 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
   auto blame = [&] {
     std::string stuck = describe_stuck_ranks(reports_of(ranks));
     const Rank& first = ranks[static_cast<size_t>(first_failed)];
+    outcome.failed_rank = first_failed;
+    for (int r = 0; r < nproc && !stuck.empty(); ++r) {
+      // "rank 2 stopped responding (...)": the rank the others waited on.
+      if (stuck.rfind(::baton::detail::concat("rank ", r, " "), 0) == 0) outcome.failed_rank = r;
+    }
     stop(stuck.empty() ? ::baton::detail::concat("rank ", first_failed, " ", describe(first.status))
                        : stuck);
   };
@@ -265,6 +272,7 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
       if (!waited) {
         // A crash or an error of its own: this rank is the cause.
         if (first_failed != r) result = exit_code(rank.status);
+        outcome.failed_rank = r;
         stop(::baton::detail::concat("rank ", r, " ", describe(rank.status)));
       } else if (!blame_at) {
         // Let the other waiting ranks report whom they waited on too.
@@ -285,6 +293,8 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
     if (const int signal = g_interrupted; signal != 0 && !kill_at) {
       // As a shell reports a command that the signal stopped.
       result = 128 + signal;
+      outcome.interrupted = true;
+      outcome.failed_rank = -1;
       *options.err << "[launch] interrupted by " << interrupt_name(signal) << "; stopping "
                    << running << " rank(s)" << std::endl;
       terminate_all(ranks);
@@ -318,6 +328,7 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
     *options.err << ("[launch] " + lost_output(write_errors[0]) + "\n") << std::flush;
     result = 1;
   }
+  if (options.outcome != nullptr) *options.outcome = outcome;
   return result;
 }
 

@@ -12,6 +12,15 @@
 
 namespace baton::comm {
 
+// Why a launch ended, for a caller that restarts it (baton train --max-restarts).
+struct LaunchOutcome {
+  // The rank named as the cause ("rank 1 was killed by signal 9 (SIGKILL)"),
+  // -1 when none failed or the launcher itself was stopped.
+  int failed_rank = -1;
+  std::string cause;         // the launcher's line naming it, without "[launch] "
+  bool interrupted = false;  // SIGINT or SIGTERM reached the launcher
+};
+
 struct LaunchOptions {
   // Between SIGTERM and SIGKILL when the other ranks are stopped.
   std::chrono::milliseconds grace_period{5000};
@@ -25,6 +34,8 @@ struct LaunchOptions {
   // own messages (on err), go. Must outlive launch_local.
   std::ostream* out = &std::cout;
   std::ostream* err = &std::cerr;
+  // When set, filled in before launch_local returns. Must outlive it.
+  LaunchOutcome* outcome = nullptr;
 
   LaunchOptions& set_grace_period(std::chrono::milliseconds v) {
     grace_period = v;
@@ -44,6 +55,10 @@ struct LaunchOptions {
   }
   LaunchOptions& set_err(std::ostream* v) {
     err = v;
+    return *this;
+  }
+  LaunchOptions& set_outcome(LaunchOutcome* v) {
+    outcome = v;
     return *this;
   }
 };

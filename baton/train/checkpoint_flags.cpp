@@ -92,6 +92,18 @@ void check_resume(const TrainConfig& c) {
 
 }  // namespace
 
+void resolve_resume_auto(TrainConfig& c) {
+  c.append_metrics = !c.resume.empty();
+  if (c.resume != "auto") return;
+  c.resume = newest_checkpoint_step(c.save) >= 0 ? c.save : std::string();
+}
+
+int64_t newest_checkpoint_step(const std::string& folder) {
+  std::error_code error;
+  if (!fs::exists(fs::path(folder) / checkpoint::kManifest, error)) return -1;
+  return checkpoint::check(folder)["step"].get<int64_t>();
+}
+
 void check_checkpoint_flags(const TrainConfig& c) {
   // Resume first: it only reads, and a refused resume should leave no new folder behind.
   if (!c.resume.empty()) check_resume(c);

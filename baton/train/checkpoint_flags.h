@@ -17,6 +17,15 @@
 
 namespace baton::train {
 
+// --resume auto: --save when it holds a checkpoint (its manifest), else
+// nothing (a fresh start). Every rank resolves it alike, before training.
+// Other values are left as they are. Sets append_metrics when --resume was
+// given at all.
+void resolve_resume_auto(TrainConfig& config);
+
+// The step of the newest checkpoint in `folder`, or -1 when it holds none.
+int64_t newest_checkpoint_step(const std::string& folder);
+
 // Before any rank starts: --resume names a whole checkpoint
 // (checkpoint::check: every file's size and CRC-32) of this model (same
 // model, layers, hidden, heads, context, in_features, classes,

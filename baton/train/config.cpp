@@ -128,6 +128,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"save_every", field(&TrainConfig::save_every, "save_every", 1)},
       {"resume", field(&TrainConfig::resume, "resume")},
       {"keep_last", field(&TrainConfig::keep_last, "keep_last", 1)},
+      {"max_restarts", field(&TrainConfig::max_restarts, "max_restarts", 0)},
       {"allow_resume_change", field(&TrainConfig::allow_resume_change, "allow_resume_change")},
   };
   return map;
@@ -275,6 +276,13 @@ void check_config(const TrainConfig& c) {
               c.zero);
   BATON_CHECK(c.save_every == 0 || !c.save.empty(), "[train.config] --save-every ", c.save_every,
               " needs --save DIR to say where");
+  BATON_CHECK(c.max_restarts >= 0, "[train.config] max_restarts must be at least 0, got ",
+              c.max_restarts);
+  BATON_CHECK(c.max_restarts == 0 || !c.save.empty(), "[train.config] --max-restarts ",
+              c.max_restarts, " needs --save DIR: a restart resumes from its newest checkpoint");
+  BATON_CHECK(c.resume != "auto" || !c.save.empty(),
+              "[train.config] --resume auto resumes from the newest checkpoint in --save; give "
+              "--save DIR");
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,
               " samples cannot make ", c.microbatches, " micro-batches; use a batch of at least ",
               c.microbatches, " or fewer micro-batches");

@@ -80,8 +80,17 @@ struct TrainConfig {
   // Checkpoints (baton/pipeline/checkpoint.h)
   std::string save;    // folder to save into at the end (and every save_every steps)
   int save_every = 0;  // 0: only at the end; needs save
-  std::string resume;  // folder of a checkpoint to continue from (up to steps in all)
-  int keep_last = 2;   // saves kept in `save` (SaveOptions::keep_last), at least 1
+  // Folder of a checkpoint to continue from (up to steps in all); "auto":
+  // --save's newest checkpoint when it has one, else a fresh start
+  // (resolve_resume_auto). A resumed run appends to --metrics.
+  std::string resume;
+  // The local launcher (--nproc) restarts every rank from --save's newest
+  // checkpoint up to this many times when a rank dies; needs --save.
+  int max_restarts = 0;
+  // Derived, not a flag: a run given --resume (a restart too) appends to
+  // --metrics instead of truncating it. Set by resolve_resume_auto.
+  bool append_metrics = false;
+  int keep_last = 2;  // saves kept in `save` (SaveOptions::keep_last), at least 1
   // What a resume may change from the checkpoint's run: a comma-separated
   // subset of batch, seed, lr-schedule, clip-grad-norm (empty: none; a change
   // is refused).

@@ -29,7 +29,9 @@ Progress::Progress(const TrainConfig& config, int64_t total_steps, bool leader, 
       leader_(leader),
       started_(Clock::now()) {
   if (leader_ && !config_.metrics.empty()) {
-    metrics_.open(config_.metrics);
+    // A resumed run (a restart among them) adds its steps to the file's: it
+    // then holds every step, a re-run one twice.
+    metrics_.open(config_.metrics, config_.append_metrics ? std::ios::app : std::ios::out);
     BATON_CHECK(metrics_.good(), "[train] cannot write metrics file \"", config_.metrics, "\"");
   }
 }

@@ -48,8 +48,7 @@ TEST(ClipNorm, EndsEveryRankWithOneNamedByItsLowestStage) {
         if (is_compute(a.kind)) lowest = std::min(lowest, a.stage);
       EXPECT_EQ(clipped.actions[r].back(), (Action{ActionKind::CLIP_NORM, lowest, 0})) << name;
       // The rest of the list is untouched.
-      EXPECT_TRUE(std::equal(s.actions[r].begin(), s.actions[r].end(),
-                             clipped.actions[r].begin()))
+      EXPECT_TRUE(std::equal(s.actions[r].begin(), s.actions[r].end(), clipped.actions[r].begin()))
           << name;
     }
   }
@@ -63,8 +62,8 @@ TEST(ClipNorm, RefusesSchedulesWithoutAFlushForwardOnlyAndASecondPass) {
                 HasSubstr("has no flush between steps"))
         << name;
   }
-  const Schedule forward = lower(
-      forward_only(generate("1f1b", GeneratorOptions().set_ranks(2).set_microbatches(2)), 2));
+  const Schedule forward =
+      lower(forward_only(generate("1f1b", GeneratorOptions().set_ranks(2).set_microbatches(2)), 2));
   EXPECT_THAT(error_of([&] { add_clip_norm(forward); }), HasSubstr("forward-only"));
   const Schedule once = add_clip_norm(lowered("1f1b", 2, 2));
   EXPECT_THAT(error_of([&] { add_clip_norm(once); }), HasSubstr("already has CLIP_NORM"));
@@ -115,8 +114,8 @@ TEST(ClipNorm, RunnableKeepsAFilesClipsLastAfterTheReductionsItAdds) {
   }
   // Without clip and without clips in the schedule, none are added.
   EXPECT_FALSE(add_reductions(lowered("1f1b", 2, 2), ReductionOptions()).has_clip_norm());
-  EXPECT_TRUE(add_reductions(lowered("1f1b", 2, 2), ReductionOptions().set_clip(true))
-                  .has_clip_norm());
+  EXPECT_TRUE(
+      add_reductions(lowered("1f1b", 2, 2), ReductionOptions().set_clip(true)).has_clip_norm());
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "baton/core/error.h"
 #include "baton/core/output_files.h"
 #include "baton/schedule/runnable_file.h"
+#include "baton/train/checkpoint_flags.h"
 #include "baton/train/config.h"
 #include "baton/train/profile_output.h"
 #include "baton/train/trainer.h"
@@ -87,6 +88,18 @@ const CLI::Validator kCount(
                "], got " + text;
       }
       return "";
+    },
+    "COUNT");
+
+// A count of at least 0 that fits an int.
+const CLI::Validator kRestarts(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      errno = 0;
+      const long long value = std::strtoll(text.c_str(), &end, 10);
+      const bool integer = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+      if (integer && value >= 0 && value <= std::numeric_limits<int>::max()) return "";
+      return "must be a whole number of at least 0, got \"" + text + "\"";
     },
     "COUNT");
 
@@ -162,6 +175,24 @@ void check_no_empty_paths(const CLI::App& cmd) {
   }
 }
 
+// `argv` with --resume set to `value`: a given one replaced (in either
+// form), else added.
+std::vector<std::string> with_resume(std::vector<std::string> argv, const std::string& value) {
+  for (size_t i = 1; i < argv.size(); ++i) {
+    if (argv[i] == "--resume" && i + 1 < argv.size()) {
+      argv[i + 1] = value;
+      return argv;
+    }
+    if (argv[i].rfind("--resume=", 0) == 0) {
+      argv[i] = "--resume=" + value;
+      return argv;
+    }
+  }
+  argv.push_back("--resume");
+  argv.push_back(value);
+  return argv;
+}
+
 int run(TrainFlags& f) {
   check_given_once(*f.cmd);
   // Before the launcher's pipes or any output file could take descriptor 1.
@@ -203,6 +234,11 @@ int run(TrainFlags& f) {
     for (const auto& line : deprecations) std::cerr << "baton: warning: " << line << std::endl;
   }
   train::check_config(config);
+  BATON_CHECK(
+      config.max_restarts == 0 || our_rank || (!env && f.nproc > 1),
+      "[train] --max-restarts restarts the ranks that --nproc starts; ",
+      env ? "under torchrun, use its --max-restarts with --resume auto" : "give --nproc N (N > 1)");
+  train::resolve_resume_auto(config);
   if (!config.profile_out.empty()) {
     // Profile and exit: one process, no ranks; under torchrun only rank 0 writes.
     if (env && env->rank != 0) return 0;
@@ -230,11 +266,29 @@ int run(TrainFlags& f) {
   exe[n] = '\0';
   std::vector<std::string> argv = f.argv;
   argv[0] = exe;
+  comm::LaunchOutcome outcome;
   comm::LaunchOptions options;
+  options.outcome = &outcome;
   setenv(kWarnedVariable, "1", 1);
   setenv(kLauncherVariable, std::to_string(getpid()).c_str(), 1);
   // A failed write of the ranks' lines the launcher reports itself.
-  return comm::launch_local(nproc, argv, options);
+  int rc = comm::launch_local(nproc, argv, options);
+  // --max-restarts: a rank died (not the launcher stopped, not a refused
+  // input, which a restart would meet again): every rank again, from the
+  // newest checkpoint in --save.
+  for (int restart = 1; restart <= config.max_restarts; ++restart) {
+    if (rc == 0 || rc == 2 || outcome.interrupted || outcome.failed_rank < 0) break;
+    const int64_t step = train::newest_checkpoint_step(config.save);
+    std::cerr << "[launch] " << outcome.cause << ": restart " << restart << " of "
+              << config.max_restarts << ", every rank "
+              << (step >= 0 ? detail::concat("resumes from step ", step, " of ", config.save)
+                            : detail::concat("starts again from step 0 (no checkpoint in ",
+                                             config.save, " yet)"))
+              << std::endl;
+    argv = with_resume(argv, "auto");
+    rc = comm::launch_local(nproc, argv, options);
+  }
+  return rc;
 }
 
 }  // namespace
@@ -333,7 +387,12 @@ Action add_train(CLI::App& app) {
        "Also save every N steps (needs --save)")
       ->check(kCount);
   flag(cmd, *f, "--resume", &train::TrainConfig::resume,
-       "Continue from the checkpoint in this folder (--steps stays the total)");
+       "Continue from the checkpoint in this folder (--steps stays the total); auto: from "
+       "--save's newest checkpoint when there is one (under torchrun's --max-restarts)");
+  flag(cmd, *f, "--max-restarts", &train::TrainConfig::max_restarts,
+       "With --nproc and --save: when a rank dies, stop every rank and start them all again "
+       "from --save's newest checkpoint, up to this many times (default 0)")
+      ->check(kRestarts);
   flag(cmd, *f, "--allow-resume-change", &train::TrainConfig::allow_resume_change,
        "With --resume: what may differ from the checkpoint's run, a comma-separated subset of "
        "batch, seed, lr-schedule, clip-grad-norm (otherwise a change is refused)");
