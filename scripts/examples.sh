@@ -21,6 +21,19 @@ ninja -C "$work/build" -j "${BATON_JOBS:-1}" > "$work/build.log" || { tail -30 "
 
 for example in sequential layer_specs; do
   echo "== $example"
-  (cd "$work/build" && timeout 300 "./$example") || { echo "examples: $example failed" >&2; exit 1; }
+  # The argument reaches both ranks (launch_self forwards it): 25 steps, not 30.
+  (cd "$work/build" && timeout 300 "./$example" 25) > "$work/$example.out" 2>&1 \
+    || { cat "$work/$example.out" >&2; echo "examples: $example failed" >&2; exit 1; }
+  cat "$work/$example.out"
+  grep -q "\[rank 0\] .*25 steps: loss" "$work/$example.out" \
+    || { echo "examples: $example did not get its argument" >&2; exit 1; }
 done
+# A baton::Error on every rank (0 micro-batches): each prints its one line
+# and exits 1, and nothing aborts.
+if (cd "$work/build" && timeout 300 ./sequential 5 0) > "$work/error.out" 2>&1; then
+  echo "examples: 0 micro-batches were accepted" >&2; exit 1
+fi
+grep -q "^\[rank 0\] sequential: \[pipeline\] microbatches must be at least 1, got 0$" "$work/error.out" \
+  && ! grep -q "terminate called" "$work/error.out" \
+  || { cat "$work/error.out" >&2; echo "examples: the error was not caught as one line" >&2; exit 1; }
 echo "examples: all passed"

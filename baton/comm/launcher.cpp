@@ -332,6 +332,21 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
   return result;
 }
 
+std::vector<std::string> self_command(int argc, const char* const* argv) {
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  BATON_CHECK(n > 0,
+              "[launch] cannot find this executable (/proc/self/exe): ", std::strerror(errno));
+  exe[n] = '\0';
+  std::vector<std::string> command{exe};
+  for (int i = 1; i < argc; ++i) command.emplace_back(argv[i]);
+  return command;
+}
+
+int launch_self(int nproc, int argc, const char* const* argv, const LaunchOptions& options) {
+  return launch_local(nproc, self_command(argc, argv), options);
+}
+
 int find_free_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   BATON_CHECK(fd >= 0, "[launch] socket failed: ", std::strerror(errno));

@@ -93,6 +93,17 @@ struct LaunchOptions {
 int launch_local(int nproc, const std::vector<std::string>& argv,
                  const LaunchOptions& options = {});
 
+// This program, as launch_local runs it again: the running executable
+// (/proc/self/exe, whatever argv[0] says) followed by argv[1..argc-1], the
+// arguments it was given. Throws baton::Error when the executable cannot be
+// found.
+std::vector<std::string> self_command(int argc, const char* const* argv);
+
+// Runs this program as `nproc` ranks with its own arguments (self_command):
+// the usual start of a program that launches itself,
+//   if (!std::getenv("RANK")) return baton::comm::launch_self(2, argc, argv);
+int launch_self(int nproc, int argc, const char* const* argv, const LaunchOptions& options = {});
+
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int find_free_port();
 

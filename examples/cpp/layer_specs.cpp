@@ -1,11 +1,12 @@
 // A model built lazily from your own LayerSpecs: each rank builds only the
 // layers of its stages, seeded by (seed, layer index), so every layout starts
-// from the same weights. ./layer_specs starts 2 local ranks itself.
+// from the same weights. `./layer_specs [steps]` starts 2 local ranks itself.
 #include <baton/baton.h>
 #include <torch/torch.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 // Your layer: one tensor in, one tensor out.
 struct BlockImpl : torch::nn::Module {
@@ -15,9 +16,7 @@ struct BlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
-int main() {
-  if (std::getenv("RANK") == nullptr) return baton::comm::launch_local(2, {"/proc/self/exe"});
-
+int train(int steps) {
   baton::nn::ModelSpec model;
   model.name = "blocks";
   for (int i = 0; i < 6; ++i) {
@@ -36,7 +35,7 @@ int main() {
   const torch::Tensor x = torch::randn({64, 16});
   const torch::Tensor y = x.narrow(1, 0, 4).argmax(1);
   double first = 0, last = 0;
-  for (int step = 0; step < 30; ++step) {
+  for (int step = 0; step < steps; ++step) {
     adam.zero_grad();
     last = pipe.step(x, y);
     adam.step();
@@ -44,8 +43,18 @@ int main() {
     if (pipe.rank() == 0 && step % 5 == 0) std::printf("step %2d  loss %.4f\n", step, last);
   }
   if (pipe.rank() == 0)
-    std::printf("rank 0 holds layers %d..%d; loss %.4f -> %.4f\n",
+    std::printf("rank 0 holds layers %d..%d; %d steps: loss %.4f -> %.4f\n",
                 pipe.stage_layers().front().second.front(),
-                pipe.stage_layers().back().second.back(), first, last);
+                pipe.stage_layers().back().second.back(), steps, first, last);
   return last < first ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  if (std::getenv("RANK") == nullptr) return baton::comm::launch_self(2, argc, argv);
+  try {
+    return train(argc > 1 ? std::stoi(argv[1]) : 30);
+  } catch (const baton::Error& e) {
+    std::fprintf(stderr, "layer_specs: %s\n", e.what());
+    return 1;
+  }
 }

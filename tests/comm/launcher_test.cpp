@@ -116,8 +116,41 @@ TEST(LauncherTest, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
 
 TEST(LauncherTest, RankKilledBySignalIsReportedWithTheSignal) {
   Captured c;
-  EXPECT_EQ(launch_sh(2, "if [ $RANK = 1 ]; then kill -9 $$; fi; sleep 30", c), 128 + 9);
+  LaunchOutcome outcome;
+  EXPECT_EQ(launch_local(2, {"sh", "-c", "if [ $RANK = 1 ]; then kill -9 $$; fi; sleep 30"},
+                         c.options().set_outcome(&outcome)),
+            128 + 9);
   EXPECT_THAT(c.err.str(), HasSubstr("[launch] rank 1 was killed by signal 9"));
+  // What --max-restarts reads: the rank and the launcher's line about it.
+  EXPECT_EQ(outcome.failed_rank, 1);
+  EXPECT_THAT(outcome.cause, testing::StartsWith("rank 1 was killed by signal 9"));
+  EXPECT_FALSE(outcome.interrupted);
+}
+
+TEST(LauncherTest, TheOutcomeOfASuccessAndOfAnInterruptNamesNoRank) {
+  Captured c;
+  LaunchOutcome outcome;
+  outcome.failed_rank = 7;
+  EXPECT_EQ(launch_local(2, {"true"}, c.options().set_outcome(&outcome)), 0);
+  EXPECT_EQ(outcome.failed_rank, -1);
+  EXPECT_FALSE(outcome.interrupted);
+  EXPECT_EQ(launch_local(2, {"sh", "-c", "if [ $RANK = 1 ]; then kill -TERM $PPID; fi; sleep 30"},
+                         c.options().set_outcome(&outcome)),
+            128 + SIGTERM);
+  EXPECT_EQ(outcome.failed_rank, -1);
+  EXPECT_TRUE(outcome.interrupted);
+}
+
+// launch_self runs this executable again with the program's own arguments.
+TEST(LauncherTest, SelfCommandIsThisExecutableWithTheArgumentsAfterArgv0) {
+  const char* argv[] = {"whatever-argv0-says", "--steps", "12", "x y"};
+  const std::vector<std::string> command = self_command(4, argv);
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(command, (std::vector<std::string>{std::string(exe, static_cast<size_t>(n)), "--steps",
+                                               "12", "x y"}));
+  EXPECT_EQ(self_command(1, argv).size(), 1u);
 }
 
 // Issue 16.10: SIGTERM to the launcher gave 130, SIGINT's code.
