@@ -199,7 +199,11 @@ ReduceHandle Communicator::all_reduce_sum_async(std::vector<torch::Tensor> tenso
       if (done[i] || !tensors[i].defined() || tensors[i].scalar_type() != dtype) continue;
       done[i] = true;
       group.push_back(i);
-      flat_parts.push_back(tensors[i].detach().reshape({-1}).to(comm.device));
+      // bf16 and fp16 sum in fp32: Gloo has no kernel for them, and the sum is
+      // more exact (wait() copies it back into the tensor's own dtype).
+      const bool widen = dtype == at::kBFloat16 || dtype == at::kHalf;
+      flat_parts.push_back(
+          tensors[i].detach().reshape({-1}).to(comm.device, widen ? at::kFloat : dtype));
     }
     std::vector<at::Tensor> flat{at::cat(flat_parts)};
     compat::WorkPtr work;

@@ -1,6 +1,7 @@
 #include "baton/comm/local_group.h"
 
 #include <exception>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,6 +26,18 @@ void run_local_group(int world_size, std::chrono::milliseconds timeout,
     });
   }
   for (auto& thread : threads) thread.join();
+  // The cause first: a rank's own error before the [comm] errors of the
+  // ranks that waited on it.
+  for (const auto& error : errors) {
+    if (!error) continue;
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      if (std::string(e.what()).rfind("[comm]", 0) != 0) throw;
+    } catch (...) {
+      throw;
+    }
+  }
   for (const auto& error : errors) {
     if (error) std::rethrow_exception(error);
   }

@@ -22,14 +22,18 @@ using torch::autograd::variable_list;
 void accumulate_weight_grads(const torch::Tensor& input, const torch::Tensor& grad_output,
                              torch::Tensor& weight, torch::Tensor& bias) {
   torch::NoGradGuard no_grad;
-  const auto input_2d = input.reshape({-1, input.size(-1)});
+  // Under mixed precision (runtime/precision.h) the product runs in the
+  // output gradient's dtype and is added into the fp32 gradient.
   const auto grad_2d = grad_output.reshape({-1, grad_output.size(-1)});
+  const auto input_2d = input.reshape({-1, input.size(-1)}).to(grad_2d.scalar_type());
   if (weight.requires_grad()) {
     torch::Tensor& slot = weight.mutable_grad();
-    if (slot.defined()) {
+    if (slot.defined() && slot.scalar_type() == grad_2d.scalar_type()) {
       slot.addmm_(grad_2d.t(), input_2d);
+    } else if (slot.defined()) {
+      slot.add_(grad_2d.t().mm(input_2d));
     } else {
-      slot = grad_2d.t().mm(input_2d);
+      slot = grad_2d.t().mm(input_2d).to(weight.scalar_type());
     }
   }
   if (bias.defined() && bias.requires_grad()) {
@@ -37,7 +41,7 @@ void accumulate_weight_grads(const torch::Tensor& input, const torch::Tensor& gr
     if (slot.defined()) {
       slot.add_(grad_2d.sum(0));
     } else {
-      slot = grad_2d.sum(0);
+      slot = grad_2d.sum(0).to(bias.scalar_type());
     }
   }
 }
@@ -73,7 +77,8 @@ class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLine
 
     torch::Tensor grad_input;
     if (ctx->needs_input_grad(0)) {
-      grad_input = grad_output.matmul(weight);
+      // Autocast ran the forward in the compute dtype; the backward follows it.
+      grad_input = grad_output.matmul(weight.to(grad_output.scalar_type()));
     }
     const bool wants_weight = ctx->needs_input_grad(1) || (has_bias && ctx->needs_input_grad(2));
     if (!wants_weight) {

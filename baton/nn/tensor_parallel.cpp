@@ -134,8 +134,9 @@ torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
               x.sizes());
   const int64_t batch = x.size(0), time = x.size(1);
   // [B, T, 3 H/t] -> 3 x [B, heads/t, T, head_dim]: this rank's heads.
-  const auto heads =
-      qkv(ln1(x)).view({batch, time, 3, local_heads, head_dim}).permute({2, 0, 3, 1, 4});
+  const auto heads = qkv(layer_norm_fp32(ln1, x))
+                         .view({batch, time, 3, local_heads, head_dim})
+                         .permute({2, 0, 3, 1, 4});
   auto scores =
       heads[0].matmul(heads[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
   const auto future =
@@ -143,7 +144,7 @@ torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
   scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
   const auto mixed = scores.softmax(-1).matmul(heads[2]);  // [B, heads/t, T, head_dim]
   const auto h = x + proj(mixed.transpose(1, 2).reshape({batch, time, local_heads * head_dim}));
-  return h + fc2(torch::gelu(fc1(ln2(h))));
+  return h + fc2(torch::gelu(fc1(layer_norm_fp32(ln2, h))));
 }
 
 ModelSpec tensor_parallel(const ModelSpec& spec, const TpGroup& group) {

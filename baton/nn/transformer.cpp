@@ -9,6 +9,11 @@
 
 namespace baton::nn {
 
+torch::Tensor layer_norm_fp32(torch::nn::LayerNorm& norm, const torch::Tensor& x) {
+  const auto dtype = norm->weight.scalar_type();
+  return norm(x.scalar_type() == dtype ? x : x.to(dtype));
+}
+
 TokenEmbeddingImpl::TokenEmbeddingImpl(int64_t vocab, int64_t context, int64_t hidden) {
   BATON_CHECK(vocab > 0 && context > 0 && hidden > 0,
               "[nn.TokenEmbedding] sizes must be positive: vocab ", vocab, ", context ", context,
@@ -65,8 +70,8 @@ torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x) {
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
   BATON_CHECK(x.dim() == 3, "[nn.TransformerBlock] input must be [batch, time, hidden]: got ",
               x.sizes());
-  auto h = x + attention(ln1(x));
-  return h + fc2(torch::gelu(fc1(ln2(h))));
+  auto h = x + attention(layer_norm_fp32(ln1, x));
+  return h + fc2(torch::gelu(fc1(layer_norm_fp32(ln2, h))));
 }
 
 LmHeadImpl::LmHeadImpl(int64_t hidden, int64_t vocab) {
@@ -75,7 +80,7 @@ LmHeadImpl::LmHeadImpl(int64_t hidden, int64_t vocab) {
 }
 
 torch::Tensor LmHeadImpl::forward(const torch::Tensor& x) {
-  return head(ln(x));
+  return head(layer_norm_fp32(ln, x));
 }
 
 }  // namespace baton::nn

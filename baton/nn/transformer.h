@@ -26,6 +26,12 @@ class TokenEmbeddingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TokenEmbedding);
 
+// `norm(x)` in the norm's own dtype (fp32): under bf16/fp16 autocast the
+// residual stream is in the compute dtype, which LibTorch 1.13's CPU
+// layer_norm does not mix with fp32 weights; normalising in fp32 is also what
+// autocast does on CUDA.
+torch::Tensor layer_norm_fp32(torch::nn::LayerNorm& norm, const torch::Tensor& x);
+
 // Pre-LN block: x + attention(ln1(x)), then + mlp(ln2(x)); [B, T, H] -> same.
 // Attention is causal: position t sees positions <= t only.
 // REQUIRES: hidden % heads == 0.

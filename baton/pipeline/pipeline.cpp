@@ -52,6 +52,7 @@ void check_options(const PipelineOptions& o) {
               o.zero());
   BATON_CHECK(std::isfinite(o.bucket_mb()) && o.bucket_mb() > 0,
               "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
+  runtime::parse_precision(o.precision());
   BATON_CHECK(std::isfinite(o.clip_grad_norm()) && o.clip_grad_norm() >= 0,
               "[pipeline] clip_grad_norm must be a finite norm, or 0 for no clipping, got ",
               o.clip_grad_norm());
@@ -288,6 +289,12 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
               plan.schedule.name,
               " has no flush between steps and runs with dp=1 and tp=1 only, got dp=", dp,
               " tp=", tp, " (data parallelism reduces whole steps' gradients)");
+  const runtime::Precision precision = runtime::parse_precision(options.precision());
+  BATON_CHECK(!plan.schedule.carries || precision == runtime::Precision::Fp32,
+              "[pipeline] schedule ", plan.schedule.name,
+              " has no flush between steps and runs in fp32 only, got ", options.precision(),
+              " (its weights change within a step; the casts last a step)");
+  runtime::check_precision_supported(precision, joined.device);
   const schedule::Placement placement(plan.schedule);
   // With tp > 1 the blocks are built whole and split (profiling above ran them whole).
   const nn::ModelSpec built_model = tp > 1 ? nn::tensor_parallel(model, layout.tp) : model;
@@ -309,7 +316,9 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   // its REDUCE_GRADs against the built stages' buckets.
   schedule::ReductionOptions reductions;
   reductions.set_dp(dp).set_overlap_grad_reduce(options.overlap_grad_reduce());
-  reductions.set_clip(options.clip_grad_norm() > 0);
+  // fp16's loss scale rides on the clip's norm: an overflow anywhere is a non-finite norm.
+  reductions.set_clip(options.clip_grad_norm() > 0 || precision == runtime::Precision::Fp16);
+  executor_options.precision = precision;
   if (options.clip_grad_norm() > 0) executor_options.clip_grad_norm = options.clip_grad_norm();
   if (dp > 1) {
     reductions.set_buckets_per_stage(buckets_per_stage(built, placement, plan.schedule.stages,

@@ -112,6 +112,12 @@ struct PipelineOptions {
   // without a flush (2bw, pipedream, async), whose updates never see a
   // step's whole gradient.
   TORCH_ARG(double, clip_grad_norm) = 0;
+  // The layers' compute dtype: "fp32", "bf16" or "fp16" (runtime/precision.h:
+  // autocast over fp32 master weights, boundaries sent in the compute dtype,
+  // the loss in fp32; fp16 with dynamic loss scaling, whose overflows skip a
+  // step: last_step().skip_update). Refused for schedules without a flush,
+  // and fp16 on the CPU under LibTorch 1.13.
+  TORCH_ARG(std::string, precision) = "fp32";
   // The process group. Without one, the Pipeline joins the group that
   // `rank_env` describes, or else the one torchrun's variables (RANK,
   // WORLD_SIZE, MASTER_ADDR, MASTER_PORT) describe, or else runs alone. A

@@ -44,7 +44,7 @@ NormClipper::NormClipper(const schedule::Placement& placement, const comm::RankL
   }
 }
 
-double NormClipper::clip(double max_norm, const std::string& what) {
+double NormClipper::clip(double max_norm, const std::string& what, double unscale) {
   torch::Tensor squares;
   for (const auto& p : owned_) {
     const torch::Tensor& g = p.grad();
@@ -58,10 +58,10 @@ double NormClipper::clip(double max_norm, const std::string& what) {
   }
   std::vector<torch::Tensor> sum{squares.reshape({1})};
   world_->all_reduce_sum(sum, what);
-  const double norm = std::sqrt(sum.front().item<double>());
+  const double norm = std::sqrt(sum.front().item<double>()) * unscale;
   if (!std::isfinite(norm)) return norm;
-  const double factor = max_norm / (norm + 1e-6);
-  if (factor >= 1) return norm;
+  const double factor = unscale * std::min(1.0, max_norm / (norm + 1e-6));
+  if (factor == 1) return norm;
   for (auto& p : all_) {
     torch::Tensor g = p.mutable_grad();
     if (g.defined()) g.mul_(factor);

@@ -43,8 +43,9 @@ class NormClipper {
   // The global L2 norm of the gradients (a collective over the world: every
   // rank calls it at the same point), after scaling them so that it is at
   // most `max_norm` (infinite: measure only). Gradients not yet made count
-  // as zero. Returns the norm before scaling.
-  double clip(double max_norm, const std::string& what = "CLIP_NORM");
+  // as zero. `unscale`: the gradients are the loss scale's multiple (fp16),
+  // divided by it here too. Returns the norm before the clip (unscaled).
+  double clip(double max_norm, const std::string& what = "CLIP_NORM", double unscale = 1.0);
 
  private:
   std::vector<torch::Tensor> owned_;  // the parameters whose gradients count here

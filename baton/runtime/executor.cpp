@@ -72,6 +72,9 @@ Executor::Executor(schedule::Schedule schedule, comm::RankLayout layout,
                                               options_.tied, options_.device);
   carries_ = std::make_unique<Carries>(schedule_, rank_, stages_, options_.recompute);
   clipper_ = std::make_unique<NormClipper>(placement_, layout_, stages_, options_.tied);
+  BATON_CHECK(options_.precision != Precision::Fp16 || schedule_.has_clip_norm(),
+              "[runtime.executor] fp16 needs a CLIP_NORM in schedule \"", schedule_.name,
+              "\" (its norm finds an overflow on any rank and unscales the gradients)");
 }
 
 Executor::~Executor() = default;
@@ -135,7 +138,11 @@ StepResult Executor::run(const torch::Tensor& inputs, const torch::Tensor& targe
       if (r != rank_) step.recv_loss.emplace(r, comm_.irecv(peer(r), comm::loss_tag(S)));
     }
   }
-  interpret(step);
+  {
+    // One autocast region for the whole step: each weight is cast once.
+    AutocastScope autocast(options_.precision, options_.device);
+    interpret(step);
+  }
   if (drain_only) {
     step.result.minibatch_loss = std::numeric_limits<double>::quiet_NaN();
   } else {
@@ -234,9 +241,16 @@ torch::Tensor Executor::stage_forward(Step& step, const Action& a, double* activ
   const int mb = a.microbatch;
   torch::Tensor out =
       stages_.at(a.stage)->forward(step.input[step.cell(a.stage, mb)], activation_bytes);
-  if (a.stage == step.stages - 1 && !step.forward_only) {
+  const bool mixed = options_.precision != Precision::Fp32 && out.is_floating_point();
+  if (a.stage == step.stages - 1) {
+    // The loss (and the outputs handed back) in fp32.
+    if (mixed) out = out.to(torch::kFloat);
+    if (step.forward_only) return out;
     out = loss_(out, step.targets[mb]) * step.scales[mb];
     if (activation_bytes != nullptr) count_loss(step, out);
+  } else if (mixed) {
+    // The boundary in the compute dtype: half of fp32's bytes on the wire.
+    out = out.to(compute_dtype(options_.precision));
   }
   return out;
 }
@@ -289,7 +303,9 @@ void Executor::compute_backward(Step& step, const Action& a) {
   const bool split = a.kind == ActionKind::I;
   if (split) stage.set_defer_weight_grad(true, mb);
   if (s == step.stages - 1) {
-    torch::autograd::backward({step.output[c]});
+    // fp16: the loss scaled up, so small gradients survive the half precision.
+    const bool scaled = options_.precision == Precision::Fp16;
+    torch::autograd::backward({scaled ? step.output[c] * scaler_.scale() : step.output[c]});
   } else {
     torch::Tensor grad = step.grad_output[c];
     if (!grad.defined()) {
@@ -367,8 +383,14 @@ void Executor::reduce_tied(Step& step, const Action& a, size_t index) {
 void Executor::clip_norm(Step& step) {
   // After every REDUCE_GRAD's all-reduce (REDUCE_TIED has summed already).
   wait_reductions(step);
+  const bool scaled = options_.precision == Precision::Fp16;
+  step.result.loss_scale = scaled ? scaler_.scale() : 1;
   step.result.grad_norm = clipper_->clip(
-      options_.clip_grad_norm, baton::detail::concat("CLIP_NORM of step ", steps_run_ + 1));
+      options_.clip_grad_norm, baton::detail::concat("CLIP_NORM of step ", steps_run_ + 1),
+      1 / step.result.loss_scale);
+  step.result.skip_update = !std::isfinite(step.result.grad_norm);
+  // Every rank saw the same norm, so every rank moves the scale alike.
+  if (scaled) scaler_.update(!step.result.skip_update);
 }
 
 double Executor::clip_grad_norm(double max_norm) {

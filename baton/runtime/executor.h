@@ -57,6 +57,7 @@
 #include "baton/comm/rank_layout.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/runtime/clip.h"
+#include "baton/runtime/precision.h"
 #include "baton/runtime/reducers.h"
 #include "baton/runtime/stage.h"
 #include "baton/runtime/weight_versions.h"
@@ -114,6 +115,10 @@ struct ExecutorOptions {
   // CLIP_NORM (runtime/clip.h) scales the gradients so that their global
   // norm is at most this; infinite: it measures the norm only.
   double clip_grad_norm = std::numeric_limits<double>::infinity();
+  // The layers' compute dtype (runtime/precision.h). fp16 needs a CLIP_NORM
+  // in the schedule: its norm tells every rank about an overflow, and it
+  // unscales the gradients.
+  Precision precision = Precision::Fp32;
 };
 
 struct StepResult {
@@ -136,6 +141,11 @@ struct StepResult {
   // every rank: NaN unless the schedule has a CLIP_NORM (or infinite, or NaN,
   // when a gradient was: the caller then skips the update).
   double grad_norm = std::numeric_limits<double>::quiet_NaN();
+  // The CLIP_NORM found a norm that is not finite (an fp16 overflow, a NaN):
+  // the gradients were left as they are; do not step the optimizer.
+  bool skip_update = false;
+  // fp16: the loss scale this step's backward used (1 otherwise).
+  double loss_scale = 1;
   // This rank's compute actions, ms from the step's start.
   std::vector<trace::Event> events;
   // When the step started on this rank: ms on the steady clock, which ranks
@@ -263,6 +273,7 @@ class Executor {
   std::unique_ptr<BucketReducer> buckets_;
   std::unique_ptr<TiedReducer> tie_groups_;
   std::unique_ptr<NormClipper> clipper_;
+  LossScaler scaler_;  // fp16 only
   std::unique_ptr<Carries> carries_;
 };
 

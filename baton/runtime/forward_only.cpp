@@ -33,7 +33,10 @@ std::map<int, torch::Tensor> Executor::evaluate(const torch::Tensor& inputs, int
     return a.kind == ActionKind::F && a.stage == 0;
   });
   if (first_stage) step.inputs = split_microbatches(on_device(inputs), microbatches);
-  interpret(step);
+  {
+    AutocastScope autocast(options_.precision, options_.device);
+    interpret(step);
+  }
   for (auto& send : step.sends) send.wait("an evaluation send");
   std::map<int, torch::Tensor> outputs;
   for (const Action& a : actions) {
