@@ -41,6 +41,7 @@ json config_json(const TrainConfig& c) {
               {"lr", c.lr},
               {"lr_schedule", c.lr_schedule},
               {"clip_grad_norm", c.clip_grad_norm},
+              {"precision", c.precision},
               {"optimizer", c.optimizer},
               {"seed", c.seed}});
   return out;
@@ -71,7 +72,8 @@ void check_resume(const TrainConfig& c) {
   const json run{{"batch", c.batch},
                  {"seed", c.seed},
                  {"lr_schedule", c.lr_schedule},
-                 {"clip_grad_norm", c.clip_grad_norm}};
+                 {"clip_grad_norm", c.clip_grad_norm},
+                 {"precision", c.precision}};
   for (const auto& [key, value] : run.items()) {
     const std::string flag = flag_of(key);
     if (!saved.contains(key) || saved[key] == value ||

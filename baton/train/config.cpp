@@ -89,6 +89,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"dp", field(&TrainConfig::dp, "dp")},
       {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
       {"overlap_grad_reduce", field(&TrainConfig::overlap_grad_reduce, "overlap_grad_reduce")},
+      {"precision", field(&TrainConfig::precision, "precision")},
       {"clip_grad_norm",
        [](const toml::node& node, TrainConfig& config) {
          field(&TrainConfig::clip_grad_norm, "clip_grad_norm")(node, config);
@@ -235,13 +236,18 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0 && c.bucket_mb <= kMaxBucketMb,
               "[train.config] bucket-mb must be above 0 and at most ", kMaxBucketMb, " MiB, got ",
               c.bucket_mb);
+  BATON_CHECK(c.precision == "fp32" || c.precision == "bf16" || c.precision == "fp16",
+              "[train.config] unknown precision \"", printable(c.precision),
+              "\" (expected fp32, bf16 or fp16)");
   BATON_CHECK(std::isfinite(c.clip_grad_norm) && c.clip_grad_norm >= 0,
               "[train.config] clip-grad-norm must be a finite norm above 0, got ",
               c.clip_grad_norm);
   for (const std::string& key : resume_change_keys(c)) {
-    BATON_CHECK(key == "batch" || key == "seed" || key == "lr-schedule" || key == "clip-grad-norm",
+    BATON_CHECK(key == "batch" || key == "seed" || key == "lr-schedule" ||
+                    key == "clip-grad-norm" || key == "precision",
                 "[train.config] allow-resume-change names \"", printable(key),
-                "\"; expected a comma-separated list of batch, seed, lr-schedule, clip-grad-norm");
+                "\"; expected a comma-separated list of batch, seed, lr-schedule, "
+                "clip-grad-norm, precision");
   }
   BATON_CHECK(c.keep_last >= 1,
               "[train.config] keep_last must be at least 1 (the newest save), "

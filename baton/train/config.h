@@ -44,6 +44,8 @@ struct TrainConfig {
   // Global-norm gradient clipping (PipelineOptions::clip_grad_norm); 0: off.
   // The flag and the TOML key take a finite norm above 0 only.
   double clip_grad_norm = 0;
+  // The layers' compute dtype: fp32 | bf16 | fp16 (PipelineOptions::precision).
+  std::string precision = "fp32";
   int zero = 0;  // ZeRO stage: 1 shards the optimizer state over dp (PipelineOptions::zero)
   int tp = 1;    // tensor-parallel ranks per stage (gpt only; PipelineOptions::tp)
   bool tp_scatter_gather = true;  // Megatron's scatter/gather of boundary activations over tp
@@ -92,8 +94,8 @@ struct TrainConfig {
   bool append_metrics = false;
   int keep_last = 2;  // saves kept in `save` (SaveOptions::keep_last), at least 1
   // What a resume may change from the checkpoint's run: a comma-separated
-  // subset of batch, seed, lr-schedule, clip-grad-norm (empty: none; a change
-  // is refused).
+  // subset of batch, seed, lr-schedule, clip-grad-norm, precision (empty:
+  // none; a change is refused).
   std::string allow_resume_change;
   // The TOML file the config was read from (empty: none): an input that no
   // output may overwrite.

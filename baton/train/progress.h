@@ -26,6 +26,8 @@ struct StepExtras {
   // norm before the clip, and whether the step was skipped for it.
   double grad_norm = std::numeric_limits<double>::quiet_NaN();
   bool skipped = false;
+  // fp16 (else 0: not written): the loss scale of the step's backward.
+  double loss_scale = 0;
 };
 
 class Progress {

@@ -18,6 +18,7 @@
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline.h"
 #include "baton/runtime/microbatch.h"
+#include "baton/runtime/precision.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/runnable.h"
 #include "baton/train/checkpoint_flags.h"
@@ -111,6 +112,10 @@ void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule&
               " cannot --tie-embeddings: the tied "
               "copies' gradients are summed where a step's gradients are whole, and it has no such "
               "point (use a schedule with a flush, e.g. 1f1b)");
+  BATON_CHECK(c.precision == "fp32", "[train.config] ", which,
+              " has no flush between steps and runs in fp32 only (its weights change within a "
+              "step, and a step's weight casts would go stale); drop --precision ",
+              c.precision);
   BATON_CHECK(!c.compare_sim, "[train.config] --compare-sim compares one flushed step; ", which,
               " carries backwards between steps (compare its median step with `baton simulate`'s "
               "steady_step)");
@@ -141,6 +146,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
       .bucket_mb(c.bucket_mb)
       .overlap_grad_reduce(c.overlap_grad_reduce)
       .clip_grad_norm(c.clip_grad_norm)
+      .precision(c.precision)
       .zero(c.zero)
       .rank_env(env);
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
@@ -169,7 +175,9 @@ void check_setup(const TrainConfig& c) {
   schedule::add_reductions(lowered, schedule::ReductionOptions{}
                                         .set_dp(c.dp)
                                         .set_overlap_grad_reduce(c.overlap_grad_reduce)
-                                        .set_clip(c.clip_grad_norm > 0));
+                                        .set_clip(c.clip_grad_norm > 0 || c.precision == "fp16"));
+  runtime::check_precision_supported(runtime::parse_precision(c.precision),
+                                     torch::Device(c.device));
   check_parameter_memory(c);
   check_output_paths(c);
   BATON_CHECK(c.device != "cuda" || torch::cuda::is_available(),
@@ -253,12 +261,13 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     // The clip's norm is the same on every rank (one all-reduce), so every
     // rank skips the same steps.
     const runtime::StepResult& done = pipeline.last_step();
-    const bool skipped = c.clip_grad_norm > 0 && !std::isfinite(done.grad_norm);
+    const bool skipped = done.skip_update;
     if (skipped && leader) {
       std::fprintf(stderr,
-                   "baton train: warning: step %lld: the gradients' norm is %g; the update is "
-                   "skipped\n",
-                   static_cast<long long>(step + 1), done.grad_norm);
+                   "baton train: warning: step %lld: the gradients' norm is %g%s; the update "
+                   "is skipped\n",
+                   static_cast<long long>(step + 1), done.grad_norm,
+                   c.precision == "fp16" ? " (an fp16 overflow: the loss scale halves)" : "");
     }
     if (!updates_inside && !skipped) optimizer->step();
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -268,6 +277,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     if (c.dp > 1) extras.reduction_wait_ms = done.reduction_wait_ms;
     extras.grad_norm = done.grad_norm;
     extras.skipped = skipped;
+    if (c.precision == "fp16") extras.loss_scale = done.loss_scale;
     progress.step_done(step, loss, step_s, extras);
     save_if_due(c, pipeline, *optimizer, step + 1, total, saving);
   }

@@ -24,9 +24,10 @@ for optimizer in adam sgd; do
     > "$tmp/$optimizer.out" 2>&1 || fail "$optimizer run: $(tail -3 "$tmp/$optimizer.out")"
   load "$tmp/$optimizer"
 done
-# The GPT's layers (attention, embeddings) too.
+# The GPT's layers (attention, embeddings) too, tied and trained in bf16 (fp32 masters saved).
 timeout 300 "$baton" train --model gpt --layers 2 --hidden 32 --heads 2 --context 16 --pp 2 --nproc 2 \
-  --microbatches 2 --batch 4 --steps 1 --threads 1 --save "$tmp/gpt" > "$tmp/gpt.out" 2>&1 \
+  --microbatches 2 --batch 4 --steps 1 --threads 1 --tie-embeddings --precision bf16 \
+  --save "$tmp/gpt" > "$tmp/gpt.out" 2>&1 \
   || fail "gpt run: $(tail -3 "$tmp/gpt.out")"
 load "$tmp/gpt"
 # Split over tp ranks and with the optimizer state sharded over dp replicas: the files of whole layers.

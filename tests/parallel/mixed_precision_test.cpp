@@ -88,8 +88,9 @@ RankRun pipelined(PipelineOptions options, comm::Communicator* comm) {
 
 std::vector<RankRun> on_ranks(const PipelineOptions& options, int world) {
   std::vector<RankRun> runs(world);
-  comm::run_local_group(world, kTimeout,
-                        [&](comm::Communicator& comm) { runs[comm.rank()] = pipelined(options, &comm); });
+  comm::run_local_group(world, kTimeout, [&](comm::Communicator& comm) {
+    runs[comm.rank()] = pipelined(options, &comm);
+  });
   return runs;
 }
 

@@ -325,6 +325,9 @@ Action add_train(CLI::App& app) {
        "With --dp: start each gradient bucket's all-reduce right after its last backward, "
        "overlapping the rest (default on); off, every bucket waits for the step's last backward "
        "(Megatron's --overlap-grad-reduce off)");
+  flag(cmd, *f, "--precision", &train::TrainConfig::precision,
+       "Compute dtype of the layers: fp32 | bf16 | fp16 (autocast over fp32 master weights; "
+       "fp16 with dynamic loss scaling)");
   flag(cmd, *f, "--clip-grad-norm", &train::TrainConfig::clip_grad_norm,
        "Clip the gradients to this global L2 norm before each update (over the whole model, "
        "as torch.nn.utils.clip_grad_norm_; a step whose norm is not finite is skipped)")
@@ -395,7 +398,7 @@ Action add_train(CLI::App& app) {
       ->check(kRestarts);
   flag(cmd, *f, "--allow-resume-change", &train::TrainConfig::allow_resume_change,
        "With --resume: what may differ from the checkpoint's run, a comma-separated subset of "
-       "batch, seed, lr-schedule, clip-grad-norm (otherwise a change is refused)");
+       "batch, seed, lr-schedule, clip-grad-norm, precision (otherwise a change is refused)");
   flag(cmd, *f, "--keep-last", &train::TrainConfig::keep_last,
        "Saves kept in --save's folder, newest first (default 2); older ones baton wrote there "
        "are removed after each save, never the one --resume read")
