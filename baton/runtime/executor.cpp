@@ -1,5 +1,8 @@
 #include "baton/runtime/executor.h"
 
+#include <c10/util/Exception.h>
+#include <torch/version.h>
+
 #include <torch/autograd.h>
 
 #include <algorithm>
@@ -175,7 +178,19 @@ void Executor::interpret(Step& step) {
   for (size_t i = 0; i < actions.size(); ++i) {
     if (skipped(step, i)) continue;
     if (trains) carries_->before(step, actions[i], i);
-    run_action(step, i);
+    try {
+      run_action(step, i);
+    } catch (const c10::Error& e) {
+      if (options_.precision == Precision::Fp32 || !schedule::is_compute(actions[i].kind)) throw;
+      // A layer without a kernel for the compute dtype: one line, not a backtrace.
+      const std::string what = e.what_without_backtrace();
+      throw Error(baton::detail::concat(
+          "[runtime] ", describe(actions[i], -1), " in ", to_string(options_.precision),
+          " failed under LibTorch ", TORCH_VERSION, ": ", what.substr(0, what.find('\n')),
+          " (an op of the stage has no ", to_string(options_.precision),
+          " kernel for these inputs here; baton computes LayerNorm and the loss in fp32: do the "
+          "same in that layer, or use fp32)"));
+    }
     if (trains) carries_->after(step, actions[i]);
     if (trains && i == last_loss_forward_ && !step.drain_only) send_loss(step);
   }

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,36 @@ TEST(MixedPrecision, Fp16ScalesTheLossOrIsRefusedWhereTheCpuCannot) {
     EXPECT_NE(std::string(e.what()).find("fp16 on the CPU needs LibTorch 2.4 or later"),
               std::string::npos)
         << e.what();
+  }
+#endif
+}
+
+// A user's LayerNorm on the bf16 output of a Linear: LibTorch 1.13's CPU
+// kernel refuses the mix, and the executor says so in one line naming the
+// action and the version; LibTorch 2.x autocasts it and trains.
+TEST(MixedPrecision, AnOpWithoutALowPrecisionKernelIsOneLineNamingTheActionAndVersion) {
+  torch::manual_seed(0);
+  torch::nn::Sequential model(torch::nn::Linear(8, 16),
+                              torch::nn::LayerNorm(torch::nn::LayerNormOptions({16})),
+                              torch::nn::Linear(16, 4));
+  const runtime::LossFn loss = [](const torch::Tensor& out, const torch::Tensor& y) {
+    return torch::nn::functional::cross_entropy(out, y);
+  };
+  Pipeline pipe(model, loss, PipelineOptions().microbatches(2).precision("bf16"));
+  const torch::Tensor x = torch::randn({8, 8});
+  const torch::Tensor y = torch::randint(0, 4, {8}, torch::kLong);
+#if TORCH_VERSION_MAJOR >= 2
+  EXPECT_TRUE(std::isfinite(pipe.step(x, y)));
+#else
+  try {
+    pipe.step(x, y);
+    FAIL() << "a bf16 LayerNorm on LibTorch 1.13's CPU ran";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_NE(what.find("[runtime] stage 0 micro-batch 0 F in bf16 failed under LibTorch 1.13"),
+              std::string::npos)
+        << what;
   }
 #endif
 }
