@@ -52,7 +52,10 @@ std::map<std::string, nn::TensorSplit> tensor_splits(const runtime::Executor& ex
   return out;
 }
 
-// The manifest's "model": what a checkpoint must agree on to load.
+// The manifest's "model": what a checkpoint must agree on to load (its name,
+// layer count and ties), and the layers' own names (a Sequential's child
+// names, the zoo's "block0"...), which tools/checkpoint_state_dict.py puts
+// in front of each layer's keys.
 nlohmann::json model_json(const nn::ModelSpec& model) {
   nlohmann::json tied = nlohmann::json::array();
   for (const auto& group : model.tied) {
@@ -61,7 +64,10 @@ nlohmann::json model_json(const nn::ModelSpec& model) {
       copies.push_back({{"layer", copy.layer}, {"name", copy.name}});
     tied.push_back(copies);
   }
-  return {{"name", model.name}, {"layers", model.num_layers()}, {"tied", tied}};
+  nlohmann::json names = nlohmann::json::array();
+  for (const nn::LayerSpec& layer : model.layers) names.push_back(layer.name);
+  return {
+      {"name", model.name}, {"layers", model.num_layers()}, {"tied", tied}, {"layer_names", names}};
 }
 
 std::string split_key(int layer, const std::string& name) {
