@@ -279,6 +279,12 @@ int run(TrainFlags& f) {
   for (int restart = 1; restart <= config.max_restarts; ++restart) {
     if (rc == 0 || rc == 2 || outcome.interrupted || outcome.failed_rank < 0) break;
     const int64_t step = train::newest_checkpoint_step(config.save);
+    if (config.steps > 0 && step >= config.steps) {
+      // Training had ended (the last save is the last step): nothing to resume.
+      std::cerr << "[launch] " << outcome.cause << "; not restarting: the newest checkpoint in "
+                << config.save << " is the last step (" << step << ")" << std::endl;
+      break;
+    }
     std::cerr << "[launch] " << outcome.cause << ": restart " << restart << " of "
               << config.max_restarts << ", every rank "
               << (step >= 0 ? detail::concat("resumes from step ", step, " of ", config.save)
