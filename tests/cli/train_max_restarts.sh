@@ -25,7 +25,7 @@ start=$(date +%s%N)
 launcher=$!
 pids+=($launcher)
 for target in 12 27 42; do
-  for _ in $(seq 1 3000); do
+  for _ in $(seq 1 12000); do
     [ "$(last_step "$tmp/m.jsonl")" -ge $target ] && break
     kill -0 $launcher 2>/dev/null || fail "the run ended before step $target: $(cat "$tmp/err")"
     sleep 0.01
@@ -34,7 +34,7 @@ for target in 12 27 42; do
   [ -n "$victim" ] || fail "no rank to kill at step $target"
   kill -9 "$victim"
   # Wait for the restart line before the next kill.
-  for _ in $(seq 1 3000); do
+  for _ in $(seq 1 12000); do
     [ "$(grep -c '^\[launch\] .*: restart' "$tmp/err")" -ge $(( ${#killed[@]} + 1 )) ] && break
     sleep 0.01
   done
