@@ -317,7 +317,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   schedule::ReductionOptions reductions;
   reductions.set_dp(dp).set_overlap_grad_reduce(options.overlap_grad_reduce());
   // fp16's loss scale rides on the clip's norm: an overflow anywhere is a non-finite norm.
-  reductions.set_clip(options.clip_grad_norm() > 0 || precision == runtime::Precision::Fp16);
+  reductions.set_clip(schedules_clip_norm(options));
   executor_options.precision = precision;
   if (options.clip_grad_norm() > 0) executor_options.clip_grad_norm = options.clip_grad_norm();
   if (dp > 1) {

@@ -132,4 +132,10 @@ struct PipelineOptions {
   TORCH_ARG(std::optional<comm::RankEnv>, rank_env) = std::nullopt;
 };
 
+// Whether the schedule ends every rank with a CLIP_NORM: with clipping, and
+// with fp16, whose loss scale reads the norm for overflows.
+inline bool schedules_clip_norm(const PipelineOptions& options) {
+  return options.clip_grad_norm() > 0 || options.precision() == "fp16";
+}
+
 }  // namespace baton

@@ -172,10 +172,12 @@ void check_setup(const TrainConfig& c) {
   // The reductions as the ranks add them, so that a file the ranks would
   // refuse is refused here (their bucket counts and tied stages follow the
   // built model; the executor checks a file's buckets against it).
-  schedule::add_reductions(lowered, schedule::ReductionOptions{}
-                                        .set_dp(c.dp)
-                                        .set_overlap_grad_reduce(c.overlap_grad_reduce)
-                                        .set_clip(c.clip_grad_norm > 0 || c.precision == "fp16"));
+  schedule::add_reductions(
+      lowered, schedule::ReductionOptions{}
+                   .set_dp(c.dp)
+                   .set_overlap_grad_reduce(c.overlap_grad_reduce)
+                   .set_clip(schedules_clip_norm(
+                       PipelineOptions().clip_grad_norm(c.clip_grad_norm).precision(c.precision))));
   runtime::check_precision_supported(runtime::parse_precision(c.precision),
                                      torch::Device(c.device));
   check_parameter_memory(c);

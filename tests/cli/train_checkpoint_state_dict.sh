@@ -5,11 +5,7 @@
 # each tensor equal to its layer file's; in Debian's torch 1.13 and the PyPI
 # torch 2.x, from a dp x pp ZeRO-1 run. Skipped (77) when no Python has torch.
 source "$(dirname "$0")/lib/common.sh"
-pythons=()
-for p in /usr/bin/python3 "$(command -v python3)"; do
-  [ -x "$p" ] && "$p" -c 'import torch' 2>/dev/null && pythons+=("$p")
-done
-[ ${#pythons[@]} -gt 0 ] || { echo "skipped: no Python here can import torch"; exit 77; }
+torch_pythons
 tool="$(dirname "$0")/../../tools/checkpoint_state_dict.py"
 
 timeout 300 "$baton" train --model mlp --layers 4 --hidden 16 --in-features 8 --classes 3 --dp 2 --pp 2 \

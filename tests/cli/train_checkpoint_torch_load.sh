@@ -6,11 +6,7 @@
 # weights_only=True (PyTorch 2.6+) and refuses TorchScript's type tags.
 # Skipped (77) when neither Python can import torch.
 source "$(dirname "$0")/lib/common.sh"
-pythons=()
-for p in /usr/bin/python3 "$(command -v python3)"; do
-  [ -x "$p" ] && "$p" -c 'import torch' 2>/dev/null && pythons+=("$p")
-done
-[ ${#pythons[@]} -gt 0 ] || { echo "skipped: no Python here can import torch"; exit 77; }
+torch_pythons
 load() {  # load <dir>: every Python's torch.load of every file
   for p in "${pythons[@]}"; do
     "$p" "$(dirname "$0")/lib/load_checkpoint.py" "$1" > "$tmp/load.out" 2>&1 \

@@ -61,7 +61,8 @@ PY
 echo "undisturbed run ${ref_ms} ms, with 3 restarts ${elapsed_ms} ms (load $(cut -d" " -f1 /proc/loadavg))"
 
 # Bad input: one line, exit 2.
-expect_bad_input "--max-restarts: must be a whole number of at least 0, got \"-1\"" "${T[@]}" --max-restarts -1
+expect_bad_input "--max-restarts: must be an integer in [0, 2147483647], got -1" "${T[@]}" --max-restarts -1
+expect_bad_input "--max-restarts: must be a whole number of at least 0, got \"two\"" "${T[@]}" --max-restarts two
 expect_bad_input "--max-restarts 2 needs --save DIR" "${T[@]}" --max-restarts 2
 expect_bad_input "--resume auto resumes from the newest checkpoint in --save" "${T[@]}" --resume auto
 expect_bad_input "--max-restarts restarts the ranks that --nproc starts" \

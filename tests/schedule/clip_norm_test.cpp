@@ -14,24 +14,15 @@
 #include "baton/schedule/runnable.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/validate.h"
+#include "tests/schedule/error_of.h"
 
 namespace baton::schedule {
 namespace {
 
+using test::error_of;
+using test::validate_error;
+
 using ::testing::HasSubstr;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-std::string validate_error(const std::string& text) {
-  return error_of([&] { validate(parse_schedule(text)); });
-}
 
 Schedule lowered(const std::string& name, int p, int m) {
   return lower(generate(name, GeneratorOptions().set_ranks(p).set_microbatches(m)));

@@ -19,25 +19,16 @@
 #include "baton/schedule/lower.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/validate.h"
+#include "tests/schedule/error_of.h"
 
 namespace baton::schedule {
 namespace {
 
+using test::error_of;
+using test::validate_error;
+
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-std::string validate_error(const std::string& text) {
-  return error_of([&] { validate(parse_schedule(text)); });
-}
 
 TEST(GradientBuckets, PacksInReverseLayerOrderAndGivesALargeParameterItsOwnBucket) {
   // Reversed: 20, 5 | 5 | 30 (larger than a bucket) | 10.

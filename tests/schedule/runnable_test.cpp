@@ -21,21 +21,15 @@
 #include "baton/schedule/lower.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/tied_reduction.h"
+#include "tests/schedule/error_of.h"
 
 namespace baton::schedule {
 namespace {
 
+using test::error_of;
+
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 GeneratorOptions shape(int p, int m) {
   return GeneratorOptions{}.set_ranks(p).set_microbatches(m);

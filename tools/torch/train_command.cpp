@@ -74,34 +74,28 @@ const CLI::Validator kUint64(
     },
     "UINT64");
 
-// A count of at least 1 that fits an int. CLI11's Range calls a word "not in
-// range"; this names what is wrong with it.
-const CLI::Validator kCount(
-    [](std::string& text) -> std::string {
-      char* end = nullptr;
-      errno = 0;
-      const long long value = std::strtoll(text.c_str(), &end, 10);
-      const bool integer = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
-      if (!integer) return "must be a whole number of at least 1, got \"" + text + "\"";
-      if (value < 1 || value > std::numeric_limits<int>::max()) {
-        return "must be an integer in [1, " + std::to_string(std::numeric_limits<int>::max()) +
-               "], got " + text;
-      }
-      return "";
-    },
-    "COUNT");
-
-// A count of at least 0 that fits an int.
-const CLI::Validator kRestarts(
-    [](std::string& text) -> std::string {
-      char* end = nullptr;
-      errno = 0;
-      const long long value = std::strtoll(text.c_str(), &end, 10);
-      const bool integer = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
-      if (integer && value >= 0 && value <= std::numeric_limits<int>::max()) return "";
-      return "must be a whole number of at least 0, got \"" + text + "\"";
-    },
-    "COUNT");
+// A count of at least `minimum` that fits an int. CLI11's Range calls a word
+// "not in range"; this names what is wrong with it.
+CLI::Validator count_at_least(int minimum) {
+  return CLI::Validator(
+      [minimum](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long value = std::strtoll(text.c_str(), &end, 10);
+        const bool integer = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+        if (!integer) {
+          return "must be a whole number of at least " + std::to_string(minimum) + ", got \"" +
+                 text + "\"";
+        }
+        if (value < minimum || value > std::numeric_limits<int>::max()) {
+          return "must be an integer in [" + std::to_string(minimum) + ", " +
+                 std::to_string(std::numeric_limits<int>::max()) + "], got " + text;
+        }
+        return "";
+      },
+      "COUNT");
+}
+const CLI::Validator kCount = count_at_least(1);
 
 // A finite number above 0 (CLI11 would read "inf" and "nan").
 const CLI::Validator kPositiveNorm(
@@ -401,7 +395,7 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--max-restarts", &train::TrainConfig::max_restarts,
        "With --nproc and --save: when a rank dies, stop every rank and start them all again "
        "from --save's newest checkpoint, up to this many times (default 0)")
-      ->check(kRestarts);
+      ->check(count_at_least(0));
   flag(cmd, *f, "--allow-resume-change", &train::TrainConfig::allow_resume_change,
        "With --resume: what may differ from the checkpoint's run, a comma-separated subset of "
        "batch, seed, lr-schedule, clip-grad-norm, precision (otherwise a change is refused)");

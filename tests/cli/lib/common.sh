@@ -11,6 +11,18 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
+# torch_pythons: sets `pythons` to the Pythons here that import torch, Debian's
+# (/usr/bin/python3, torch 1.13) and the one on the PATH (the PyPI wheel), and
+# skips the test (77) when there is none.
+torch_pythons() {
+  local p
+  pythons=()
+  for p in /usr/bin/python3 "$(command -v python3)"; do
+    [ -x "$p" ] && "$p" -c 'import torch' 2>/dev/null && pythons+=("$p")
+  done
+  [ ${#pythons[@]} -gt 0 ] || { echo "skipped: no Python here can import torch"; exit 77; }
+}
+
 # fresh <file>...: empties the files now, in this shell. A background job's own
 # `> file` runs later, in its subshell, so a poll right after the launch could
 # still read the previous run's output (cli.train_error_line_whole failed so in CI).
