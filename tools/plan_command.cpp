@@ -13,7 +13,9 @@
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
 #include "baton/plan/plot.h"
+#include "baton/plan/schedules.h"
 #include "baton/plan/search.h"
+#include "baton/plan/train_config.h"
 #include "tools/cli.h"
 #include "tools/output_paths.h"
 
@@ -27,7 +29,17 @@ struct PlanFlags {
   bool json = false;
   std::string svg;
   std::string profile;
+  std::string schedules;
+  std::string recompute = "auto";
+  std::string zero = "auto";
+  std::string emit_config;
 };
+
+plan::Choice choice_of(const std::string& value) {
+  return value == "auto"                    ? plan::Choice::kAuto
+         : value == "never" || value == "0" ? plan::Choice::kNever
+                                            : plan::Choice::kAlways;
+}
 
 // The model's name and size for headers: the flags', or the profile's.
 std::string model_title(const PlanFlags& f) {
@@ -74,12 +86,13 @@ void resolve_model(const CLI::App& cmd, PlanFlags& f) {
                          &f.request.shape.seq, &f.request.shape.vocab};
   for (int i = 0; i < 5; ++i)
     if (cmd.count(model_flags[i])) conflict(model_flags[i], std::to_string(*values[i]));
-  for (const char* flag : {"--peak-tflops", "--efficiency", "--efficiency-half-size"})
+  for (const char* flag :
+       {"--peak-tflops", "--efficiency", "--efficiency-half-size", "--tie-embeddings"})
     BATON_CHECK(cmd.count(flag) == 0, "[plan] ", flag, " has no use with --profile ", f.profile,
                 ": the layer times are measured; drop ", flag);
 }
 
-nlohmann::json to_json(const plan::Plan& p) {
+nlohmann::json to_json(const plan::Plan& p, int layers) {
   const plan::Config& c = p.config;
   return {{"t", c.t},
           {"p", c.p},
@@ -90,10 +103,18 @@ nlohmann::json to_json(const plan::Plan& p) {
           {"virtual", c.virtual_stages},
           {"recompute", c.recompute},
           {"zero", c.zero1 ? 1 : 0},
+          {"stage_layers",
+           layers > 0 ? nlohmann::json(plan::stage_layers_of(layers, c)) : nlohmann::json(nullptr)},
           {"memory_gb", p.memory_bytes / 1e9},
           {"bubble_fraction", p.bubble_fraction},
           {"step_s", p.step_s},
-          {"tflops_per_gpu", p.tflops_per_gpu},
+          {"model_tflops_per_gpu", p.model_tflops_per_gpu},
+          {"mfu", p.mfu},
+          {"hardware_tflops_per_gpu", p.hardware_tflops_per_gpu},
+          {"hfu", p.hfu},
+          // An alias of the model figure (before issue 21 it counted the
+          // recomputed forward too, as hardware_tflops_per_gpu does).
+          {"tflops_per_gpu", p.model_tflops_per_gpu},
           {"sequences_per_s", p.sequences_per_s}};
 }
 
@@ -111,10 +132,11 @@ struct Column {
   bool left;         // left-aligned, after two spaces (not in min_width)
 };
 constexpr Column kColumns[] = {
-    {"t", 4, false},           {"p", 5, false},        {"d", 6, false},      {"b", 6, false},
-    {"m", 7, false},           {"schedule", 10, true}, {"v", 3, false},      {"recomp", 8, false},
-    {"zero", 6, false},        {"mem_GB", 8, false},   {"bubble", 8, false}, {"step_s", 10, false},
-    {"TFLOPs/GPU", 12, false}, {"seq/s", 8, false}};
+    {"t", 4, false},         {"p", 5, false},        {"d", 6, false},      {"b", 6, false},
+    {"m", 7, false},         {"schedule", 13, true}, {"v", 3, false},      {"recomp", 8, false},
+    {"zero", 6, false},      {"mem_GB", 8, false},   {"bubble", 8, false}, {"step_s", 10, false},
+    {"model_TF", 10, false}, {"MFU", 7, false},      {"hw_TF", 8, false},  {"HFU", 7, false},
+    {"seq/s", 8, false}};
 constexpr size_t kColumnCount = sizeof kColumns / sizeof kColumns[0];
 
 std::array<std::string, kColumnCount> table_row(const plan::Plan& p) {
@@ -131,7 +153,10 @@ std::array<std::string, kColumnCount> table_row(const plan::Plan& p) {
           fixed(p.memory_bytes / 1e9, 1),
           fixed(p.bubble_fraction, 3),
           fixed(p.step_s, 3),
-          fixed(p.tflops_per_gpu, 1),
+          fixed(p.model_tflops_per_gpu, 1),
+          fixed(p.mfu, 3),
+          fixed(p.hardware_tflops_per_gpu, 1),
+          fixed(p.hfu, 3),
           fixed(p.sequences_per_s, 1)};
 }
 
@@ -167,8 +192,8 @@ void print_table(const plan::PlanResult& r, const PlanFlags& f) {
   }
   print_row(header, widths);
   for (const auto& row : rows) print_row(row, widths);
-  std::cout << r.plans.size() << " feasible plans simulated of " << r.candidates
-            << " candidates; rejected:";
+  std::cout << r.plans.size() << " feasible plans of " << r.simulated << " simulated of "
+            << r.candidates << " candidates; rejected:";
   for (const auto& [reason, n] : r.rejected) std::cout << " " << reason << "=" << n;
   std::cout << "\n";
 }
@@ -176,12 +201,40 @@ void print_table(const plan::PlanResult& r, const PlanFlags& f) {
 int run(const CLI::App& cmd, PlanFlags& f) {
   check_given_once(cmd);
   resolve_model(cmd, f);
+  if (cmd.count("--schedules")) f.request.schedules = plan::parse_schedule_list(f.schedules);
+  f.request.recompute = choice_of(f.recompute);
+  f.request.zero = choice_of(f.zero);
+  f.request.top = f.top;
+  BATON_CHECK(!f.request.profile || f.request.recompute != plan::Choice::kAlways,
+              "[plan] --recompute always has no use with --profile ", f.profile,
+              ": the profile has no recomputation costs");
+  BATON_CHECK(f.emit_config.empty() || !f.request.profile,
+              "[plan] --emit-config needs the gpt "
+              "model's flags, not --profile ",
+              f.profile, " (its model is not a gpt's shape)");
   check_stdout_open("[plan]");
   std::vector<NamedPath> outputs;
   if (!f.svg.empty() || cmd.count("--svg")) outputs.push_back({"--svg", f.svg});
+  if (!f.emit_config.empty() || cmd.count("--emit-config"))
+    outputs.push_back({"--emit-config", f.emit_config});
   check_output_paths("[plan]", outputs, {{"--profile", f.profile}});
   const plan::PlanResult result = plan::plan(f.request);
   for (const NamedPath& out : outputs) {
+    if (out.flag == "--emit-config") {
+      const plan::Plan& best = result.plans.front();
+      write_output(
+          "[plan]", out,
+          plan::train_config_toml(
+              f.request, best,
+              "baton plan: " + model_title(f) + " on " + std::to_string(f.request.cluster.gpus) +
+                  " GPUs, batch " + std::to_string(f.request.batch) +
+                  "\nthe best plan: " + plan::describe(best.config) + ", step " +
+                  fixed(best.step_s, 4) + " s, " + fixed(best.memory_bytes / 1e9, 2) +
+                  " GB per GPU\n" + "run: baton train --config FILE --nproc " +
+                  std::to_string(f.request.cluster.gpus) +
+                  " --steps N (docs/planner.md#from-plan-to-run)"));
+      continue;
+    }
     write_output("[plan]", out,
                  plan::plot_svg(result, f.request.cluster.memory_gb,
                                 "baton plan: " + model_title(f) + " on " +
@@ -189,9 +242,12 @@ int run(const CLI::App& cmd, PlanFlags& f) {
   }
   if (f.json) {
     nlohmann::json plans = nlohmann::json::array();
-    for (const plan::Plan& p : result.plans) plans.push_back(to_json(p));
-    nlohmann::json out = {
-        {"plans", plans}, {"rejected", result.rejected}, {"candidates", result.candidates}};
+    const int layers = f.request.profile ? 0 : f.request.shape.layers;
+    for (const plan::Plan& p : result.plans) plans.push_back(to_json(p, layers));
+    nlohmann::json out = {{"plans", plans},
+                          {"rejected", result.rejected},
+                          {"candidates", result.candidates},
+                          {"simulated", result.simulated}};
     std::cout << out.dump() << "\n";
   } else {
     print_table(result, f);
@@ -259,14 +315,39 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--microbatch", q.microbatch,
                   "Search only this micro-batch size b (b must divide B / d)")
       ->check(count);
-  cmd->add_option("--simulate-limit", q.simulate_limit,
-                  "Simulate at most this many candidates (the analytically fastest)")
+  cmd->add_option("--tp", q.tp, "Search only this tensor-parallel size t")->check(count);
+  cmd->add_option("--pp", q.pp, "Search only this pipeline-parallel size p")->check(count);
+  cmd->add_option("--dp", q.dp, "Search only this data-parallel size d")->check(count);
+  std::string searched;
+  for (const std::string& name : plan::searched_schedule_names())
+    searched += (searched.empty() ? "" : ",") + name;
+  cmd->add_option("--schedules", f->schedules,
+                  "Comma-separated schedules to search (default: " + searched + ")");
+  cmd->add_option("--recompute", f->recompute,
+                  "Activation recomputation: never, always, or auto (both searched)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+      ->check(CLI::IsMember({"never", "always", "auto"}));
+  cmd->add_option("--zero", f->zero, "ZeRO-1: 0, 1 (needs d > 1), or auto (both searched)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"0", "1", "auto"}));
+  cmd->add_option("--max-memory-fraction", q.max_memory_fraction,
+                  "Fraction of --gpu-memory-gb a plan may use, in (0, 1]")
+      ->capture_default_str()
+      ->check(kPositive)
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--tie-embeddings", q.shape.tie_embeddings,
+                "The LM head is the token embedding (a copy on the last stage, its gradient "
+                "exchanged once per step), as baton train --tie-embeddings");
+  cmd->add_option("--simulate-limit", q.simulate_limit,
+                  "Simulate at most this many configurations (past it the ranking is not exact)")
+      ->capture_default_str()
+      ->check(CLI::Range(1L, 1L << 30));
   cmd->add_option("--top", f->top, "Rows of the table")->capture_default_str()->check(count);
   cmd->add_flag("--json", f->json,
                 "Print {\"plans\": [...], \"rejected\": {...}} instead of a table");
   cmd->add_option("--svg", f->svg, "Write throughput against memory per GPU as an SVG");
+  cmd->add_option("--emit-config", f->emit_config,
+                  "Write the best plan as a baton train TOML config (docs/planner.md)");
   return [f, cmd] {
     try {
       return run(*cmd, *f);

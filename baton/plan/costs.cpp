@@ -1,8 +1,11 @@
 #include "baton/plan/costs.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "baton/core/error.h"
+#include "baton/plan/schedules.h"
+#include "baton/schedule/generator.h"
 
 namespace baton::plan {
 
@@ -24,10 +27,70 @@ int stages_of(const Config& c) {
   return c.p * c.virtual_stages;
 }
 
+bool v_map(const Config& c) {
+  const SearchedSchedule* s = find_searched_schedule(c.schedule);
+  return s && s->map == schedule::StageMap::V;
+}
+
+// Tied, the head is the embedding itself when the last stage is on rank 0.
+bool head_is_embedding(const ModelShape& shape, const Config& c) {
+  return shape.tie_embeddings && (c.p == 1 || v_map(c));
+}
+
 }  // namespace
 
+std::vector<int> stage_layers_of(int layers, const Config& c) {
+  const int stages = stages_of(c);
+  if (!c.stage_layers.empty()) {
+    BATON_ASSERT(static_cast<int>(c.stage_layers.size()) == stages, c.stage_layers.size(),
+                 " stage layer counts for ", stages, " stages");
+    return c.stage_layers;
+  }
+  BATON_ASSERT(layers % stages == 0, "layers ", layers, " not split into ", stages);
+  return std::vector<int>(stages, layers / stages);
+}
+
+std::vector<int> balanced_stage_layers(int layers, int stages, double last_extra) {
+  BATON_ASSERT(stages >= 1 && stages <= layers && last_extra >= 0, "balance ", layers,
+               " layers over ", stages, " stages");
+  auto capacity = [&](int s, double time) {
+    const double extra = s == stages - 1 ? last_extra : 0;
+    return std::max(0, static_cast<int>(std::floor(time - extra + 1e-9)));
+  };
+  auto total = [&](double time) {
+    long sum = 0;
+    for (int s = 0; s < stages; ++s) sum += capacity(s, time);
+    return sum;
+  };
+  // The slowest stage's time: j blocks, or the last stage's blocks and the
+  // logits (j + the fraction of last_extra); feasibility grows with it.
+  const double fraction = last_extra - std::floor(last_extra);
+  double time = 0;
+  for (int j = layers / stages;; ++j) {
+    if (total(j) >= layers) {
+      time = j;
+      break;
+    }
+    if (fraction > 0 && total(j + fraction) >= layers) {
+      time = j + fraction;
+      break;
+    }
+  }
+  std::vector<int> out(stages);
+  long spare = -layers;
+  for (int s = 0; s < stages; ++s) spare += out[s] = capacity(s, time);
+  // Give the spare blocks back from the ends inwards, one per stage a round.
+  while (spare > 0) {
+    for (int k = 0; k < stages && spare > 0; ++k) {
+      const int s = k % 2 == 0 ? k / 2 : stages - 1 - k / 2;
+      if (out[s] > 0) --out[s], --spare;
+    }
+  }
+  return out;
+}
+
 std::vector<int> stages_of_rank(const Config& c, int r) {
-  if (c.schedule == "zb-v") return {r, 2 * c.p - 1 - r};
+  if (v_map(c)) return {r, 2 * c.p - 1 - r};
   std::vector<int> out;
   for (int s = r; s < stages_of(c); s += c.p) out.push_back(s);
   return out;
@@ -55,8 +118,7 @@ bool pipeline_in_node(const Cluster& cluster, const Config& c) {
 
 sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, const Config& c) {
   const int stages = stages_of(c);
-  BATON_ASSERT(shape.layers % stages == 0, "layers ", shape.layers, " not split into ", stages);
-  const double n = shape.layers / stages;
+  const std::vector<int> blocks = stage_layers_of(shape.layers, c);
   const double flops_per_s =
       cluster.peak_tflops * 1e12 * gemm_efficiency(cluster, shape, c.microbatch, c.t);
   const double layer = layer_forward_flops(shape, c.microbatch) / c.t / flops_per_s;
@@ -75,6 +137,7 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
   model.tp_link = sim::Link{tp.latency_us * 1e-6, bytes_per_second(tp.gbps)};
   model.scatter_gather = true;
   for (int s = 0; s < stages; ++s) {
+    const double n = blocks[s];
     sim::StageCost cost;
     cost.forward = n * (layer + 2 * tp_allreduce);
     cost.input_backward = n * (layer + 2 * tp_allreduce) * (c.recompute ? 2 : 1);
@@ -90,7 +153,8 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
       cost.weight_backward += logits;
       // fp32 logits for the cross entropy (Korthikanti section 4.3: 4 s b V / t).
       cost.activation_bytes += 4.0 * shape.seq * c.microbatch * shape.vocab / c.t;
-      if (stages > 1) cost.parameter_bytes += double(shape.vocab) * shape.hidden / c.t * state;
+      if (!head_is_embedding(shape, c))
+        cost.parameter_bytes += head_parameters(shape) / c.t * state;
     }
     model.stages.push_back(cost);
   }
@@ -98,12 +162,21 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
 }
 
 double dp_allreduce_seconds(const ModelShape& shape, const Cluster& cluster, const Config& c) {
+  const std::vector<int> blocks = stage_layers_of(shape.layers, c);
+  const int last = stages_of(c) - 1;
   double params = 0;
   for (int s : stages_of_rank(c, 0)) {
-    params += shape.layers / stages_of(c) * layer_parameters(shape) / c.t;
+    params += blocks[s] * layer_parameters(shape) / c.t;
     if (s == 0) params += embedding_parameters(shape) / c.t;
+    if (s == last && !head_is_embedding(shape, c)) params += head_parameters(shape) / c.t;
   }
   return gradient_allreduce_seconds(2.0 * params, cluster, c);
+}
+
+double tied_exchange_seconds(const ModelShape& shape, const Cluster& cluster, const Config& c) {
+  if (!shape.tie_embeddings || c.p == 1 || v_map(c)) return 0;
+  const Link pp = link(cluster, pipeline_in_node(cluster, c));
+  return allreduce_seconds(2.0 * head_parameters(shape) / c.t, 2, pp.gbps, pp.latency_us);
 }
 
 double gradient_allreduce_seconds(double bytes, const Cluster& cluster, const Config& c) {
@@ -130,52 +203,58 @@ double working_bytes(const ModelShape& shape, const Config& c) {
 int analytic_peak_chunks(const Config& c) {
   const int p = c.p, m = c.microbatches, v = c.virtual_stages;
   if (c.schedule == "gpipe") return m;
-  if (c.schedule == "zb-v") return std::min(2 * p, 2 * m);
   if (c.schedule == "interleaved") {
     const int total = m * v;
     if (m == p) return total;
     const int g = m / std::max(1, m / p);
     return std::min(total, (p - 1) * 2 + (v - 1) * g + 1);
   }
-  return std::min(p, m);  // 1f1b, zb-h1
+  if (c.schedule == "zb-v" || c.schedule == "dualpipev") return std::min(2 * p, 2 * m);
+  if (c.schedule == "v-half") return std::min(schedule::v_half_peak_chunks(p), 2 * m);
+  if (c.schedule == "v-min") return std::min(schedule::v_min_peak_chunks(p), 2 * m);
+  return std::min(p, m);  // 1f1b, zb-h1, zb-h2
 }
 
 Estimate estimate(const ModelShape& shape, const Cluster& cluster, const Config& c) {
   const sim::CostModel costs = stage_costs(shape, cluster, c);
-  return estimate(costs, c, dp_exposed_seconds(shape, cluster, c, costs), working_bytes(shape, c));
+  return estimate(
+      costs, c,
+      dp_exposed_seconds(shape, cluster, c, costs) + tied_exchange_seconds(shape, cluster, c),
+      working_bytes(shape, c));
 }
 
-Estimate estimate(const sim::CostModel& costs, const Config& c, double dp_exposed_s,
+Estimate estimate(const sim::CostModel& costs, const Config& c, double added_s,
                   double working_bytes) {
-  double f = 0, i = 0, w = 0;
-  for (int r = 0; r < c.p; ++r) {
-    double fr = 0, ir = 0, wr = 0;
-    for (int s : stages_of_rank(c, r)) {
-      fr += costs.stages[s].forward;
-      ir += costs.stages[s].input_backward;
-      wr += costs.stages[s].weight_backward;
-    }
-    if (fr + ir + wr > f + i + w) f = fr, i = ir, w = wr;
+  const SearchedSchedule* traits = find_searched_schedule(c.schedule);
+  const bool split = traits && traits->splits_backward;
+  const double m = c.microbatches;
+  // head[s]: forwards (and transfers) from stage 0 to stage s; tail: the input backwards.
+  std::vector<double> head(costs.stages.size() + 1, 0), tail(costs.stages.size() + 1, 0);
+  for (size_t s = 0; s < costs.stages.size(); ++s) {
+    const double comm = s + 1 < costs.stages.size() ? costs.comm_time(static_cast<int>(s)) : 0;
+    head[s + 1] = head[s] + costs.stages[s].forward + comm;
+    tail[s + 1] = tail[s] + costs.stages[s].input_backward + comm;
   }
-  const double m = c.microbatches, p = c.p, all = f + i + w;
-  double step = 0;
-  if (c.schedule == "interleaved")
-    step = (m + (p - 1) / c.virtual_stages) * all;
-  else if (c.schedule == "zb-h1")
-    step = m * all + (p - 1) * std::max(0.0, f + i - w);
-  else if (c.schedule == "zb-v")
-    step = m * all + (p - 1) * std::max(0.0, f + i - 2 * w);
-  else
-    step = (m + p - 1) * all;
-  if (c.p > 1) step += 2 * (p - 1) * c.virtual_stages * costs.comm_time(0);
-  step += dp_exposed_s;
-
+  double step = 0, memory = 0;
+  for (int r = 0; r < c.p; ++r) {
+    double f = 0, i = 0, w = 0, params = 0, largest = 0, smallest = INFINITY;
+    int lowest = static_cast<int>(costs.stages.size());
+    for (int s : stages_of_rank(c, r)) {
+      const sim::StageCost& cost = costs.stages[s];
+      f += cost.forward, i += cost.input_backward, w += cost.weight_backward;
+      params += cost.parameter_bytes;
+      largest = std::max(largest, cost.activation_bytes);
+      smallest = std::min(smallest, cost.activation_bytes);
+      lowest = std::min(lowest, s);
+    }
+    step = std::max(step, m * (f + i + w));
+    if (c.p > 1) step = std::max(step, head[lowest] + tail[lowest] + m * (f + i + (split ? 0 : w)));
+    memory = std::max(memory, params + largest);
+    if (r == 0) memory = std::max(memory, params + analytic_peak_chunks(c) * smallest);
+  }
   Estimate e;
-  e.step_s = step;
-  double params = 0;
-  for (int s : stages_of_rank(c, 0)) params += costs.stages[s].parameter_bytes;
-  e.memory_bytes =
-      params + analytic_peak_chunks(c) * costs.stages[0].activation_bytes + working_bytes;
+  e.step_s = step + added_s;
+  e.memory_bytes = memory + working_bytes;
   return e;
 }
 

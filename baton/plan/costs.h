@@ -38,10 +38,26 @@ struct Config {
   int microbatch = 1;    // b, sequences
   int microbatches = 1;  // m = B / (d b)
   std::string schedule = "1f1b";
-  int virtual_stages = 1;  // v: stage chunks per rank (2 for interleaved v=2 and zb-v)
+  int virtual_stages = 1;  // v: stage chunks per rank (2 for the V schedules)
   bool recompute = false;
   bool zero1 = false;
+  // Transformer blocks of each of the p v stages; empty: l / (p v) each.
+  std::vector<int> stage_layers;
 };
+
+// The blocks of each stage: config.stage_layers, or the uniform cut.
+// REQUIRES: stage_layers empty and layers % (p v) == 0, or p v counts.
+std::vector<int> stage_layers_of(int layers, const Config& config);
+
+// Megatron-style uneven stages: the cut of `layers` equal blocks into
+// `stages` stages whose slowest stage is fastest, where the last stage also
+// runs the logits, `last_extra` blocks' worth of time. Of the cuts that
+// reach it, the one that gives the spare capacity back from the ends inwards
+// (first stage, last stage, second, second to last, ...), so the first and
+// last stages hold fewer blocks (Megatron's --decoder-first/last-pipeline-
+// num-layers). Equals the uniform cut when that is as fast.
+// REQUIRES: 1 <= stages <= layers, last_extra >= 0.
+std::vector<int> balanced_stage_layers(int layers, int stages, double last_extra);
 
 double gemm_efficiency(const Cluster& cluster, const ModelShape& shape, int microbatch, int t);
 
@@ -58,12 +74,12 @@ bool data_parallel_in_node(const Cluster& cluster, const Config& config);
 bool pipeline_in_node(const Cluster& cluster, const Config& config);
 
 // Per-stage costs of one data-parallel replica's pipeline, in seconds and
-// bytes, p v stages of l / (p v) layers: F, I, W of the layers (I adds the
-// recomputed forward), two tensor-parallel all-reduces per layer in F and two
-// in I (two more when recomputing), the logits on the last stage, the
-// embedding's parameters on the first and a copy on the last; boundary
-// activations of b s h in 2 bytes over the pipeline's link.
-// REQUIRES: layers % (p v) == 0.
+// bytes, p v stages of stage_layers_of() blocks: F, I, W of the blocks (I adds
+// the recomputed forward), two tensor-parallel all-reduces per block in F and
+// two in I (two more when recomputing), the logits on the last stage, the
+// embedding's parameters on the first and the LM head's on the last (none
+// when tied and on the first stage's rank); boundary activations of b s h in
+// 2 bytes over the pipeline's link.
 sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, const Config& config);
 
 // The data-parallel gradient all-reduce (fp16 gradients of the busiest rank's
@@ -81,25 +97,38 @@ double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const
 // layer's full activations while it is recomputed.
 double working_bytes(const ModelShape& shape, const Config& config);
 
-// Micro-batches' worth of stage chunks rank 0 holds at its peak, as the
-// papers give them (tests/sim checks the simulator against the same).
+// The tied embedding's exchange once per step: its fp16 gradient (V h / t x 2
+// bytes) summed between the first and the last stage's ranks over the
+// pipeline link, after the backward; 0 when untied or both stages share a rank.
+double tied_exchange_seconds(const ModelShape& shape, const Cluster& cluster, const Config& config);
+
+// Micro-batches' worth of stage chunks rank 0 holds at its peak, at least:
+// the papers' peak counts, never above what the simulator counts
+// (tests/plan/brute_force_test.cpp holds every searched schedule to that).
 int analytic_peak_chunks(const Config& config);
 
-// Stage chunks of rank r: the loop map (s % p == r) or zb-v's V (r, 2p-1-r).
+// Stage chunks of rank r on the schedule's map: loop (s % p == r) or V
+// (r and 2p - 1 - r).
 std::vector<int> stages_of_rank(const Config& config, int rank);
 
+// Lower bounds of what the simulator will find, so that pruning on them
+// never drops the true best (search.h).
 struct Estimate {
-  double step_s = 0;
-  double memory_bytes = 0;  // per GPU, on the busiest rank
+  double step_s = 0;        // at most the simulated step time + the same additions
+  double memory_bytes = 0;  // at most the simulated peak on the busiest rank
 };
-// Bubble formulas of the schedules (1f1b (m + p - 1)(F + I + W); interleaved
-// with (p - 1) / v; zb-h1 m (F + I + W) + (p - 1)(F + I - W); zb-v about
-// m (F + I + W) + (p - 1) max(0, F + I - 2W)) on the slowest rank's
-// per-micro-batch times, plus transfers and the exposed dp all-reduce; memory
-// from analytic_peak_chunks().
+// Step: the steady step is at least each rank's busy time m (F + I + W), and
+// at least head + tail + m (F + I) of each rank r (I with W for a full
+// backward): a step's first forward on r starts after rank 0 ends its
+// previous step and the forwards of the stages below r, and rank 0 ends only
+// after the input backwards of those stages follow r's last one. Plus the
+// exposed dp all-reduce and the tied exchange. Memory: the parameters and
+// analytic_peak_chunks() of rank 0's smallest chunk, or any rank's parameters
+// and one micro-batch of its largest chunk.
 Estimate estimate(const ModelShape& shape, const Cluster& cluster, const Config& config);
-// The same on given stage costs, exposed dp time and working bytes (a profile's).
-Estimate estimate(const sim::CostModel& costs, const Config& config, double dp_exposed_s,
+// The same on given stage costs, time added after the pipeline (exposed dp
+// all-reduce, tied exchange) and working bytes (a profile's).
+Estimate estimate(const sim::CostModel& costs, const Config& config, double added_s,
                   double working_bytes);
 
 }  // namespace baton::plan

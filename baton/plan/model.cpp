@@ -36,6 +36,10 @@ double embedding_parameters(const ModelShape& m) {
   return (static_cast<double>(m.vocab) + m.seq) * m.hidden;
 }
 
+double head_parameters(const ModelShape& m) {
+  return static_cast<double>(m.vocab) * m.hidden;
+}
+
 double layer_activation_bytes(const ModelShape& m, double b, int t, bool recompute) {
   const double s = m.seq, h = m.hidden, a = m.heads;
   if (recompute) return 2.0 * s * b * h;

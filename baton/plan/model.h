@@ -13,6 +13,11 @@ struct ModelShape {
   int heads = 0;   // a
   int seq = 0;     // s
   int vocab = 0;   // V
+  // The LM head's weight is the token embedding's (Press & Wolf 2017): one
+  // V x h matrix, copied to the last stage when that sits on another rank,
+  // whose two gradients are summed once per step. Untied, the last stage
+  // holds its own V x h head.
+  bool tie_embeddings = false;
 };
 
 // REQUIRES for all: positive sizes (check_shape() says which is not).
@@ -25,18 +30,22 @@ double layer_forward_flops(const ModelShape& shape, double microbatch);
 // FLOPs of one forward pass of the logit layer (h x V) over b sequences:
 // 2 b s h V; its I and W cost as much each. Never recomputed.
 double logits_forward_flops(const ModelShape& shape, double microbatch);
-// FLOPs of a training step over a global batch of B sequences. With
-// recomputation, Megatron's 96 B s l h^2 (1 + s / 6h + V / 16 l h): four
-// passes per layer (F, recomputed F, I, W) and three for the logits; without,
-// 72 B s l h^2 (1 + s / 6h) + 6 B s h V.
+// FLOPs of a training step over a global batch of B sequences.
+// Model FLOPs (recompute false; MFU's numerator, Chowdhery et al. 2022,
+// appendix B): three passes per layer (F, I, W) and three for the logits,
+// 72 B s l h^2 (1 + s / 6h) + 6 B s h V. Hardware FLOPs (recompute true; HFU's,
+// Narayanan et al. 2021, eq. 3): the recomputed forward counted too,
+// Megatron's 96 B s l h^2 (1 + s / 6h + V / 16 l h). At most 4/3 apart.
 double step_flops(const ModelShape& shape, double batch, bool recompute);
 
 // Parameters of one layer: 12 h^2 + 13 h (QKV, projection, two MLP matrices,
 // their biases and two layer norms).
 double layer_parameters(const ModelShape& shape);
-// Token and position embeddings: V h + s h. The logit layer shares the token
-// embedding (a copy sits on the last stage).
+// Token and position embeddings: V h + s h (on the first stage).
 double embedding_parameters(const ModelShape& shape);
+// The LM head's weight, V h, on the last stage: its own (untied) or a copy of
+// the token embedding (tied, when the last stage is on another rank).
+double head_parameters(const ModelShape& shape);
 
 // Activation bytes one layer keeps for its backward, per micro-batch of b
 // sequences, with t-way tensor parallelism and no sequence parallelism

@@ -1,0 +1,80 @@
+#include "baton/plan/schedules.h"
+
+#include <algorithm>
+
+#include "baton/core/error.h"
+#include "baton/core/printable.h"
+#include "baton/schedule/generator.h"
+
+namespace baton::plan {
+namespace {
+
+using schedule::StageMap;
+
+// interleaved-zb, once its generator exists, is one more row:
+// {"interleaved-zb", StageMap::Loop, 0, true, 0}.
+const std::vector<SearchedSchedule> kSearched = {
+    {"1f1b", StageMap::Loop, 1, false, 0},      {"gpipe", StageMap::Loop, 1, false, 0},
+    {"interleaved", StageMap::Loop, 0, false, 0}, {"zb-h1", StageMap::Loop, 1, true, 0},
+    {"zb-h2", StageMap::Loop, 1, true, 2},      {"zb-v", StageMap::V, 2, true, 0},
+    {"dualpipev", StageMap::V, 2, true, 2},     {"v-half", StageMap::V, 2, true, 0},
+    {"v-min", StageMap::V, 2, true, 0},
+};
+
+// Schedules baton runs that the planner leaves out, and why.
+const char* not_searched_because(const std::string& name) {
+  if (name == "naive") return "a baseline that keeps one micro-batch in the pipeline";
+  if (name == "looped-bfs") return "it holds every micro-batch of every chunk (GPipe's memory)";
+  if (name == "chimera") return "its replicated stages' gradient exchange is not modelled";
+  if (name == "zb-auto") return "its order is built from measured costs; zb-h2 and zb-v cover it";
+  if (name == "2bw" || name == "pipedream" || name == "async")
+    return "it has no flush (asynchronous weights)";
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<SearchedSchedule>& searched_schedules() {
+  return kSearched;
+}
+
+const SearchedSchedule* find_searched_schedule(const std::string& name) {
+  for (const SearchedSchedule& s : kSearched)
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+std::vector<std::string> searched_schedule_names() {
+  std::vector<std::string> out;
+  for (const SearchedSchedule& s : kSearched) out.emplace_back(s.name);
+  return out;
+}
+
+std::vector<std::string> parse_schedule_list(const std::string& text) {
+  std::string searched;
+  for (const SearchedSchedule& s : kSearched) searched += (searched.empty() ? "" : ", ") + std::string(s.name);
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    BATON_CHECK(!item.empty(), "[plan] --schedules ", "\"", printable(text), "\"",
+                " has an empty item; give a comma-separated list of ", searched);
+    const auto& known = schedule::schedule_names();
+    BATON_CHECK(std::find(known.begin(), known.end(), item) != known.end(),
+                "[plan] --schedules: unknown schedule \"", printable(item), "\" (searched: ", searched,
+                ")");
+    const char* why = not_searched_because(item);
+    BATON_CHECK(find_searched_schedule(item), "[plan] --schedules: \"", printable(item),
+                "\" is not searched by the planner: ", why ? why : "its costs are not modelled",
+                " (searched: ", searched, ")");
+    BATON_CHECK(std::find(out.begin(), out.end(), item) == out.end(), "[plan] --schedules: \"",
+                printable(item), "\" is given twice");
+    out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace baton::plan
