@@ -5,7 +5,6 @@
 
 #include "baton/core/error.h"
 #include "baton/plan/schedules.h"
-#include "baton/schedule/generator.h"
 
 namespace baton::plan {
 
@@ -209,9 +208,12 @@ int analytic_peak_chunks(const Config& c) {
     const int g = m / std::max(1, m / p);
     return std::min(total, (p - 1) * 2 + (v - 1) * g + 1);
   }
-  if (c.schedule == "zb-v" || c.schedule == "dualpipev") return std::min(2 * p, 2 * m);
-  if (c.schedule == "v-half") return std::min(schedule::v_half_peak_chunks(p), 2 * m);
-  if (c.schedule == "v-min") return std::min(schedule::v_min_peak_chunks(p), 2 * m);
+  // Rank 0's peaks of the V schedules as the simulator counts them (not the
+  // busiest rank's, which v-half and v-min promise).
+  if (c.schedule == "zb-v") return std::min(2 * p, m + 1);
+  if (c.schedule == "dualpipev") return 2 * p + 1;  // m >= 2p
+  if (c.schedule == "v-half") return std::min(p / 2 + 1, m + 1);
+  if (c.schedule == "v-min") return std::min(2 * ((p + 3) / 3), m + 1);
   return std::min(p, m);  // 1f1b, zb-h1, zb-h2
 }
 

@@ -14,10 +14,10 @@ using schedule::StageMap;
 // interleaved-zb, once its generator exists, is one more row:
 // {"interleaved-zb", StageMap::Loop, 0, true, 0}.
 const std::vector<SearchedSchedule> kSearched = {
-    {"1f1b", StageMap::Loop, 1, false, 0},      {"gpipe", StageMap::Loop, 1, false, 0},
+    {"1f1b", StageMap::Loop, 1, false, 0},        {"gpipe", StageMap::Loop, 1, false, 0},
     {"interleaved", StageMap::Loop, 0, false, 0}, {"zb-h1", StageMap::Loop, 1, true, 0},
-    {"zb-h2", StageMap::Loop, 1, true, 2},      {"zb-v", StageMap::V, 2, true, 0},
-    {"dualpipev", StageMap::V, 2, true, 2},     {"v-half", StageMap::V, 2, true, 0},
+    {"zb-h2", StageMap::Loop, 1, true, 2},        {"zb-v", StageMap::V, 2, true, 0},
+    {"dualpipev", StageMap::V, 2, true, 2},       {"v-half", StageMap::V, 2, true, 0},
     {"v-min", StageMap::V, 2, true, 0},
 };
 
@@ -52,7 +52,8 @@ std::vector<std::string> searched_schedule_names() {
 
 std::vector<std::string> parse_schedule_list(const std::string& text) {
   std::string searched;
-  for (const SearchedSchedule& s : kSearched) searched += (searched.empty() ? "" : ", ") + std::string(s.name);
+  for (const SearchedSchedule& s : kSearched)
+    searched += (searched.empty() ? "" : ", ") + std::string(s.name);
   std::vector<std::string> out;
   size_t start = 0;
   while (true) {
@@ -62,8 +63,8 @@ std::vector<std::string> parse_schedule_list(const std::string& text) {
                 " has an empty item; give a comma-separated list of ", searched);
     const auto& known = schedule::schedule_names();
     BATON_CHECK(std::find(known.begin(), known.end(), item) != known.end(),
-                "[plan] --schedules: unknown schedule \"", printable(item), "\" (searched: ", searched,
-                ")");
+                "[plan] --schedules: unknown schedule \"", printable(item),
+                "\" (searched: ", searched, ")");
     const char* why = not_searched_because(item);
     BATON_CHECK(find_searched_schedule(item), "[plan] --schedules: \"", printable(item),
                 "\" is not searched by the planner: ", why ? why : "its costs are not modelled",

@@ -370,6 +370,9 @@ PlanResult plan(const PlanRequest& req) {
   if (refused_count > kRefusalsNamed)
     refused += "; and " + std::to_string(refused_count - kRefusalsNamed) + " more";
   auto gb = [](double bytes) { return std::ceil(bytes / 1e8) / 10; };
+  BATON_CHECK(removal.deepest != kMicrobatchDivides || allowed > 0, "[plan] --microbatch ",
+              req.microbatch, " divides batch / d for no allowed d (batch=", req.batch,
+              "; microbatch_does_not_divide removed the last candidates)");
   if (allowed == 0 && removal.deepest > kDpFixed) {
     BATON_CHECK(false, "[plan] no (t, p, d) with t*p*d = ", cl.gpus,
                 " GPUs is allowed (t must divide heads and tile nodes, p be at most the layers, "
@@ -380,8 +383,8 @@ PlanResult plan(const PlanRequest& req) {
     BATON_CHECK(false, "[plan] no configuration fits in ", cl.memory_gb, " GB per GPU",
                 req.max_memory_fraction < 1 ? " x --max-memory-fraction " : "",
                 req.max_memory_fraction < 1 ? std::to_string(req.max_memory_fraction) : "",
-                " (out_of_memory removed the last candidates); the smallest needs ",
-                gb(smallest.memory_bytes), " GB per GPU (", describe(smallest.config), ")");
+                "; the smallest needs ", gb(smallest.memory_bytes), " GB per GPU (",
+                describe(smallest.config), "; out_of_memory removed the last candidates)");
   }
   BATON_CHECK(!fitting.empty(), "[plan] no plan is left: ",
               removal.deepest >= 0 ? kRuleNames[removal.deepest] : "nothing",

@@ -33,7 +33,8 @@ std::string train_config_toml(const PlanRequest& req, const Plan& plan, const st
       << "microbatches = " << c.microbatches << "\n"
       << "batch = " << req.batch << "\n"
       << "balance = \"" << counts << "\"\n"
-      << "recompute = \"" << (c.recompute ? "always" : "never") << "\"\n"
+      << "recompute = \"" << (c.recompute ? "always" : "never")
+      << "\"\n"
       // The planner's memory is mixed precision with Adam.
       << "precision = \"bf16\"\n"
       << "optimizer = \"adam\"\n";

@@ -38,7 +38,8 @@ grep -q "limit 80 GB" "$tmp/plan.svg" || fail "svg draws no memory limit"
 SMALL=(--layers 8 --hidden 4096 --heads 8 --seq 128 --vocab 1000
        --gpus-per-node 8 --peak-tflops 100 --batch 8)
 expect_bad_input_of plan "no (t, p, d) with t*p*d = 7 GPUs is allowed" \
-  --model gpt "${SMALL[@]}" --gpus 7 --gpu-memory-gb 80
+  --model gpt --layers 6 --hidden 4096 --heads 8 --seq 128 --vocab 1000 --gpus-per-node 8 \
+  --peak-tflops 100 --batch 8 --gpus 7 --gpu-memory-gb 80
 expect_bad_input_of plan "t=2 does not divide heads=7" --model gpt --layers 1 --hidden 70 \
   --heads 7 --seq 16 --vocab 10 --gpus 2 --gpus-per-node 8 --gpu-memory-gb 80 \
   --peak-tflops 100 --batch 1

@@ -3,7 +3,11 @@
 // which link carries them, the data-parallel all-reduce, and memory.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "baton/core/error.h"
 #include "baton/plan/costs.h"
+#include "baton/plan/schedules.h"
 #include "baton/sim/stream_stats.h"
 
 namespace baton::plan {
@@ -81,7 +85,9 @@ TEST(PlanCosts, DataParallelAllReduceHidesBehindTheLastBackward) {
   Config config;
   config.p = 1, config.d = 16;
   const sim::CostModel costs = stage_costs(kShape, c, config);
-  const double params = 8 * (12.0 * 1024 * 1024 + 13 * 1024) + (1000 + 512) * 1024.0;
+  // Untied: the embedding and the LM head (V h) both on the one stage.
+  const double params =
+      8 * (12.0 * 1024 * 1024 + 13 * 1024) + (1000 + 512) * 1024.0 + 1000 * 1024.0;
   const double allreduce = 2.0 * 15 / 16 * 2 * params / 10e9 + 20e-6;  // t d = 16 > G
   EXPECT_NEAR(dp_allreduce_seconds(kShape, c, config), allreduce, 1e-12);
   EXPECT_NEAR(dp_exposed_seconds(kShape, c, config, costs),
@@ -105,6 +111,107 @@ TEST(PlanCosts, EstimatedMemoryOfOneFOneBIsTheSimulatedPeakOnRankZero) {
   // Rank 0: two layers and the embedding, 4 + 12 / 4 bytes per parameter.
   const double params = 2 * (12.0 * 1024 * 1024 + 13 * 1024) + (1000 + 512) * 1024.0;
   EXPECT_NEAR(stats.parameter_bytes[0], params * 7, 1);
+}
+
+// The fastest slowest stage over every cut (each stage at least one layer
+// or none: counts >= 0), by exhaustion.
+double best_slowest(int layers, int stages, double extra) {
+  if (stages == 1) return layers + extra;
+  double best = INFINITY;
+  for (int first = 0; first <= layers; ++first)
+    best = std::min(best, std::max<double>(first, best_slowest(layers - first, stages - 1, extra)));
+  return best;
+}
+
+TEST(PlanCosts, AnalyticPeakChunksNeverExceedWhatTheSimulatorCountsOnRankZero) {
+  for (const SearchedSchedule& traits : searched_schedules()) {
+    for (int p = 1; p <= 12; ++p) {
+      for (int m = 1; m <= 40; ++m) {
+        for (int v :
+             traits.chunks == 0 ? std::vector<int>{2, 3, 5} : std::vector<int>{traits.chunks}) {
+          const auto options =
+              schedule::GeneratorOptions{}.set_ranks(p).set_microbatches(m).set_virtual_stages(v);
+          schedule::Schedule generated;
+          try {
+            generated = schedule::generate(traits.name, options);
+          } catch (const Error&) {
+            continue;  // not defined for (p, m, v)
+          }
+          const auto source = sim::schedule_source(generated);
+          const sim::Stats stats =
+              sim::simulate_stats(*source, sim::uniform_cost_model(*source, 1, 2, 1));
+          Config c;
+          c.p = p, c.microbatches = m, c.schedule = traits.name, c.virtual_stages = v;
+          EXPECT_LE(analytic_peak_chunks(c), stats.peak_inflight[0])
+              << traits.name << " p=" << p << " m=" << m << " v=" << v;
+        }
+      }
+    }
+  }
+}
+
+TEST(PlanCosts, BalancedCutsGiveTheFirstAndLastStagesFewerLayers) {
+  // 30 layers on 4 stages: at most 8 a stage, the 2 spare taken from the ends.
+  EXPECT_EQ(balanced_stage_layers(30, 4, 0), (std::vector<int>{7, 8, 8, 7}));
+  EXPECT_EQ(balanced_stage_layers(25, 4, 0), (std::vector<int>{6, 6, 7, 6}));
+  // Logits worth 1.5 layers: the last stage takes 6 + 1.5 <= 8.
+  EXPECT_EQ(balanced_stage_layers(30, 4, 1.5), (std::vector<int>{8, 8, 8, 6}));
+  // Logits worth 0.3 layers on 96 / 8: the uniform cut is already the best.
+  EXPECT_EQ(balanced_stage_layers(96, 8, 0.3), std::vector<int>(8, 12));
+  // Against every cut of up to 12 layers: none has a faster slowest stage.
+  for (int layers = 1; layers <= 12; ++layers) {
+    for (int stages = 1; stages <= layers; ++stages) {
+      for (double extra : {0.0, 0.4, 2.7}) {
+        const std::vector<int> cut = balanced_stage_layers(layers, stages, extra);
+        int sum = 0;
+        double slowest = 0;
+        for (int s = 0; s < stages; ++s) {
+          sum += cut[s];
+          slowest = std::max(slowest, cut[s] + (s == stages - 1 ? extra : 0));
+        }
+        EXPECT_EQ(sum, layers);
+        EXPECT_DOUBLE_EQ(slowest, best_slowest(layers, stages, extra))
+            << layers << " layers, " << stages << " stages, extra " << extra;
+      }
+    }
+  }
+}
+
+TEST(PlanCosts, UnevenStagesCostTheirOwnLayers) {
+  const Cluster c = cluster();
+  Config config;
+  config.p = 3, config.microbatch = 2, config.microbatches = 3;
+  config.stage_layers = {2, 4, 2};
+  const sim::CostModel costs = stage_costs(kShape, c, config);
+  const double rate = 100e12 * gemm_efficiency(c, kShape, 2, 1);
+  const double layer = 24 * 2.0 * 512 * 1024 * 1024 * (1 + 512.0 / (6 * 1024)) / rate;
+  EXPECT_NEAR(costs.stages[1].weight_backward, 4 * layer, 1e-15);
+  EXPECT_NEAR(costs.stages[0].weight_backward, 2 * layer, 1e-15);
+}
+
+TEST(PlanCosts, TiedEmbeddingsExchangeOnceAcrossRanksAndShareOneCopyOnRankZero) {
+  const Cluster c = cluster();
+  ModelShape tied = kShape;
+  tied.tie_embeddings = true;
+  Config loop;
+  loop.p = 2, loop.d = 2;
+  Config v = loop;
+  v.schedule = "zb-v", v.virtual_stages = 2;
+  const double head = 1000 * 1024.0;  // V h
+  // The exchange: V h fp16 gradients between two ranks over the pipeline link
+  // (t d p = 4 <= G: in node), 2 (2 - 1) / 2 x bytes / bandwidth + latency.
+  EXPECT_NEAR(tied_exchange_seconds(tied, c, loop), 2 * head / 100e9 + 2e-6, 1e-15);
+  EXPECT_EQ(tied_exchange_seconds(kShape, c, loop), 0);
+  EXPECT_EQ(tied_exchange_seconds(tied, c, v), 0);  // stage 3 is on rank 0
+  // Memory: the last stage holds the head (untied) or its copy (tied) on
+  // another rank; with the V map, tied, rank 0 holds it once.
+  const double state = 16;  // no ZeRO-1
+  const sim::CostModel untied_v = stage_costs(kShape, c, v), tied_v = stage_costs(tied, c, v);
+  EXPECT_NEAR(untied_v.stages[3].parameter_bytes - tied_v.stages[3].parameter_bytes, head * state,
+              1);
+  const sim::CostModel untied_loop = stage_costs(kShape, c, loop),
+                       tied_loop = stage_costs(tied, c, loop);
+  EXPECT_NEAR(untied_loop.stages[1].parameter_bytes, tied_loop.stages[1].parameter_bytes, 1);
 }
 
 }  // namespace

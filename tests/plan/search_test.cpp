@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "baton/core/error.h"
 #include "baton/plan/search.h"
@@ -72,16 +73,17 @@ TEST(PlanSearch, WithTheBubbleDominatingTheBestPlanRunsTheMostMicrobatches) {
 TEST(PlanSearch, EveryCandidateIsPlannedOrRejectedWithAReason) {
   PlanRequest r = eight_gpus(6);
   r.shape.heads = 2;
-  r.shape.layers = 12;  // p = 8 does not divide; interleaved needs 2p | 12
+  r.shape.layers = 12;  // p = 8 takes uneven stages; interleaved at p = 8 leaves chunks empty
   r.batch = 12;         // d = 8 does not divide
   r.simulate_limit = 3;
   const PlanResult result = plan(r);
-  const std::set<std::string> per_factorization = {
-      "t_does_not_divide_heads", "t_does_not_tile_nodes", "p_does_not_divide_layers",
-      "d_does_not_divide_batch"};
+  const std::set<std::string> per_factorization = {"t_does_not_divide_heads",
+                                                   "t_does_not_tile_nodes", "p_exceeds_layers",
+                                                   "d_does_not_divide_batch"};
   const std::set<std::string> per_candidate = {
-      "layers_not_divisible_by_stages", "schedule_undefined_for_m", "out_of_memory",
-      "slower_microbatch_size",         "beyond_simulate_limit",    "too_large_to_simulate"};
+      "schedule_needs_p_above_1", "zero_needs_d_above_1", "layers_fewer_than_stages",
+      "schedule_undefined_for_m", "out_of_memory",        "slower_than_top_plans",
+      "beyond_simulate_limit",    "too_large_to_simulate"};
   long factorizations = 0, candidates = 0;
   for (const auto& [reason, n] : result.rejected) {
     EXPECT_GT(n, 0) << reason;
@@ -93,14 +95,14 @@ TEST(PlanSearch, EveryCandidateIsPlannedOrRejectedWithAReason) {
       ADD_FAILURE() << "unknown reason " << reason;
   }
   EXPECT_EQ(candidates + static_cast<long>(result.plans.size()), result.candidates);
-  // Of the 10 ordered (t, p, d) with t p d = 8, five break a rule:
-  // (4,1,2), (4,2,1), (8,1,1) the heads, (1,8,1) the layers, (1,1,8) the batch.
-  EXPECT_EQ(factorizations, 5);
+  // Of the 10 ordered (t, p, d) with t p d = 8, four break a rule:
+  // (4,1,2), (4,2,1), (8,1,1) the heads, (1,1,8) the batch.
+  EXPECT_EQ(factorizations, 4);
   EXPECT_EQ(result.rejected.at("t_does_not_divide_heads"), 3);
-  EXPECT_EQ(result.rejected.at("p_does_not_divide_layers"), 1);
   EXPECT_EQ(result.rejected.at("d_does_not_divide_batch"), 1);
   EXPECT_GT(result.rejected.at("beyond_simulate_limit"), 0);
-  EXPECT_LE(result.plans.size(), 3u);
+  EXPECT_GT(result.rejected.at("layers_fewer_than_stages"), 0);
+  EXPECT_EQ(result.simulated, 3);
 }
 
 TEST(PlanSearch, TensorParallelGroupsTileTheNodes) {
@@ -130,10 +132,11 @@ std::string error_of(const PlanRequest& r) {
 TEST(PlanSearch, GpuCountsThatNoAllowedGridFactorsAreRefusedWithEachRule) {
   PlanRequest r = eight_gpus(80);
   r.cluster.gpus = 7;
+  r.shape.layers = 6;
   const std::string error = error_of(r);
   EXPECT_NE(error.find("no (t, p, d) with t*p*d = 7 GPUs"), std::string::npos) << error;
   EXPECT_NE(error.find("d=7 does not divide batch=8"), std::string::npos) << error;
-  EXPECT_NE(error.find("p=7 does not divide layers=8"), std::string::npos) << error;
+  EXPECT_NE(error.find("p=7 exceeds the layers=6"), std::string::npos) << error;
   EXPECT_NE(error.find("t=7 does not divide heads=1"), std::string::npos) << error;
 }
 
@@ -157,6 +160,113 @@ TEST(PlanSearch, TooLittleMemoryNamesTheSmallestThatFits) {
   EXPECT_LT(needed_gb, 3.6);
   EXPECT_FALSE(plan(eight_gpus(needed_gb)).plans.empty());
   EXPECT_THROW(plan(eight_gpus(needed_gb - 0.2)), Error);
+}
+
+TEST(PlanSearch, ConstraintsHoldEveryPlanToThem) {
+  PlanRequest r = eight_gpus(80);
+  r.shape.heads = 8;
+  r.schedules = {"1f1b", "interleaved"};
+  r.recompute = Choice::kAlways;
+  r.zero = Choice::kNever;
+  r.pp = 2;
+  r.microbatch = 1;
+  const PlanResult result = plan(r);
+  ASSERT_FALSE(result.plans.empty());
+  std::set<int> ts;
+  for (const Plan& p : result.plans) {
+    EXPECT_TRUE(p.config.schedule == "1f1b" || p.config.schedule == "interleaved");
+    EXPECT_TRUE(p.config.recompute);
+    EXPECT_FALSE(p.config.zero1);
+    EXPECT_EQ(p.config.p, 2);
+    EXPECT_EQ(p.config.microbatch, 1);
+    ts.insert(p.config.t);
+  }
+  EXPECT_GT(ts.size(), 1u);  // t and d still searched
+  r.tp = 2;
+  r.dp = 2;
+  for (const Plan& p : plan(r).plans)
+    EXPECT_EQ(std::make_tuple(p.config.t, p.config.d), std::make_tuple(2, 2));
+}
+
+TEST(PlanSearch, HardwareFlopsCountTheRecomputedForwardModelFlopsDoNot) {
+  PlanRequest r = eight_gpus(80);
+  r.recompute = Choice::kAlways;
+  const Plan best = plan(r).plans.front();
+  const ModelShape& m = r.shape;
+  const double B = r.batch, s = m.seq, l = m.layers, h = m.hidden, V = m.vocab;
+  // Narayanan et al. 2021 eq. 3, and the same less one forward of the layers.
+  const double hardware = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  const double model = 72 * B * s * l * h * h * (1 + s / (6 * h)) + 6 * B * s * h * V;
+  EXPECT_NEAR(best.hardware_tflops_per_gpu, hardware / best.step_s / 8 / 1e12, 1e-9);
+  EXPECT_NEAR(best.model_tflops_per_gpu, model / best.step_s / 8 / 1e12, 1e-9);
+  EXPECT_NEAR(best.hfu, best.hardware_tflops_per_gpu / 100, 1e-12);
+  EXPECT_NEAR(best.mfu, best.model_tflops_per_gpu / 100, 1e-12);
+  r.recompute = Choice::kNever;
+  const Plan plain = plan(r).plans.front();
+  EXPECT_DOUBLE_EQ(plain.hardware_tflops_per_gpu, plain.model_tflops_per_gpu);
+}
+
+TEST(PlanSearch, ConstraintsThatLeaveNothingNameTheRuleThatRemovedTheLastCandidates) {
+  PlanRequest r = eight_gpus(80);
+  r.pp = 1;
+  r.schedules = {"zb-v"};  // at p = 1 only 1f1b
+  EXPECT_NE(error_of(r).find("schedule_needs_p_above_1 removed the last candidates"),
+            std::string::npos)
+      << error_of(r);
+  r = eight_gpus(80);
+  r.dp = 1;
+  r.zero = Choice::kAlways;
+  EXPECT_NE(error_of(r).find("zero_needs_d_above_1 removed the last candidates"), std::string::npos)
+      << error_of(r);
+  r = eight_gpus(80);
+  r.pp = 8;
+  r.schedules = {"zb-v"};  // 16 stages for 8 layers
+  EXPECT_NE(error_of(r).find("layers_fewer_than_stages removed the last candidates"),
+            std::string::npos)
+      << error_of(r);
+  r = eight_gpus(80);
+  r.pp = 8;
+  r.schedules = {"zb-h2"};  // needs m >= 2p = 16 of a batch of 8
+  EXPECT_NE(error_of(r).find("schedule_undefined_for_m removed the last candidates"),
+            std::string::npos)
+      << error_of(r);
+  r = eight_gpus(80);
+  r.tp = 3;
+  EXPECT_NE(error_of(r).find("--tp 3 does not divide --gpus 8"), std::string::npos) << error_of(r);
+  r = eight_gpus(80);
+  r.max_memory_fraction = 0.01;
+  EXPECT_NE(error_of(r).find("out_of_memory removed the last candidates"), std::string::npos)
+      << error_of(r);
+}
+
+TEST(PlanSearch, MaxMemoryFractionLowersTheLimit) {
+  // 3.4 GB fits p = 8 (see above); 4 GB x 0.85 does too, 4 GB x 0.8 does not.
+  PlanRequest r = eight_gpus(4);
+  r.max_memory_fraction = 0.85;
+  for (const Plan& p : plan(r).plans) EXPECT_LE(p.memory_bytes, 4e9 * 0.85);
+  r.max_memory_fraction = 0.7;
+  EXPECT_THROW(plan(r), Error);
+}
+
+TEST(PlanSearch, EverySearchedScheduleReachesTheSimulator) {
+  PlanRequest r = eight_gpus(80);
+  r.shape.layers = 16;
+  r.batch = 64;
+  r.top = 1 << 30;  // simulate every candidate
+  std::set<std::string> seen;
+  std::set<int> interleaved_v;
+  bool uneven = false;
+  for (const Plan& p : plan(r).plans) {
+    seen.insert(p.config.schedule);
+    if (p.config.schedule == "interleaved") interleaved_v.insert(p.config.virtual_stages);
+    uneven = uneven || !p.config.stage_layers.empty();
+  }
+  for (const char* name :
+       {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "v-half", "v-min"})
+    EXPECT_TRUE(seen.count(name)) << name;
+  EXPECT_TRUE(interleaved_v.count(3)) << "v = 3";
+  EXPECT_TRUE(interleaved_v.count(8)) << "v = 8 at p = 2";
+  EXPECT_TRUE(uneven) << "p = 3, 5, 6, 7 cannot cut 16 layers evenly";
 }
 
 }  // namespace
