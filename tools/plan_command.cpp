@@ -33,6 +33,7 @@ struct PlanFlags {
   std::string recompute = "auto";
   std::string zero = "auto";
   std::string emit_config;
+  std::string overlap_grad_reduce = "on";
 };
 
 plan::Choice choice_of(const std::string& value) {
@@ -86,8 +87,8 @@ void resolve_model(const CLI::App& cmd, PlanFlags& f) {
                          &f.request.shape.seq, &f.request.shape.vocab};
   for (int i = 0; i < 5; ++i)
     if (cmd.count(model_flags[i])) conflict(model_flags[i], std::to_string(*values[i]));
-  for (const char* flag :
-       {"--peak-tflops", "--efficiency", "--efficiency-half-size", "--tie-embeddings"})
+  for (const char* flag : {"--peak-tflops", "--efficiency", "--efficiency-half-size",
+                           "--tie-embeddings", "--memory-gb-per-s"})
     BATON_CHECK(cmd.count(flag) == 0, "[plan] ", flag, " has no use with --profile ", f.profile,
                 ": the layer times are measured; drop ", flag);
 }
@@ -205,6 +206,7 @@ int run(const CLI::App& cmd, PlanFlags& f) {
   f.request.recompute = choice_of(f.recompute);
   f.request.zero = choice_of(f.zero);
   f.request.top = f.top;
+  f.request.cluster.overlap_grad_reduce = f.overlap_grad_reduce == "on";
   BATON_CHECK(!f.request.profile || f.request.recompute != plan::Choice::kAlways,
               "[plan] --recompute always has no use with --profile ", f.profile,
               ": the profile has no recomputation costs");
@@ -335,6 +337,20 @@ Action add_plan(CLI::App& app) {
       ->capture_default_str()
       ->check(kPositive)
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--memory-gb-per-s", q.cluster.memory_gb_per_s,
+                  "GPU memory bandwidth, GB/s: the layers' element-wise work moves their "
+                  "activation bytes at this rate")
+      ->capture_default_str()
+      ->check(kPositive);
+  cmd->add_option("--overlap-grad-reduce", f->overlap_grad_reduce,
+                  "on: the dp all-reduce overlaps the last backward (baton's); off: it follows")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--optimizer-bytes-per-parameter", q.cluster.optimizer_bytes_per_parameter,
+                  "Optimizer state per parameter beyond the fp16 weights and gradients (Adam: "
+                  "12; Megatron-LM's fp16 optimizer: 16); ZeRO-1 shards it")
+      ->capture_default_str()
+      ->check(finite_number(false, "BYTES"));
   cmd->add_flag("--tie-embeddings", q.shape.tie_embeddings,
                 "The LM head is the token embedding (a copy on the last stage, its gradient "
                 "exchanged once per step), as baton train --tie-embeddings");

@@ -121,11 +121,14 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
   const double flops_per_s =
       cluster.peak_tflops * 1e12 * gemm_efficiency(cluster, shape, c.microbatch, c.t);
   const double layer = layer_forward_flops(shape, c.microbatch) / c.t / flops_per_s;
+  const double elementwise =
+      layer_activation_bytes(shape, c.microbatch, c.t, false) / (cluster.memory_gb_per_s * 1e9);
   const double logits = logits_forward_flops(shape, c.microbatch) / c.t / flops_per_s;
   const double boundary = 2.0 * c.microbatch * shape.seq * shape.hidden;
   const Link tp = link(cluster, tensor_parallel_in_node(cluster, c));
   const double tp_allreduce = allreduce_seconds(boundary, c.t, tp.gbps, tp.latency_us);
-  const double state = state_bytes_per_parameter(c.d, c.zero1);
+  const double state =
+      state_bytes_per_parameter(c.d, c.zero1, cluster.optimizer_bytes_per_parameter);
 
   sim::CostModel model;
   const Link pp = link(cluster, pipeline_in_node(cluster, c));
@@ -138,8 +141,8 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
   for (int s = 0; s < stages; ++s) {
     const double n = blocks[s];
     sim::StageCost cost;
-    cost.forward = n * (layer + 2 * tp_allreduce);
-    cost.input_backward = n * (layer + 2 * tp_allreduce) * (c.recompute ? 2 : 1);
+    cost.forward = n * (layer + elementwise + 2 * tp_allreduce);
+    cost.input_backward = n * (layer + elementwise + 2 * tp_allreduce) * (c.recompute ? 2 : 1);
     cost.weight_backward = n * layer;
     cost.activation_bytes = n * layer_activation_bytes(shape, c.microbatch, c.t, c.recompute);
     cost.weight_stash_bytes = 0;
@@ -184,6 +187,12 @@ double gradient_allreduce_seconds(double bytes, const Cluster& cluster, const Co
 }
 
 double exposed_seconds(double allreduce_s, const Config& c, const sim::CostModel& costs) {
+  return exposed_seconds(allreduce_s, c, costs, true);
+}
+
+double exposed_seconds(double allreduce_s, const Config& c, const sim::CostModel& costs,
+                       bool overlap) {
+  if (!overlap) return allreduce_s;
   double last_backward = 0;
   for (int s : stages_of_rank(c, 0)) last_backward += costs.backward(s);
   return std::max(0.0, allreduce_s - last_backward);
@@ -191,7 +200,8 @@ double exposed_seconds(double allreduce_s, const Config& c, const sim::CostModel
 
 double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const Config& c,
                           const sim::CostModel& costs) {
-  return exposed_seconds(dp_allreduce_seconds(shape, cluster, c), c, costs);
+  return exposed_seconds(dp_allreduce_seconds(shape, cluster, c), c, costs,
+                         cluster.overlap_grad_reduce);
 }
 
 double working_bytes(const ModelShape& shape, const Config& c) {

@@ -31,6 +31,18 @@ struct Cluster {
   // fall off. At x = half_size, half of it.
   double efficiency = 0.6;
   double efficiency_half_size = 5e5;
+  // Memory bandwidth per GPU, GB/s (A100 80 GB: 2039): a layer's F and I
+  // also move its activation bytes (layer_activation_bytes() without
+  // recomputation) through memory for the element-wise work (LayerNorm,
+  // GeLU, dropout, softmax, residuals), which does not run at GEMM speed.
+  double memory_gb_per_s = 2039;
+  // The dp gradient all-reduce overlaps the last backward (baton, and
+  // Megatron-LM's --overlap-grad-reduce); off: it follows the backward.
+  bool overlap_grad_reduce = true;
+  // Optimizer state per parameter beyond the fp16 weights and gradients
+  // (model.h state_bytes_per_parameter()): 12 for Adam's fp32 master
+  // weights, momentum and variance; 16 for Megatron-LM's fp16 optimizer.
+  double optimizer_bytes_per_parameter = 12;
 };
 
 struct Config {
@@ -74,7 +86,8 @@ bool data_parallel_in_node(const Cluster& cluster, const Config& config);
 bool pipeline_in_node(const Cluster& cluster, const Config& config);
 
 // Per-stage costs of one data-parallel replica's pipeline, in seconds and
-// bytes, p v stages of stage_layers_of() blocks: F, I, W of the blocks (I adds
+// bytes, p v stages of stage_layers_of() blocks: F, I, W of the blocks (GEMMs
+// at the achieved rate; F and I add the element-wise memory traffic, I adds
 // the recomputed forward), two tensor-parallel all-reduces per block in F and
 // two in I (two more when recomputing), the logits on the last stage, the
 // embedding's parameters on the first and the LM head's on the last (none
@@ -84,12 +97,16 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
 
 // The data-parallel gradient all-reduce (fp16 gradients of the busiest rank's
 // parameters) and the part of it the last backward does not hide: buckets go
-// out as the rank's last micro-batch's backward produces them.
+// out as the rank's last micro-batch's backward produces them (all of it
+// without cluster.overlap_grad_reduce).
 double dp_allreduce_seconds(const ModelShape& shape, const Cluster& cluster, const Config& config);
 // The all-reduce of `bytes` of gradients over the configuration's dp group,
 // and the part of an all-reduce longer than rank 0's last backward.
 double gradient_allreduce_seconds(double bytes, const Cluster& cluster, const Config& config);
 double exposed_seconds(double allreduce_s, const Config& config, const sim::CostModel& costs);
+// The same, all of it unless `overlap`.
+double exposed_seconds(double allreduce_s, const Config& config, const sim::CostModel& costs,
+                       bool overlap);
 double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const Config& config,
                           const sim::CostModel& costs);
 

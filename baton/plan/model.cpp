@@ -46,8 +46,8 @@ double layer_activation_bytes(const ModelShape& m, double b, int t, bool recompu
   return s * b * h * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
 }
 
-double state_bytes_per_parameter(int d, bool zero1) {
-  return 4.0 + (zero1 ? 12.0 / d : 12.0);
+double state_bytes_per_parameter(int d, bool zero1, double optimizer_bytes) {
+  return 4.0 + (zero1 ? optimizer_bytes / d : optimizer_bytes);
 }
 
 }  // namespace baton::plan

@@ -56,8 +56,10 @@ double layer_activation_bytes(const ModelShape& shape, double microbatch, int te
                               bool recompute);
 
 // Bytes of model state per parameter with Adam in mixed precision: 2 (fp16
-// weights) + 2 (fp16 gradients) + 12 (fp32 master weights, momentum and
-// variance), the last divided over d ranks with ZeRO-1.
-double state_bytes_per_parameter(int data_parallel, bool zero1);
+// weights) + 2 (fp16 gradients) + `optimizer_bytes` (12: fp32 master
+// weights, momentum and variance; Megatron-LM's fp16 optimizer also keeps
+// fp32 gradients, 16, its docs' "20 bytes per parameter"), the last divided
+// over d ranks with ZeRO-1.
+double state_bytes_per_parameter(int data_parallel, bool zero1, double optimizer_bytes = 12);
 
 }  // namespace baton::plan

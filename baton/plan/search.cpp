@@ -89,7 +89,8 @@ double added_seconds(const PlanRequest& req, const Config& c, const sim::CostMod
            tied_exchange_seconds(req.shape, req.cluster, c);
   }
   const double gradients = profiled_gradient_bytes(*req.profile, c);
-  double added = exposed_seconds(gradient_allreduce_seconds(gradients, req.cluster, c), c, costs) +
+  double added = exposed_seconds(gradient_allreduce_seconds(gradients, req.cluster, c), c, costs,
+                                 req.cluster.overlap_grad_reduce) +
                  profiled_optimizer_seconds(*req.profile, c);
   // baton's ZeRO-1 gathers the parameters with an all-reduce (zeros where a
   // replica is not the owner).

@@ -26,6 +26,7 @@ Cluster cluster() {
   c.inter_node_latency_us = 20;
   c.efficiency = 0.5;
   c.efficiency_half_size = 1 << 20;
+  c.memory_gb_per_s = 1000;
   return c;
 }
 
@@ -52,8 +53,12 @@ TEST(PlanCosts, StageTimesAreTheLayersWorkPlusTwoAllReducesEachWay) {
   const double rate = 100e12 * gemm_efficiency(c, kShape, 2, 4);
   const double layer = 24 * b * s * h * h * (1 + s / (6 * h)) / 4 / rate;
   const double allreduce = 2.0 * 3 / 4 * (2 * b * s * h) / 100e9 + 2e-6;  // t = 4 <= G: in node
-  EXPECT_NEAR(costs.stages[0].forward, layers_per_stage * (layer + 2 * allreduce), 1e-15);
-  EXPECT_NEAR(costs.stages[0].input_backward, layers_per_stage * (layer + 2 * allreduce), 1e-15);
+  // The element-wise work moves Korthikanti's activation bytes at 1000 GB/s.
+  const double elementwise = s * b * h * (10 + 24.0 / 4 + 5.0 * 16 * s / (h * 4)) / 1000e9;
+  EXPECT_NEAR(costs.stages[0].forward, layers_per_stage * (layer + elementwise + 2 * allreduce),
+              1e-15);
+  EXPECT_NEAR(costs.stages[0].input_backward,
+              layers_per_stage * (layer + elementwise + 2 * allreduce), 1e-15);
   EXPECT_NEAR(costs.stages[0].weight_backward, layers_per_stage * layer, 1e-15);
   const double logits = 2 * b * s * h * 1000 / 4 / rate;
   EXPECT_NEAR(costs.stages[1].weight_backward, layers_per_stage * layer + logits, 1e-15);
@@ -64,7 +69,7 @@ TEST(PlanCosts, StageTimesAreTheLayersWorkPlusTwoAllReducesEachWay) {
 
   config.recompute = true;
   EXPECT_NEAR(stage_costs(kShape, c, config).stages[0].input_backward,
-              2 * layers_per_stage * (layer + 2 * allreduce), 1e-15);
+              2 * layers_per_stage * (layer + elementwise + 2 * allreduce), 1e-15);
 }
 
 TEST(PlanCosts, TensorParallelGroupsWiderThanANodeUseTheSlowLink) {
@@ -75,7 +80,8 @@ TEST(PlanCosts, TensorParallelGroupsWiderThanANodeUseTheSlowLink) {
   EXPECT_TRUE(tensor_parallel_in_node(c, in_node));
   EXPECT_FALSE(tensor_parallel_in_node(c, across));
   const double b = 1, s = 512, h = 1024;
-  const double compute = stage_costs(kShape, c, across).stages[0].weight_backward / 8;
+  const double elementwise = s * b * h * (10 + 24.0 / 8 + 5.0 * 16 * s / (h * 8)) / 1000e9;
+  const double compute = stage_costs(kShape, c, across).stages[0].weight_backward / 8 + elementwise;
   EXPECT_NEAR(stage_costs(kShape, c, across).stages[0].forward / 8 - compute,
               2 * (2.0 * 7 / 8 * (2 * b * s * h) / 10e9 + 20e-6), 1e-12);
 }
