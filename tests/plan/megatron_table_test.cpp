@@ -27,10 +27,14 @@ struct Row {
 };
 
 const Row kTable[] = {
-    {1.7, 24, 2304, 24, 1, 1, 32, 512, 137},       {3.6, 32, 3072, 30, 2, 1, 64, 512, 138},
-    {7.5, 32, 4096, 36, 4, 1, 128, 512, 142},      {18.4, 48, 6144, 40, 8, 1, 256, 1024, 135},
-    {39.1, 64, 8192, 48, 8, 2, 512, 1536, 138},    {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140},
-    {145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148}, {310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155},
+    {1.7, 24, 2304, 24, 1, 1, 32, 512, 137},
+    {3.6, 32, 3072, 30, 2, 1, 64, 512, 138},
+    {7.5, 32, 4096, 36, 4, 1, 128, 512, 142},
+    {18.4, 48, 6144, 40, 8, 1, 256, 1024, 135},
+    {39.1, 64, 8192, 48, 8, 2, 512, 1536, 138},
+    {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140},
+    {145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148},
+    {310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155},
     {529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163},
     {1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163},
 };
@@ -66,9 +70,9 @@ TEST(PlanMegatronTable, EightOfTenRowsRankTheTablesLayoutTopThreeAndMatchItsThro
     const bool close = std::abs(error) <= 0.15;
     matching += ranked && close;
     std::cout << row.billions << "B: table (t, p) = (" << row.t << ", " << row.p << ") "
-              << (ranked ? "in" : "not in") << " the first 3; best " << describe(result.plans[0].config)
-              << "; " << chosen->hardware_tflops_per_gpu << " TFLOP/s against " << row.tflops_per_gpu
-              << " (" << error * 100 << "%)\n";
+              << (ranked ? "in" : "not in") << " the first 3; best "
+              << describe(result.plans[0].config) << "; " << chosen->hardware_tflops_per_gpu
+              << " TFLOP/s against " << row.tflops_per_gpu << " (" << error * 100 << "%)\n";
     // No row is far off, ranked or not.
     EXPECT_LE(std::abs(error), 0.25) << row.billions;
   }
