@@ -86,7 +86,7 @@ std::string plot_svg(const PlanResult& result, double limit_gb, const std::strin
         << "</text>\n";
   }
   svg << "<text x=\"" << width - right << "\" y=\"" << top - 8 << "\" text-anchor=\"end\">"
-      << "grey: estimated, blue: simulated, red: chosen</text>\n</svg>\n";
+      << "grey: bounds (not simulated), blue: simulated, red: chosen</text>\n</svg>\n";
   return svg.str();
 }
 

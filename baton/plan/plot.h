@@ -1,5 +1,5 @@
 // The planner's picture: predicted throughput (sequences per second) against
-// memory per GPU for every candidate (grey: analytic estimate; blue:
+// memory per GPU for every candidate (grey: lower bounds, not simulated; blue:
 // simulated), the chosen plan marked in red, the memory limit as a dashed
 // vertical line. Plain SVG, no script.
 #pragma once
