@@ -335,10 +335,16 @@ PlanResult plan(const PlanRequest& req) {
                                                 std::to_string(layers) + " layers");
                     continue;
                   }
-                  if (m < traits.min_m_per_rank * p ||
-                      (name == "interleaved" && m % std::max(1, m / p) != 0)) {
+                  if (m < traits.min_m_per_rank * p) {
                     reject(kScheduleDefined,
-                           what + ": " + name + " is not defined for m=" + std::to_string(m));
+                           what + ": " + name +
+                               " needs m >= " + std::to_string(traits.min_m_per_rank) +
+                               "p = " + std::to_string(traits.min_m_per_rank * p));
+                    continue;
+                  }
+                  if (name == "interleaved" && m % std::max(1, m / p) != 0) {
+                    reject(kScheduleDefined,
+                           what + ": interleaved needs m in equal groups of at least p");
                     continue;
                   }
                   if (stages * m > kMaxSimulatedCells) {
