@@ -18,7 +18,7 @@ check_and_run() {  # <name> plan-args...
   local name=$1; shift
   "$baton" plan "${SMALL[@]}" "$@" --json --emit-config "$tmp/$name.toml" > "$tmp/$name.json" \
     || fail "$name: plan exit $?"
-  python3 - "$tmp/$name.json" "$tmp/$name.toml" <<'PY' || fail "$name: $(cat "$tmp/$name.toml")"
+  python3 - "$tmp/$name.json" "$tmp/$name.toml" "$*" <<'PY' || fail "$name: $(cat "$tmp/$name.toml")"
 import json, sys, tomllib
 best = json.load(open(sys.argv[1]))["plans"][0]
 config = tomllib.load(open(sys.argv[2], "rb"))
@@ -26,7 +26,8 @@ want = {"model": "gpt", "layers": 5, "hidden": 32, "heads": 2, "context": 16,
         "tp": best["t"], "pp": best["p"], "dp": best["d"], "zero": best["zero"],
         "schedule": best["schedule"], "virtual": best["virtual"],
         "microbatches": best["microbatches"], "batch": 8,
-        "recompute": "always" if best["recompute"] else "never"}
+        "recompute": "always" if best["recompute"] else "never",
+        "tie_embeddings": "--tie-embeddings" in sys.argv[3].split()}
 for key, value in want.items():
     assert config[key] == value, (key, config[key], value)
 counts = [int(n) for n in config["balance"].split(",")]
@@ -38,8 +39,10 @@ PY
     > "$tmp/$name.out" 2>&1 || fail "$name: train exit $?: $(tail -5 "$tmp/$name.out")"
   grep -q 'step 2/2  loss' "$tmp/$name.out" || fail "$name: no step 2: $(tail -5 "$tmp/$name.out")"
 }
-# An uneven cut of 5 blocks over p = 2 with interleaved chunks, and a V schedule with tp and recomputation.
+# An uneven cut of 5 blocks over p = 2 with interleaved chunks; a V schedule with tp,
+# recomputation and tied embeddings (first and last stage on rank 0); tied across ranks.
 check_and_run interleaved --pp 2 --dp 2 --schedules interleaved --zero 0
-check_and_run zb_v --tp 2 --pp 2 --schedules zb-v --recompute always
+check_and_run zb_v --tp 2 --pp 2 --schedules zb-v --recompute always --tie-embeddings
+check_and_run tied_1f1b --pp 4 --schedules 1f1b --tie-embeddings
 check_and_run best
 echo "plan_emit_config: ok"
