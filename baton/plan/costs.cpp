@@ -210,21 +210,9 @@ double working_bytes(const ModelShape& shape, const Config& c) {
 }
 
 int analytic_peak_chunks(const Config& c) {
-  const int p = c.p, m = c.microbatches, v = c.virtual_stages;
-  if (c.schedule == "gpipe") return m;
-  if (c.schedule == "interleaved") {
-    const int total = m * v;
-    if (m == p) return total;
-    const int g = m / std::max(1, m / p);
-    return std::min(total, (p - 1) * 2 + (v - 1) * g + 1);
-  }
-  // Rank 0's peaks of the V schedules as the simulator counts them (not the
-  // busiest rank's, which v-half and v-min promise).
-  if (c.schedule == "zb-v") return std::min(2 * p, m + 1);
-  if (c.schedule == "dualpipev") return 2 * p + 1;  // m >= 2p
-  if (c.schedule == "v-half") return std::min(p / 2 + 1, m + 1);
-  if (c.schedule == "v-min") return std::min(2 * ((p + 3) / 3), m + 1);
-  return std::min(p, m);  // 1f1b, zb-h1, zb-h2
+  const SearchedSchedule* traits = find_searched_schedule(c.schedule);
+  BATON_ASSERT(traits, "no peak count for schedule ", c.schedule);
+  return traits->peak_chunks(c.p, c.microbatches, c.virtual_stages);
 }
 
 Estimate estimate(const ModelShape& shape, const Cluster& cluster, const Config& c) {

@@ -119,9 +119,10 @@ double working_bytes(const ModelShape& shape, const Config& config);
 // pipeline link, after the backward; 0 when untied or both stages share a rank.
 double tied_exchange_seconds(const ModelShape& shape, const Cluster& cluster, const Config& config);
 
-// Micro-batches' worth of stage chunks rank 0 holds at its peak, at least:
+// Micro-batches' worth of stage chunks rank 0 holds at its peak (the
+// schedule row's peak_chunks, schedules.h), at least:
 // the papers' peak counts, never above what the simulator counts
-// (tests/plan/brute_force_test.cpp holds every searched schedule to that).
+// (tests/plan/costs_test.cpp checks every searched schedule against it).
 int analytic_peak_chunks(const Config& config);
 
 // Stage chunks of rank r on the schedule's map: loop (s % p == r) or V

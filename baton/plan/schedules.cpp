@@ -11,14 +11,45 @@ namespace {
 
 using schedule::StageMap;
 
-// interleaved-zb, once its generator exists, is one more row:
-// {"interleaved-zb", StageMap::Loop, 0, true, 0}.
+int all_of_them(int, int m, int) {
+  return m;
+}
+int one_per_rank(int p, int m, int) {
+  return std::min(p, m);
+}
+// Megatron's warm-up: (p - 1) 2 + (v - 1) g + 1 chunks, g the group size.
+int interleaved_peak(int p, int m, int v) {
+  if (m == p) return m * v;
+  const int g = m / std::max(1, m / p);
+  return std::min(m * v, (p - 1) * 2 + (v - 1) * g + 1);
+}
+// Rank 0's peaks of the V schedules as the simulator counts them (not the
+// busiest rank's, which v-half and v-min promise).
+int zb_v_peak(int p, int m, int) {
+  return std::min(2 * p, m + 1);
+}
+int dualpipe_v_peak(int p, int, int) {
+  return 2 * p + 1;  // m >= 2p
+}
+int v_half_peak(int p, int m, int) {
+  return std::min(p / 2 + 1, m + 1);
+}
+int v_min_peak(int p, int m, int) {
+  return std::min(2 * ((p + 3) / 3), m + 1);
+}
+
+// One row per schedule: name, map, chunks (0: any v >= 2), split backward,
+// m >= this x p, equal groups of m, rank 0's peak.
 const std::vector<SearchedSchedule> kSearched = {
-    {"1f1b", StageMap::Loop, 1, false, 0},        {"gpipe", StageMap::Loop, 1, false, 0},
-    {"interleaved", StageMap::Loop, 0, false, 0}, {"zb-h1", StageMap::Loop, 1, true, 0},
-    {"zb-h2", StageMap::Loop, 1, true, 2},        {"zb-v", StageMap::V, 2, true, 0},
-    {"dualpipev", StageMap::V, 2, true, 2},       {"v-half", StageMap::V, 2, true, 0},
-    {"v-min", StageMap::V, 2, true, 0},
+    {"1f1b", StageMap::Loop, 1, false, 0, false, one_per_rank},
+    {"gpipe", StageMap::Loop, 1, false, 0, false, all_of_them},
+    {"interleaved", StageMap::Loop, 0, false, 0, true, interleaved_peak},
+    {"zb-h1", StageMap::Loop, 1, true, 0, false, one_per_rank},
+    {"zb-h2", StageMap::Loop, 1, true, 2, false, one_per_rank},
+    {"zb-v", StageMap::V, 2, true, 0, false, zb_v_peak},
+    {"dualpipev", StageMap::V, 2, true, 2, false, dualpipe_v_peak},
+    {"v-half", StageMap::V, 2, true, 0, false, v_half_peak},
+    {"v-min", StageMap::V, 2, true, 0, false, v_min_peak},
 };
 
 // Schedules baton runs that the planner leaves out, and why.

@@ -20,6 +20,10 @@ struct SearchedSchedule {
   int chunks;
   bool splits_backward;  // I and W apart (the zero-bubble family): W may wait
   int min_m_per_rank;    // needs m >= min_m_per_rank * p (0: any m)
+  bool equal_groups;     // m in equal groups of at least p (Megatron's interleaving)
+  // Micro-batches' worth of stage chunks rank 0 holds at its peak, at most
+  // what the simulator counts (tests/plan/costs_test.cpp checks each row).
+  int (*peak_chunks)(int p, int m, int v);
 };
 
 // In a stable order: 1f1b first.

@@ -342,9 +342,9 @@ PlanResult plan(const PlanRequest& req) {
                                "p = " + std::to_string(traits.min_m_per_rank * p));
                     continue;
                   }
-                  if (name == "interleaved" && m % std::max(1, m / p) != 0) {
+                  if (traits.equal_groups && m % std::max(1, m / p) != 0) {
                     reject(kScheduleDefined,
-                           what + ": interleaved needs m in equal groups of at least p");
+                           what + ": " + name + " needs m in equal groups of at least p");
                     continue;
                   }
                   if (stages * m > kMaxSimulatedCells) {
