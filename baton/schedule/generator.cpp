@@ -20,15 +20,23 @@ struct Entry {
 };
 
 constexpr Entry kGenerators[] = {
-    {"naive", naive, 1, false, 2},          {"gpipe", gpipe, 1, false, 2},
-    {"1f1b", one_f_one_b, 1, false, 2},     {"interleaved", interleaved, 2, true, 2},
-    {"looped-bfs", looped_bfs, 2, true, 2}, {"zb-h1", zb_h1, 1, false, 3},
-    {"zb-h2", zb_h2, 1, false, 3},          {"zb-v", zb_v, 2, false, 3},
+    {"naive", naive, 1, false, 2},
+    {"gpipe", gpipe, 1, false, 2},
+    {"1f1b", one_f_one_b, 1, false, 2},
+    {"interleaved", interleaved, 2, true, 2},
+    {"looped-bfs", looped_bfs, 2, true, 2},
+    {"zb-h1", zb_h1, 1, false, 3},
+    {"zb-h2", zb_h2, 1, false, 3},
+    {"zb-v", zb_v, 2, false, 3},
     {"interleaved-zb", interleaved_zb, 2, true, 3},
-    {"chimera", chimera, 1, false, 2},      {"dualpipev", dualpipe_v, 2, false, 3},
-    {"v-half", v_half, 2, false, 3},        {"v-min", v_min, 2, false, 3},
-    {"zb-auto", zb_auto, 1, false, 3},      {"2bw", two_bw, 1, false, 2},
-    {"pipedream", pipedream, 1, false, 2},  {"async", async, 1, false, 2},
+    {"chimera", chimera, 1, false, 2},
+    {"dualpipev", dualpipe_v, 2, false, 3},
+    {"v-half", v_half, 2, false, 3},
+    {"v-min", v_min, 2, false, 3},
+    {"zb-auto", zb_auto, 1, false, 3},
+    {"2bw", two_bw, 1, false, 2},
+    {"pipedream", pipedream, 1, false, 2},
+    {"async", async, 1, false, 2},
 };
 
 // Refuses a shape whose lowered schedule could exceed kMaxActions, before the
