@@ -17,7 +17,7 @@
 // first I's gradient must arrive just as the warm-up ends: its order holds
 // p - 1 - r fewer chunks but waits on every communication delay. With the
 // deeper warm-up the step is as short as PyTorch's without communication and
-// shorter with it (tests/schedule/pytorch_order_test.cpp measures both).
+// shorter with it (tests/sim/pytorch_orders_test.cpp measures both).
 #include <algorithm>
 #include <deque>
 

@@ -69,17 +69,17 @@ TEST_P(InterleavedZb, IsNeverSlowerThanInterleavedOneFOneBUnderTheSameCosts) {
 
 // m a multiple of p, and m that PyTorch's rule splits into floor(m / p)
 // equal groups (6 and 10 for p = 4, 9 for p = 3).
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, InterleavedZb,
-    ::testing::Values(Shape{1, 4, 2}, Shape{2, 2, 2}, Shape{2, 8, 2}, Shape{2, 8, 3},
-                      Shape{3, 9, 2}, Shape{4, 4, 2}, Shape{4, 6, 2}, Shape{4, 8, 2},
-                      Shape{4, 8, 3}, Shape{4, 10, 2}, Shape{4, 12, 4}, Shape{4, 16, 2},
-                      Shape{8, 16, 2}, Shape{8, 24, 3}),
-    [](const ::testing::TestParamInfo<Shape>& info) {
-      return "p" + std::to_string(std::get<0>(info.param)) + "_m" +
-             std::to_string(std::get<1>(info.param)) + "_v" +
-             std::to_string(std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(Shapes, InterleavedZb,
+                         ::testing::Values(Shape{1, 4, 2}, Shape{2, 2, 2}, Shape{2, 8, 2},
+                                           Shape{2, 8, 3}, Shape{3, 9, 2}, Shape{4, 4, 2},
+                                           Shape{4, 6, 2}, Shape{4, 8, 2}, Shape{4, 8, 3},
+                                           Shape{4, 10, 2}, Shape{4, 12, 4}, Shape{4, 16, 2},
+                                           Shape{8, 16, 2}, Shape{8, 24, 3}),
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           return "p" + std::to_string(std::get<0>(info.param)) + "_m" +
+                                  std::to_string(std::get<1>(info.param)) + "_v" +
+                                  std::to_string(std::get<2>(info.param));
+                         });
 
 }  // namespace
 }  // namespace baton::sim

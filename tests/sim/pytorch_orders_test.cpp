@@ -52,8 +52,8 @@ TEST_P(PyTorchOrder, BatonsGeneratorOfTheSameScheduleIsNoSlower) {
   const auto& [name, p, m, comm] = GetParam();
   const Schedule theirs = schedule::parse_csv_schedule(
       fixture(name + "_p" + std::to_string(p) + "_m" + std::to_string(m) + ".csv"));
-  const Schedule ours =
-      schedule::lower(schedule::generate(name, GeneratorOptions().set_ranks(p).set_microbatches(m)));
+  const Schedule ours = schedule::lower(
+      schedule::generate(name, GeneratorOptions().set_ranks(p).set_microbatches(m)));
   // The same shape: p ranks, m micro-batches, 2 chunks per rank on the same map.
   ASSERT_EQ(theirs.ranks, ours.ranks);
   ASSERT_EQ(theirs.stages, ours.stages);
@@ -86,10 +86,10 @@ INSTANTIATE_TEST_SUITE_P(EveryMultiStageSchedule, PyTorchOrder,
 TEST(PyTorchOrder, InterleavedZbIsShorterThanPyTorchsWithCommunicationAndEqualWithout) {
   for (int p : {2, 4}) {
     for (int m : {8, 16}) {
-      const Schedule theirs = schedule::parse_csv_schedule(fixture(
-          "interleaved-zb_p" + std::to_string(p) + "_m" + std::to_string(m) + ".csv"));
-      const Schedule ours = schedule::lower(
-          schedule::generate("interleaved-zb", GeneratorOptions().set_ranks(p).set_microbatches(m)));
+      const Schedule theirs = schedule::parse_csv_schedule(
+          fixture("interleaved-zb_p" + std::to_string(p) + "_m" + std::to_string(m) + ".csv"));
+      const Schedule ours = schedule::lower(schedule::generate(
+          "interleaved-zb", GeneratorOptions().set_ranks(p).set_microbatches(m)));
       EXPECT_DOUBLE_EQ(makespan(ours, 0), makespan(theirs, 0)) << "p=" << p << " m=" << m;
       EXPECT_LT(makespan(ours, 0.2), makespan(theirs, 0.2) - 0.1) << "p=" << p << " m=" << m;
     }
