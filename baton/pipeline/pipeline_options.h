@@ -25,8 +25,8 @@ namespace baton {
 
 struct PipelineOptions {
   // A generator of schedule::schedule_names(): naive, gpipe, 1f1b, interleaved,
-  // looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min, zb-auto (which needs
-  // `sample`: it searches with the profiled layer costs).
+  // looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, chimera, dualpipev, v-half, v-min,
+  // zb-auto (which needs `sample`: it searches with the profiled layer costs).
   TORCH_ARG(std::string, schedule) = "1f1b";
   // A schedule file (baton's text format, or PyTorch's CSV when the name ends
   // in ".csv"; schedule::lowered_schedule) instead of a generator: it
