@@ -19,7 +19,7 @@ cmake -S examples/cpp -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${la
   -DCMAKE_PREFIX_PATH="$work/prefix;$torch_dir" -DTorch_DIR="$torch_dir" >/dev/null
 ninja -C "$work/build" -j "${BATON_JOBS:-1}" > "$work/build.log" || { tail -30 "$work/build.log" >&2; exit 1; }
 
-for example in sequential layer_specs; do
+for example in sequential layer_specs multi_tensor; do
   echo "== $example"
   # The argument reaches both ranks (launch_self forwards it): 25 steps, not 30.
   (cd "$work/build" && timeout 300 "./$example" 25) > "$work/$example.out" 2>&1 \

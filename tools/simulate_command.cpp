@@ -238,8 +238,8 @@ Action add_simulate(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, schedule::kMaxMicrobatches));
   cmd->add_option("--virtual", flags->virtual_stages,
-                  "Stage chunks per rank v (default 1; interleaved and looped-bfs default to 2; "
-                  "zb-v, chimera, dualpipev, v-half and v-min fix their own layout)")
+                  "Stage chunks per rank v (default 1; interleaved, looped-bfs and interleaved-zb "
+                  "default to 2; zb-v, chimera, dualpipev, v-half and v-min fix their own layout)")
       ->check(CLI::Range(1, schedule::kMaxVirtualStages));
   cmd->add_option("--tf", flags->tf, "Forward time of a rank's share of the model per micro-batch")
       ->capture_default_str()

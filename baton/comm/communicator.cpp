@@ -111,6 +111,14 @@ std::string Communicator::backend_name() const {
   return state_->backend_name;
 }
 
+std::uint64_t Communicator::p2p_messages_sent() const {
+  std::uint64_t n = 0;
+  for (const auto& transport : state_->transports) {
+    if (transport) n += transport->messages_sent();
+  }
+  return n;
+}
+
 SendHandle Communicator::isend(const torch::Tensor& tensor, int dst, const Tag& tag) {
   auto& comm = *state_;
   BATON_CHECK(tensor.defined(), "[comm.isend] rank ", comm.rank, ": undefined tensor for ",

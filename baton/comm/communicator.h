@@ -135,6 +135,9 @@ class Communicator {
 
   // "shm", "gloo" or "nccl": how point-to-point reaches `peer`.
   std::string transport_name(int peer) const;
+  // Point-to-point messages this rank's transports have sent so far (a
+  // tensor is one in the steady state; see isend): for tests and benchmarks.
+  std::uint64_t p2p_messages_sent() const;
 
   // Sums each tensor in place across all ranks (every rank passes tensors of
   // the same dtypes and shapes, in the same order). Blocks until done. Up to

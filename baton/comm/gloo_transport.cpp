@@ -101,6 +101,7 @@ class GlooTransport : public Transport {
       const int part_tag = tag + (send->buffers.size() == 2 && i == 1 ? 1 : 0);
       send->works.push_back(backend_->send(one, dst, part_tag));
     }
+    count_messages(send->buffers.size());
     return send;
   }
 

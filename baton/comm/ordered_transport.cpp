@@ -93,6 +93,7 @@ class OrderedTransport : public Transport {
     drain_locked();
     send->control = control_->p2p[dst]->isend(encode_control(tensor, tag), dst, kControlTag);
     send->payload = channel_->send(tensor, dst);
+    count_messages(1);  // the payload (its control message counts in the control transport)
     send->tensor = tensor;
     return send;
   }

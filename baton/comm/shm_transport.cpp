@@ -292,6 +292,7 @@ std::shared_ptr<PendingSend> ShmTransport::isend(const at::Tensor& tensor, int d
     std::vector<at::Tensor> one{tensor};
     pending = std::make_shared<WorkSend>(gloo_->send(one, dst, tag + 1), tensor);
   }
+  count_messages(kind == MessageKind::kGloo ? 2 : 1);
   heads_[dst] = at + length;
   inbox.control(rank_).head.store(at + length, std::memory_order_release);
   ring_doorbell(inbox.header());

@@ -11,6 +11,7 @@
 
 #include <ATen/ATen.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -47,6 +48,16 @@ class Transport {
   // modified until the send's wait() returns.
   virtual std::shared_ptr<PendingSend> isend(const at::Tensor& tensor, int dst, int tag) = 0;
   virtual std::shared_ptr<PendingRecv> irecv(int src, int tag) = 0;
+
+  // Messages this transport has put on its links so far (a shared-memory
+  // record, a Gloo send): what a boundary costs, counted by the tests.
+  std::uint64_t messages_sent() const { return messages_sent_.load(std::memory_order_relaxed); }
+
+ protected:
+  void count_messages(std::uint64_t n) { messages_sent_.fetch_add(n, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> messages_sent_{0};
 };
 
 }  // namespace baton::comm::detail

@@ -15,8 +15,9 @@
 
 namespace baton::nn {
 
-// One layer: maps one tensor to one tensor (a stage boundary carries exactly
-// one tensor). `build` constructs a fresh module on the CPU, drawing its
+// One layer: its module's forward takes and returns a torch::Tensor or a
+// std::vector<torch::Tensor> (a stage boundary carries a list of tensors:
+// nn/layer_call.h). `build` constructs a fresh module on the CPU, drawing its
 // initial values from torch's default CPU generator.
 struct LayerSpec {
   std::string name;

@@ -114,11 +114,13 @@ std::vector<partition::LayerCost> profiled_costs(const nn::ModelSpec& model,
                                                  const PipelineOptions& o,
                                                  comm::Communicator& world,
                                                  const std::string& why) {
-  BATON_CHECK(o.sample().defined(), "[pipeline] ", why,
+  BATON_CHECK(o.sample().defined() || !o.sample_inputs().empty(), "[pipeline] ", why,
               " the layers' costs, profiled on a sample; set PipelineOptions().sample(one "
-              "micro-batch of inputs)");
+              "micro-batch of inputs), or sample_inputs() for a model of several inputs");
   const int L = model.num_layers();
-  std::vector<partition::LayerCost> costs = runtime::profile_layers(model, o.sample(), o.seed());
+  const nn::Tensors sample =
+      o.sample_inputs().empty() ? nn::Tensors{o.sample()} : o.sample_inputs();
+  std::vector<partition::LayerCost> costs = runtime::profile_layers(model, sample, o.seed());
   std::vector<torch::Tensor> times{torch::zeros({2, L}, torch::kFloat64)};
   for (int i = 0; i < L; ++i) {
     times[0][0][i] = costs[i].forward_time;
@@ -250,9 +252,18 @@ std::vector<int> buckets_per_stage(const std::vector<std::shared_ptr<runtime::St
   return out;
 }
 
-int64_t batch_size(const torch::Tensor& inputs, const torch::Tensor& targets) {
-  const torch::Tensor& t = inputs.defined() ? inputs : targets;
-  return t.defined() && t.dim() > 0 ? t.size(0) : 0;
+// The samples in a mini-batch, from the inputs where this rank has them,
+// else the targets; -1 on a rank given neither (one holding only middle
+// stages, which never reads them).
+int64_t batch_size(const nn::Tensors& inputs, const torch::Tensor& targets,
+                   const std::vector<int>& whole) {
+  const int64_t rows = runtime::batch_rows(inputs, whole);
+  if (rows >= 0) return rows;
+  return targets.defined() && targets.dim() > 0 ? targets.size(0) : -1;
+}
+
+nn::Tensors listed(const torch::Tensor& inputs) {
+  return inputs.defined() ? nn::Tensors{inputs} : nn::Tensors{};
 }
 
 }  // namespace
@@ -319,6 +330,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   // fp16's loss scale rides on the clip's norm: an overflow anywhere is a non-finite norm.
   reductions.set_clip(schedules_clip_norm(options));
   executor_options.precision = precision;
+  executor_options.whole_inputs = options.whole_inputs();
   if (options.clip_grad_norm() > 0) executor_options.clip_grad_norm = options.clip_grad_norm();
   if (dp > 1) {
     reductions.set_buckets_per_stage(buckets_per_stage(built, placement, plan.schedule.stages,
@@ -390,6 +402,10 @@ void Pipeline::gather_parameters() const {
 }
 
 double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  return step(listed(inputs), targets);
+}
+
+double Pipeline::step(const std::vector<torch::Tensor>& inputs, const torch::Tensor& targets) {
   State& s = *state_;
   if (s.zero) {
     gather_parameters();
@@ -400,9 +416,14 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
               " updates the weights after every micro-batch's backward: give the Pipeline your "
               "optimizer with set_optimizer() before step()");
   const int m = s.options.microbatches();
-  const int64_t batch = batch_size(inputs, targets);
+  const std::vector<int>& whole = s.options.whole_inputs();
+  const int64_t batch = batch_size(inputs, targets, whole);
   const int dp = s.layout.grid.dp();
-  if (dp == 1) {
+  if (batch < 0) {
+    // Neither inputs nor targets here: this rank holds only middle stages,
+    // and the ranks that read them check the batch.
+    s.last = s.executor->run_step(nn::Tensors{}, torch::Tensor());
+  } else if (dp == 1) {
     BATON_CHECK(batch >= m, "[pipeline] microbatches=", m, " is more than the batch of ", batch,
                 " samples; use a batch of at least ", m, " or fewer micro-batches");
     s.last = s.executor->run_step(inputs, targets);
@@ -417,7 +438,12 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
     auto slice = [&](const torch::Tensor& t) {
       return t.defined() && t.dim() > 0 ? t.narrow(0, s.layout.here.dp * share, share) : t;
     };
-    s.last = s.executor->run_step(slice(inputs), slice(targets));
+    nn::Tensors shares;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const bool shared = std::find(whole.begin(), whole.end(), static_cast<int>(i)) != whole.end();
+      shares.push_back(shared ? inputs[i] : slice(inputs[i]));
+    }
+    s.last = s.executor->run_step(shares, slice(targets));
   }
   ++s.steps;
   if (!s.options.step_barrier()) {
@@ -439,10 +465,17 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
 }
 
 torch::Tensor Pipeline::eval(const torch::Tensor& inputs) {
+  return eval(listed(inputs));
+}
+
+torch::Tensor Pipeline::eval(const std::vector<torch::Tensor>& inputs) {
   State& s = *state_;
-  const int64_t batch = batch_size(inputs, torch::Tensor());
-  BATON_CHECK(batch >= 1, "[pipeline] eval needs a batch of at least 1 sample, got ", batch);
-  const int m = static_cast<int>(std::min<int64_t>(s.options.microbatches(), batch));
+  const int64_t batch = batch_size(inputs, torch::Tensor(), s.options.whole_inputs());
+  BATON_CHECK(batch != 0, "[pipeline] eval needs a batch of at least 1 sample, got 0");
+  // A rank without inputs (middle stages only) takes the batch to hold at
+  // least `microbatches` samples, as the first stage's rank must then too.
+  const int m = batch < 0 ? s.options.microbatches()
+                          : static_cast<int>(std::min<int64_t>(s.options.microbatches(), batch));
   std::map<int, torch::Tensor> outputs = eval_microbatches(inputs, m);
   if (outputs.empty()) return {};
   std::vector<torch::Tensor> parts;
@@ -451,6 +484,11 @@ torch::Tensor Pipeline::eval(const torch::Tensor& inputs) {
 }
 
 std::map<int, torch::Tensor> Pipeline::eval_microbatches(const torch::Tensor& inputs,
+                                                         int microbatches) {
+  return eval_microbatches(listed(inputs), microbatches);
+}
+
+std::map<int, torch::Tensor> Pipeline::eval_microbatches(const std::vector<torch::Tensor>& inputs,
                                                          int microbatches) {
   gather_parameters();
   return state_->executor->evaluate(inputs, microbatches);

@@ -96,6 +96,13 @@ class Pipeline {
   // which REDUCE_GRAD already synchronises). With
   // PipelineOptions::step_barrier the step ends with an all-reduce instead.
   double step(const torch::Tensor& inputs, const torch::Tensor& targets);
+  // A model of several inputs (hidden states, positions, a mask): the first
+  // layer takes them as a std::vector<torch::Tensor> (nn/layer_call.h), and
+  // each is cut into micro-batches along dim 0 unless
+  // PipelineOptions::whole_inputs lists it. A rank holding neither the first
+  // nor the last stage may pass an empty list (or undefined tensors) and an
+  // undefined target: the ranks that read them check the batch.
+  double step(const std::vector<torch::Tensor>& inputs, const torch::Tensor& targets);
   //
   // A schedule without a flush (2bw, PipeDream-2BW): the pipeline runs on
   // from step to step, each rank carrying its last backwards into the next
@@ -138,9 +145,15 @@ class Pipeline {
   // finished, in order). Every rank must call it (a collective); with dp > 1
   // each replica computes the whole output.
   torch::Tensor eval(const torch::Tensor& inputs);
+  // Several inputs, as step() takes them. A rank holding only middle stages
+  // may pass an empty list; it then takes the batch to hold at least
+  // microbatches() samples, so pass such a batch to every rank.
+  torch::Tensor eval(const std::vector<torch::Tensor>& inputs);
   // eval() in `microbatches` micro-batches, keeping their indices: the
   // outputs of the micro-batches this rank finished, by index.
   std::map<int, torch::Tensor> eval_microbatches(const torch::Tensor& inputs, int microbatches);
+  std::map<int, torch::Tensor> eval_microbatches(const std::vector<torch::Tensor>& inputs,
+                                                 int microbatches);
 
   // This rank's parameters, for the caller's optimizer (with
   // PipelineOptions::zero(1) and dp > 1, the share this replica steps).

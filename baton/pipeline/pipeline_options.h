@@ -25,8 +25,8 @@ namespace baton {
 
 struct PipelineOptions {
   // A generator of schedule::schedule_names(): naive, gpipe, 1f1b, interleaved,
-  // looped-bfs, zb-h1, zb-h2, zb-v, chimera, dualpipev, v-half, v-min, zb-auto (which needs
-  // `sample`: it searches with the profiled layer costs).
+  // looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, chimera, dualpipev, v-half, v-min,
+  // zb-auto (which needs `sample`: it searches with the profiled layer costs).
   TORCH_ARG(std::string, schedule) = "1f1b";
   // A schedule file (baton's text format, or PyTorch's CSV when the name ends
   // in ".csv"; schedule::lowered_schedule) instead of a generator: it
@@ -44,6 +44,9 @@ struct PipelineOptions {
   TORCH_ARG(std::string, balance) = "uniform";
   // One micro-batch of inputs, for the balancing methods that profile layers.
   TORCH_ARG(torch::Tensor, sample);
+  // The same for a model of several inputs (Pipeline::step's list form);
+  // when given, `sample` is ignored.
+  TORCH_ARG(std::vector<torch::Tensor>, sample_inputs);
   // Activation recomputation: never | except_last | always.
   TORCH_ARG(std::string, recompute) = "never";
   // Where the stages run: the CPU, or CUDA. "cuda" without an index means
@@ -118,6 +121,11 @@ struct PipelineOptions {
   // step: last_step().skip_update). Refused for schedules without a flush,
   // and fp16 on the CPU under LibTorch 1.13.
   TORCH_ARG(std::string, precision) = "fp32";
+  // Models with several inputs (Pipeline::step's list form): the indices of
+  // the inputs every micro-batch shares as they are (a sequence x sequence
+  // mask); the others are cut along dim 0 and must agree on it. With dp > 1
+  // every replica gets them whole too.
+  TORCH_ARG(std::vector<int>, whole_inputs);
   // The process group. Without one, the Pipeline joins the group that
   // `rank_env` describes, or else the one torchrun's variables (RANK,
   // WORLD_SIZE, MASTER_ADDR, MASTER_PORT) describe, or else runs alone. A

@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "baton/nn/layer_call.h"
 #include "baton/runtime/executor.h"
 #include "baton/runtime/stage.h"
 #include "baton/runtime/step.h"
@@ -54,7 +55,7 @@ class Carries {
   // The stage input, output and stashed bytes of each carried cell.
   struct Carry {
     std::vector<size_t> cells;
-    std::vector<torch::Tensor> input, output;
+    std::vector<nn::Tensors> input, output;
     std::vector<double> bytes;
   };
 

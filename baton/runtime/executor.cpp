@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "baton/comm/tag.h"
+#include "baton/comm/tensor_bundle.h"
 #include "baton/core/error.h"
 #include "baton/runtime/carries.h"
 #include "baton/runtime/microbatch.h"
@@ -107,16 +108,26 @@ std::vector<torch::Tensor> Executor::parameters() const {
 }
 
 StepResult Executor::run_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  return run(inputs.defined() ? nn::Tensors{inputs} : nn::Tensors{}, targets,
+             /*drain_only=*/false);
+}
+
+StepResult Executor::run_step(const nn::Tensors& inputs, const torch::Tensor& targets) {
   return run(inputs, targets, /*drain_only=*/false);
 }
 
 StepResult Executor::drain() {
   if (!carrying()) return {};
-  return run(torch::Tensor(), torch::Tensor(), /*drain_only=*/true);
+  return run(nn::Tensors{}, torch::Tensor(), /*drain_only=*/true);
 }
 
-StepResult Executor::run(const torch::Tensor& inputs, const torch::Tensor& targets,
-                         bool drain_only) {
+std::vector<nn::Tensors> Executor::split(const nn::Tensors& inputs, int microbatches) const {
+  nn::Tensors here;
+  for (const auto& t : inputs) here.push_back(on_device(t));
+  return split_inputs(here, microbatches, options_.whole_inputs);
+}
+
+StepResult Executor::run(const nn::Tensors& inputs, const torch::Tensor& targets, bool drain_only) {
   const int S = schedule_.stages, m = schedule_.microbatches;
   Step step(schedule_, placement_, drain_only);
   step.result.start_ms =
@@ -131,7 +142,7 @@ StepResult Executor::run(const torch::Tensor& inputs, const torch::Tensor& targe
     needs_inputs |= actions[i].kind == ActionKind::F && actions[i].stage == 0;
     needs_targets |= actions[i].kind == ActionKind::F && actions[i].stage == S - 1;
   }
-  if (needs_inputs) step.inputs = split_microbatches(on_device(inputs), m);
+  if (needs_inputs) step.inputs = split(inputs, m);
   if (needs_targets) {
     step.targets = split_microbatches(on_device(targets), m);
     step.scales = loss_scales(step.targets);
@@ -252,20 +263,27 @@ void Executor::count_loss(Step& step, const torch::Tensor& loss) const {
   }
 }
 
-torch::Tensor Executor::stage_forward(Step& step, const Action& a, double* activation_bytes) {
+nn::Tensors Executor::stage_forward(Step& step, const Action& a, double* activation_bytes) {
   const int mb = a.microbatch;
-  torch::Tensor out =
+  nn::Tensors out =
       stages_.at(a.stage)->forward(step.input[step.cell(a.stage, mb)], activation_bytes);
-  const bool mixed = options_.precision != Precision::Fp32 && out.is_floating_point();
+  const bool mixed = options_.precision != Precision::Fp32;
   if (a.stage == step.stages - 1) {
+    BATON_CHECK(out.size() == 1 && out.front().defined(), "[runtime] the last stage (stage ",
+                a.stage, ") returns ", out.size(),
+                " tensors, but the loss takes the model's one output: make the model's last "
+                "layer return one torch::Tensor");
+    torch::Tensor& y = out.front();
     // The loss (and the outputs handed back) in fp32.
-    if (mixed) out = out.to(torch::kFloat);
+    if (mixed && y.is_floating_point()) y = y.to(torch::kFloat);
     if (step.forward_only) return out;
-    out = loss_(out, step.targets[mb]) * step.scales[mb];
-    if (activation_bytes != nullptr) count_loss(step, out);
+    y = loss_(y, step.targets[mb]) * step.scales[mb];
+    if (activation_bytes != nullptr) count_loss(step, y);
   } else if (mixed) {
     // The boundary in the compute dtype: half of fp32's bytes on the wire.
-    out = out.to(compute_dtype(options_.precision));
+    for (auto& t : out) {
+      if (t.defined() && t.is_floating_point()) t = t.to(compute_dtype(options_.precision));
+    }
   }
   return out;
 }
@@ -276,24 +294,29 @@ void Executor::compute_forward(Step& step, const Action& a) {
   const bool last = s == step.stages - 1;
   // A stage's output as the next stage's input on this rank: in training, a
   // leaf of the next stage's graph.
-  const auto handed = [&](const torch::Tensor& out) {
-    return step.forward_only ? out : out.detach().requires_grad_(out.is_floating_point());
+  const auto handed = [&](const nn::Tensors& out) {
+    if (step.forward_only) return out;
+    nn::Tensors leaves;
+    for (const auto& t : out) {
+      leaves.push_back(t.defined() ? t.detach().requires_grad_(t.is_floating_point()) : t);
+    }
+    return leaves;
   };
   if (s == 0) {
     step.input[c] = step.inputs[mb];
-  } else if (!step.input[c].defined()) {
+  } else if (step.input[c].empty()) {
     // The previous stage ran on this rank: take its output directly.
     step.input[c] = handed(step.output[step.cell(s - 1, mb)]);
   }
   double bytes = 0;
   if (step.forward_only) {
     step.output[c] = stage_forward(step, a, nullptr);
-    step.input[c] = torch::Tensor();
+    step.input[c].clear();
   } else if (recomputes(mb)) {
     torch::NoGradGuard no_grad;
     step.output[c] = stage_forward(step, a, nullptr);
-    if (last) count_loss(step, step.output[c]);
-    bytes = static_cast<double>(step.input[c].numel() * step.input[c].element_size());
+    if (last) count_loss(step, step.output[c].front());
+    bytes = nn::bytes_of(step.input[c]);
   } else {
     step.output[c] = stage_forward(step, a, &bytes);
   }
@@ -306,7 +329,7 @@ void Executor::compute_forward(Step& step, const Action& a) {
   }
   if (!last && step.placement.rank_of(s + 1, mb) == rank_) {
     step.input[step.cell(s + 1, mb)] = handed(step.output[c]);
-    if (step.forward_only) step.output[c] = torch::Tensor();
+    if (step.forward_only) step.output[c].clear();
   }
 }
 
@@ -320,22 +343,40 @@ void Executor::compute_backward(Step& step, const Action& a) {
   if (s == step.stages - 1) {
     // fp16: the loss scaled up, so small gradients survive the half precision.
     const bool scaled = options_.precision == Precision::Fp16;
-    torch::autograd::backward({scaled ? step.output[c] * scaler_.scale() : step.output[c]});
+    const torch::Tensor& loss = step.output[c].front();
+    torch::autograd::backward({scaled ? loss * scaler_.scale() : loss});
   } else {
-    torch::Tensor grad = step.grad_output[c];
-    if (!grad.defined()) {
-      // The next stage ran on this rank: its input gradient is ours.
-      grad = step.grad_input[step.cell(s + 1, mb)];
-      step.grad_input[step.cell(s + 1, mb)] = torch::Tensor();
+    nn::Tensors grads = std::move(step.grad_output[c]);
+    if (grads.empty()) {
+      // The next stage ran on this rank: its input gradients are ours.
+      grads = std::move(step.grad_input[step.cell(s + 1, mb)]);
+      step.grad_input[step.cell(s + 1, mb)].clear();
     }
-    BATON_ASSERT(grad.defined(), "no output gradient for ", describe(a, -1));
-    torch::autograd::backward({step.output[c]}, {grad});
+    const nn::Tensors& outputs = step.output[c];
+    BATON_CHECK(grads.size() == outputs.size(), "[runtime] ", describe(a, -1), ": stage ", s,
+                " returned ", outputs.size(), " tensors but ", grads.size(),
+                " gradients came back (a stage returns the same count every micro-batch)");
+    // Only the tensors that need a gradient and got one (not positions or masks).
+    std::vector<torch::Tensor> roots, seeds;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].defined() && outputs[i].requires_grad() && grads[i].defined()) {
+        roots.push_back(outputs[i]);
+        seeds.push_back(grads[i]);
+      }
+    }
+    if (!roots.empty()) torch::autograd::backward(roots, seeds);
   }
   if (split) stage.set_defer_weight_grad(false, mb);
-  if (s > 0 && step.input[c].requires_grad()) step.grad_input[c] = step.input[c].grad();
-  step.input[c] = torch::Tensor();
-  step.output[c] = torch::Tensor();
-  step.grad_output[c] = torch::Tensor();
+  if (s > 0) {
+    nn::Tensors& to_send = step.grad_input[c];
+    to_send.clear();
+    for (const auto& x : step.input[c]) {
+      to_send.push_back(x.defined() && x.requires_grad() ? x.grad() : torch::Tensor());
+    }
+  }
+  step.input[c].clear();
+  step.output[c].clear();
+  step.grad_output[c].clear();
   step.stashed_bytes -= step.activation_bytes[c];
 }
 
@@ -348,32 +389,38 @@ int Executor::peer_of(const Step& step, const Action& a) const {
 void Executor::send(Step& step, const Action& a) {
   const size_t c = step.cell(a.stage, a.microbatch);
   const int to = peer_of(step, a);
-  torch::Tensor payload;
+  nn::Tensors parts;
   if (a.kind == ActionKind::SEND_F) {
-    payload = tp_scatter(step.output[c].detach(), a);
-    step.result.stage_boundary_bytes[a.stage] =
-        static_cast<double>(payload.numel() * payload.element_size());
-    if (step.forward_only) step.output[c] = torch::Tensor();  // no backward needs it
+    for (const auto& t : step.output[c]) parts.push_back(tp_scatter(t.detach(), a));
+    step.result.stage_boundary_bytes[a.stage] = nn::bytes_of(parts);
+    if (step.forward_only) step.output[c].clear();  // no backward needs it
   } else {
-    BATON_ASSERT(step.grad_input[c].defined(), "no input gradient for ", describe(a, to));
-    payload = tp_scatter(step.grad_input[c], a);
-    step.grad_input[c] = torch::Tensor();
+    BATON_ASSERT(!step.grad_input[c].empty(), "no input gradient for ", describe(a, to));
+    for (const auto& g : step.grad_input[c]) parts.push_back(tp_scatter(g, a));
+    step.grad_input[c].clear();
   }
-  step.sends.push_back(comm_.isend(payload, to, comm::tag_for(a)));
+  // Every tensor of the boundary in one message (comm/tensor_bundle.h).
+  step.sends.push_back(comm_.isend(comm::pack_tensors(parts), to, comm::tag_for(a)));
 }
 
 void Executor::receive(Step& step, const Action& a) {
   const size_t c = step.cell(a.stage, a.microbatch);
   const bool forward = a.kind == ActionKind::RECV_F;
   auto& handle = (forward ? step.recv_forward : step.recv_backward)[c];
-  torch::Tensor x = tp_gather(on_device(handle->wait(describe(a, peer_of(step, a)))), a);
+  const std::string what = describe(a, peer_of(step, a));
+  nn::Tensors x = comm::unpack_tensors(on_device(handle->wait(what)), what);
   handle.reset();
+  for (auto& t : x) t = tp_gather(t, a);
   if (!forward) {
-    step.grad_output[c] = x;
+    step.grad_output[c] = std::move(x);
   } else {
-    // In training a leaf, whose gradient SEND_B sends back.
-    const bool leaf = !step.forward_only && x.is_floating_point();
-    step.input[c] = leaf ? x.requires_grad_(true) : x;
+    // In training leaves, whose gradients SEND_B sends back.
+    if (!step.forward_only) {
+      for (auto& t : x) {
+        if (t.defined() && t.is_floating_point()) t.requires_grad_(true);
+      }
+    }
+    step.input[c] = std::move(x);
   }
 }
 
@@ -470,7 +517,9 @@ std::string Executor::describe(const Action& action, int peer) const {
 
 torch::Tensor Executor::tp_scatter(const torch::Tensor& whole, const Action& action) const {
   const int t = layout_.tp->world_size(), k = layout_.tp->rank();
-  if (t == 1 || !options_.scatter_gather) return whole;
+  // Only floating-point tensors are cut (positions and masks cross whole).
+  if (t == 1 || !options_.scatter_gather || !whole.defined() || !whole.is_floating_point())
+    return whole;
   BATON_CHECK(whole.dim() >= 1 && whole.size(-1) % t == 0,
               "[runtime.executor] scatter/gather over tp=", t,
               " needs boundary tensors whose last dimension tp divides; ", describe(action, -1),
@@ -481,7 +530,8 @@ torch::Tensor Executor::tp_scatter(const torch::Tensor& whole, const Action& act
 
 torch::Tensor Executor::tp_gather(const torch::Tensor& slice, const Action& action) const {
   const int t = layout_.tp->world_size(), k = layout_.tp->rank();
-  if (t == 1 || !options_.scatter_gather) return slice;
+  if (t == 1 || !options_.scatter_gather || !slice.defined() || !slice.is_floating_point())
+    return slice;
   std::vector<int64_t> shape = slice.sizes().vec();
   const int64_t d = shape.back();
   shape.back() *= t;

@@ -55,6 +55,7 @@
 
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_layout.h"
+#include "baton/nn/layer_call.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/runtime/clip.h"
 #include "baton/runtime/precision.h"
@@ -119,6 +120,10 @@ struct ExecutorOptions {
   // in the schedule: its norm tells every rank about an overflow, and it
   // unscales the gradients.
   Precision precision = Precision::Fp32;
+  // The model's inputs (run_step's list) that every micro-batch shares as
+  // they are, by index (a mask of sequence x sequence); the others are cut
+  // along dim 0 (runtime/microbatch.h).
+  std::vector<int> whole_inputs;
 };
 
 struct StepResult {
@@ -177,9 +182,13 @@ class Executor {
 
   // One training step on a mini-batch. `inputs` is used only where this rank
   // holds stage 0 of a micro-batch, `targets` only where it holds the last
-  // stage. Gradients accumulate into the stages' parameters (zero them before).
-  // Every rank runs the same sequence of run_step() and evaluate() calls.
+  // stage (elsewhere they may be undefined, or empty). Gradients accumulate
+  // into the stages' parameters (zero them before). Every rank runs the same
+  // sequence of run_step() and evaluate() calls. The list form gives the
+  // model several inputs (hidden states, positions, a mask: the first
+  // layer's std::vector<torch::Tensor>).
   StepResult run_step(const torch::Tensor& inputs, const torch::Tensor& targets);
+  StepResult run_step(const nn::Tensors& inputs, const torch::Tensor& targets);
 
   // Forward only, no autograd (evaluation): runs this rank's actions of the
   // lowered schedule::forward_only() of the training schedule for
@@ -187,6 +196,7 @@ class Executor {
   // for the micro-batches this rank finishes, keyed by micro-batch.
   // (runtime/forward_only.cpp)
   std::map<int, torch::Tensor> evaluate(const torch::Tensor& inputs, int microbatches);
+  std::map<int, torch::Tensor> evaluate(const nn::Tensors& inputs, int microbatches);
 
   // A schedule without a flush: runs the backwards the last step carried
   // (nothing if none), so that parameters()' gradients are the last step's.
@@ -223,7 +233,9 @@ class Executor {
     schedule::Placement placement;
   };
   WeightVersions* versions() const;
-  StepResult run(const torch::Tensor& inputs, const torch::Tensor& targets, bool drain_only);
+  StepResult run(const nn::Tensors& inputs, const torch::Tensor& targets, bool drain_only);
+  // The model's inputs on this rank's device, cut into micro-batches.
+  std::vector<nn::Tensors> split(const nn::Tensors& inputs, int microbatches) const;
   // The interpreter: posts the step's receives, then runs its actions in order.
   void interpret(Step& step);
   bool skipped(const Step& step, size_t index) const;
@@ -239,7 +251,7 @@ class Executor {
   // The stage's forward of a's micro-batch; on the last stage of a training
   // step, the scaled loss, counted into the step's when `activation_bytes`
   // is given (the first forward, which records the stashed bytes there).
-  torch::Tensor stage_forward(Step& step, const schedule::Action& a, double* activation_bytes);
+  nn::Tensors stage_forward(Step& step, const schedule::Action& a, double* activation_bytes);
   bool recomputes(int microbatch) const;
   void count_loss(Step& step, const torch::Tensor& loss) const;
   void send_loss(Step& step);

@@ -15,6 +15,10 @@ using schedule::Action;
 using schedule::ActionKind;
 
 std::map<int, torch::Tensor> Executor::evaluate(const torch::Tensor& inputs, int microbatches) {
+  return evaluate(inputs.defined() ? nn::Tensors{inputs} : nn::Tensors{}, microbatches);
+}
+
+std::map<int, torch::Tensor> Executor::evaluate(const nn::Tensors& inputs, int microbatches) {
   torch::NoGradGuard no_grad;
   if (versions()) versions()->use_latest();  // evaluate the masters' weights
   auto found = forward_only_.find(microbatches);
@@ -32,7 +36,7 @@ std::map<int, torch::Tensor> Executor::evaluate(const torch::Tensor& inputs, int
   const bool first_stage = std::any_of(actions.begin(), actions.end(), [](const Action& a) {
     return a.kind == ActionKind::F && a.stage == 0;
   });
-  if (first_stage) step.inputs = split_microbatches(on_device(inputs), microbatches);
+  if (first_stage) step.inputs = split(inputs, microbatches);
   {
     AutocastScope autocast(options_.precision, options_.device);
     interpret(step);
@@ -41,7 +45,7 @@ std::map<int, torch::Tensor> Executor::evaluate(const torch::Tensor& inputs, int
   std::map<int, torch::Tensor> outputs;
   for (const Action& a : actions) {
     if (a.kind == ActionKind::F && a.stage == step.stages - 1)
-      outputs[a.microbatch] = step.output[step.cell(a.stage, a.microbatch)];
+      outputs[a.microbatch] = step.output[step.cell(a.stage, a.microbatch)].front();
   }
   return outputs;
 }

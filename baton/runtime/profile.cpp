@@ -13,34 +13,47 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-double bytes_of(const torch::Tensor& t) {
-  return static_cast<double>(t.numel() * t.element_size());
-}
-
 }  // namespace
 
 std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
                                                  const torch::Tensor& sample, uint64_t seed,
+                                                 int repeats) {
+  return profile_layers(model, nn::Tensors{sample}, seed, repeats);
+}
+
+std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
+                                                 const nn::Tensors& sample, uint64_t seed,
                                                  int repeats) {
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   std::vector<partition::LayerCost> costs;
-  torch::Tensor x = sample;
+  nn::Tensors x = sample;
+  nn::LayerSlot previous;
   for (int i = 0; i < model.num_layers(); ++i) {
-    torch::nn::AnyModule layer = nn::build_layer(model, i, seed);
+    nn::LayerSlot layer{nn::build_layer(model, i, seed), i, model.layers[i].name};
     partition::LayerCost cost;
-    for (const auto& p : layer.ptr()->parameters()) cost.parameter_bytes += bytes_of(p);
-    cost.activation_bytes = bytes_of(x);
+    for (const auto& p : layer.module.ptr()->parameters())
+      cost.parameter_bytes += static_cast<double>(p.numel() * p.element_size());
+    cost.activation_bytes = nn::bytes_of(x);
     std::vector<double> forward, backward;
-    torch::Tensor out;
+    nn::Tensors out;
     for (int r = 0; r <= repeats; ++r) {
-      torch::Tensor input = x.is_floating_point() ? x.detach().requires_grad_(true) : x;
+      nn::Tensors input;
+      for (const auto& t : x)
+        input.push_back(t.is_floating_point() ? t.detach().requires_grad_(true) : t);
       const auto t0 = Clock::now();
-      out = layer.forward(input);
+      out = nn::call_layer(layer, input, i > 0 ? &previous : nullptr);
       const auto t1 = Clock::now();
-      torch::autograd::backward({out}, {torch::ones_like(out)});
+      std::vector<torch::Tensor> roots, seeds;
+      for (const auto& y : out) {
+        if (y.defined() && y.requires_grad()) {
+          roots.push_back(y);
+          seeds.push_back(torch::ones_like(y));
+        }
+      }
+      if (!roots.empty()) torch::autograd::backward(roots, seeds);
       const auto t2 = Clock::now();
       if (r > 0) {
         forward.push_back(ms(t0, t1));
@@ -49,9 +62,11 @@ std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
     }
     cost.forward_time = median(forward);
     cost.backward_time = median(backward);
-    cost.output_bytes = bytes_of(out);
+    cost.output_bytes = nn::bytes_of(out);
     costs.push_back(cost);
-    x = out.detach();
+    x.clear();
+    for (const auto& y : out) x.push_back(y.detach());
+    previous = nn::LayerSlot{{}, layer.index, layer.name};
   }
   return costs;
 }

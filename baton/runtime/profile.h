@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "baton/nn/layer_call.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/partition/partition.h"
 
@@ -16,8 +17,13 @@ namespace baton::runtime {
 // median of `repeats` runs after one warm-up, in milliseconds. Bytes:
 // parameters, the layer's input (what autograd keeps), and its output (what a
 // stage ending with it sends).
+// A model of several inputs takes them as a list (nn/layer_call.h); bytes
+// then count every tensor.
 std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
                                                  const torch::Tensor& sample, uint64_t seed,
+                                                 int repeats = 3);
+std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
+                                                 const nn::Tensors& sample, uint64_t seed,
                                                  int repeats = 3);
 
 }  // namespace baton::runtime

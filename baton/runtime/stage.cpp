@@ -19,18 +19,18 @@ Stage::Stage(const nn::ModelSpec& model, int stage_index, int first_layer, int l
   for (int i = first_layer; i < first_layer + layer_count; ++i) {
     torch::nn::AnyModule layer = nn::build_layer(model, i, seed);
     holder_->register_module(std::to_string(i), layer.ptr());
-    layers_.push_back(std::move(layer));
+    layers_.push_back(nn::LayerSlot{std::move(layer), i, model.layers[i].name});
   }
 }
 
-torch::Tensor Stage::forward(const torch::Tensor& input, double* activation_bytes) {
-  torch::Tensor x = input;
+nn::Tensors Stage::forward(const nn::Tensors& input, double* activation_bytes) {
+  nn::Tensors x = input;
   const bool recording = torch::GradMode::is_enabled();
+  const nn::LayerSlot* previous = nullptr;
   for (auto& layer : layers_) {
-    if (recording && activation_bytes) {
-      *activation_bytes += static_cast<double>(x.numel() * x.element_size());
-    }
-    x = layer.forward(x);
+    if (recording && activation_bytes) *activation_bytes += nn::bytes_of(x);
+    x = nn::call_layer(layer, x, previous);
+    previous = &layer;
   }
   return x;
 }

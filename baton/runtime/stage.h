@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "baton/nn/layer_call.h"
 #include "baton/nn/layer_spec.h"
 
 namespace baton::runtime {
@@ -24,10 +25,12 @@ class Stage {
   int first_layer() const { return first_layer_; }
   int layer_count() const { return static_cast<int>(layers_.size()); }
 
-  // Runs the layers in order. When autograd records (grad mode on), adds the
-  // bytes of every layer's input to *activation_bytes: what autograd keeps for
-  // the backward, approximately.
-  torch::Tensor forward(const torch::Tensor& input, double* activation_bytes = nullptr);
+  // Runs the layers in order on the tensors crossing into the stage (one or
+  // several: nn/layer_call.h). When autograd records (grad mode on), adds the
+  // bytes of every layer's inputs to *activation_bytes: what autograd keeps
+  // for the backward, approximately. Throws baton::Error naming the layer when
+  // one returns what the next cannot take.
+  nn::Tensors forward(const nn::Tensors& input, double* activation_bytes = nullptr);
 
   // The module that owns the layers ("3" for global layer 3), for
   // parameters(), named_parameters() and the deferred-weight-gradient walk.
@@ -44,7 +47,7 @@ class Stage {
   int index_;
   int first_layer_;
   std::shared_ptr<torch::nn::Module> holder_;
-  std::vector<torch::nn::AnyModule> layers_;
+  std::vector<nn::LayerSlot> layers_;
 };
 
 }  // namespace baton::runtime

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "baton/comm/communicator.h"
+#include "baton/nn/layer_call.h"
 #include "baton/runtime/executor.h"
 #include "baton/schedule/schedule.h"
 
@@ -47,12 +48,17 @@ struct Step {
   bool forward_only;
   bool drain_only;
   bool carried_in = false;  // a schedule without a flush: the last step left backwards
-  std::vector<torch::Tensor> inputs, targets;  // micro-batches of the mini-batch
+  // Micro-batches of the mini-batch: the model's inputs (one list each) and targets.
+  std::vector<nn::Tensors> inputs;
+  std::vector<torch::Tensor> targets;
   std::vector<double> scales;
-  std::vector<torch::Tensor> input;   // the stage's input (a leaf when it needs a gradient)
-  std::vector<torch::Tensor> output;  // the stage's output, or the scaled loss on the last stage
-  std::vector<torch::Tensor> grad_output;  // gradient of the loss w.r.t. `output`
-  std::vector<torch::Tensor> grad_input;   // gradient to send to the previous stage
+  // Per cell, the tensors crossing the stage's boundaries; empty: none yet.
+  std::vector<nn::Tensors> input;   // the stage's input (leaves where they need a gradient)
+  std::vector<nn::Tensors> output;  // the stage's output, or {the scaled loss} on the last stage
+  // Gradients of the loss w.r.t. `output` and to send to the previous stage,
+  // one per tensor (undefined where a tensor gets none).
+  std::vector<nn::Tensors> grad_output;
+  std::vector<nn::Tensors> grad_input;
   std::vector<double> activation_bytes;
   std::vector<std::optional<comm::RecvHandle>> recv_forward, recv_backward;
   std::map<int, comm::RecvHandle> recv_loss;  // by sending rank

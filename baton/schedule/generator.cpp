@@ -20,14 +20,23 @@ struct Entry {
 };
 
 constexpr Entry kGenerators[] = {
-    {"naive", naive, 1, false, 2},          {"gpipe", gpipe, 1, false, 2},
-    {"1f1b", one_f_one_b, 1, false, 2},     {"interleaved", interleaved, 2, true, 2},
-    {"looped-bfs", looped_bfs, 2, true, 2}, {"zb-h1", zb_h1, 1, false, 3},
-    {"zb-h2", zb_h2, 1, false, 3},          {"zb-v", zb_v, 2, false, 3},
-    {"chimera", chimera, 1, false, 2},      {"dualpipev", dualpipe_v, 2, false, 3},
-    {"v-half", v_half, 2, false, 3},        {"v-min", v_min, 2, false, 3},
-    {"zb-auto", zb_auto, 1, false, 3},      {"2bw", two_bw, 1, false, 2},
-    {"pipedream", pipedream, 1, false, 2},  {"async", async, 1, false, 2},
+    {"naive", naive, 1, false, 2},
+    {"gpipe", gpipe, 1, false, 2},
+    {"1f1b", one_f_one_b, 1, false, 2},
+    {"interleaved", interleaved, 2, true, 2},
+    {"looped-bfs", looped_bfs, 2, true, 2},
+    {"zb-h1", zb_h1, 1, false, 3},
+    {"zb-h2", zb_h2, 1, false, 3},
+    {"zb-v", zb_v, 2, false, 3},
+    {"interleaved-zb", interleaved_zb, 2, true, 3},
+    {"chimera", chimera, 1, false, 2},
+    {"dualpipev", dualpipe_v, 2, false, 3},
+    {"v-half", v_half, 2, false, 3},
+    {"v-min", v_min, 2, false, 3},
+    {"zb-auto", zb_auto, 1, false, 3},
+    {"2bw", two_bw, 1, false, 2},
+    {"pipedream", pipedream, 1, false, 2},
+    {"async", async, 1, false, 2},
 };
 
 // Refuses a shape whose lowered schedule could exceed kMaxActions, before the
@@ -97,7 +106,7 @@ int check_options(const char* name, const GeneratorOptions& options, int default
     for (int a : allowed_v) allowed += (allowed.empty() ? "" : " or ") + std::to_string(a);
     BATON_CHECK(false, "[schedule.", name, "] --virtual ", v, " is not defined for ", name,
                 ", which uses ", allowed, " stage chunk(s) per rank",
-                (v > 1 ? "; interleaved and looped-bfs take several" : ""));
+                (v > 1 ? "; interleaved, looped-bfs and interleaved-zb take several" : ""));
   }
   return v;
 }

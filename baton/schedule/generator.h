@@ -42,20 +42,21 @@ struct GeneratorOptions {
   }
 };
 
-Schedule naive(const GeneratorOptions& options);        // "naive"
-Schedule gpipe(const GeneratorOptions& options);        // "gpipe"
-Schedule one_f_one_b(const GeneratorOptions& options);  // "1f1b"
-Schedule interleaved(const GeneratorOptions& options);  // "interleaved"
-Schedule looped_bfs(const GeneratorOptions& options);   // "looped-bfs"
-Schedule zb_h1(const GeneratorOptions& options);        // "zb-h1"
-Schedule zb_h2(const GeneratorOptions& options);        // "zb-h2"
-Schedule zb_v(const GeneratorOptions& options);         // "zb-v"
-Schedule chimera(const GeneratorOptions& options);      // "chimera"
-Schedule dualpipe_v(const GeneratorOptions& options);   // "dualpipev"
-Schedule v_half(const GeneratorOptions& options);       // "v-half"
-Schedule v_min(const GeneratorOptions& options);        // "v-min"
-Schedule zb_auto(const GeneratorOptions& options);      // "zb-auto"
-Schedule two_bw(const GeneratorOptions& options);       // "2bw" (no flush: Schedule::carries)
+Schedule naive(const GeneratorOptions& options);           // "naive"
+Schedule gpipe(const GeneratorOptions& options);           // "gpipe"
+Schedule one_f_one_b(const GeneratorOptions& options);     // "1f1b"
+Schedule interleaved(const GeneratorOptions& options);     // "interleaved"
+Schedule looped_bfs(const GeneratorOptions& options);      // "looped-bfs"
+Schedule zb_h1(const GeneratorOptions& options);           // "zb-h1"
+Schedule zb_h2(const GeneratorOptions& options);           // "zb-h2"
+Schedule zb_v(const GeneratorOptions& options);            // "zb-v"
+Schedule interleaved_zb(const GeneratorOptions& options);  // "interleaved-zb"
+Schedule chimera(const GeneratorOptions& options);         // "chimera"
+Schedule dualpipe_v(const GeneratorOptions& options);      // "dualpipev"
+Schedule v_half(const GeneratorOptions& options);          // "v-half"
+Schedule v_min(const GeneratorOptions& options);           // "v-min"
+Schedule zb_auto(const GeneratorOptions& options);         // "zb-auto"
+Schedule two_bw(const GeneratorOptions& options);          // "2bw" (no flush: Schedule::carries)
 Schedule pipedream(const GeneratorOptions& options);  // "pipedream" (2bw's order, weight stashing)
 Schedule async(const GeneratorOptions& options);      // "async" (2bw's order, no stashing)
 

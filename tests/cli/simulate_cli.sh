@@ -13,7 +13,7 @@ echo "$out" | grep -q '"peak_inflight":\[8,8,8,8\]' || fail "gpipe inflight: $ou
 echo "$out" | grep -q '"makespan":33' || fail "gpipe makespan: $out"
 
 # Every schedule prints, draws and traces.
-for s in naive gpipe 1f1b interleaved looped-bfs zb-h1 zb-h2 zb-v chimera dualpipev v-half v-min; do
+for s in naive gpipe 1f1b interleaved looped-bfs zb-h1 zb-h2 zb-v interleaved-zb chimera dualpipev v-half v-min; do
   "$baton" simulate --schedule "$s" --pp 4 --microbatches 8 --grid \
     --svg "$tmp/$s.svg" --trace "$tmp/$s.json" > "$tmp/$s.txt" || fail "$s exit $?"
   grep -q "makespan" "$tmp/$s.txt" || fail "$s printed no makespan"

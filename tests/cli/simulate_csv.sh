@@ -9,7 +9,7 @@ fixtures=$(dirname "$0")/../schedule/pytorch_csv
 json() { "$baton" simulate "$@" --json | sed 's/"schedule":"[^"]*",//'; }
 
 # Every generator, both formats: the file simulates exactly as the generator does.
-for s in gpipe 1f1b interleaved zb-h1 zb-h2 zb-v chimera; do
+for s in gpipe 1f1b interleaved zb-h1 zb-h2 zb-v interleaved-zb chimera; do
   for format in compute_only compute_comms; do
     "$baton" simulate --schedule $s --pp 4 --microbatches 8 --export-csv "$tmp/$s.csv" \
       --csv-format $format > /dev/null || fail "$s $format: export exit $?"

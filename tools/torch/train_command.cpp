@@ -341,11 +341,12 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--zero", &train::TrainConfig::zero,
        "ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas (with --dp 1 it "
        "changes nothing)");
-  f->schedule_option = flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
-                            "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
-                            "chimera, dualpipev, v-half, v-min, zb-auto, 2bw, pipedream, async");
+  f->schedule_option =
+      flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
+           "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
+           "interleaved-zb, chimera, dualpipev, v-half, v-min, zb-auto, 2bw, pipedream, async");
   f->virtual_option = flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages,
-                           "Stage chunks per rank (interleaved, looped-bfs)")
+                           "Stage chunks per rank (interleaved, looped-bfs, interleaved-zb)")
                           ->check(CLI::Range(1, 1024));
   f->schedule_file_option = flag(cmd, *f, "--schedule-file", &train::TrainConfig::schedule_file,
                                  "Run this schedule file (baton's text format, or PyTorch's CSV if "

@@ -13,6 +13,12 @@ _dump_csv. Schedule1F1B is a PipelineScheduleSingle, which has no _dump_csv;
 its pipeline_order (every rank's actions, None for an idle step) is written
 the way _dump_csv writes one, with csv.writer, one row per rank.
 
+orders/ holds the compute_only order of every multi-stage schedule of the
+wheel (Interleaved1F1B, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble,
+DualPipeV; 2 stages per rank) for p in {2, 4} and m in {8, 16}, named after
+baton's schedule of the same kind: tests/sim/pytorch_orders_test.cpp checks
+that baton's generator is no slower than each.
+
 --load feeds CSVs (e.g. from `baton simulate --export-csv`) to the wheel's own
 reader, _load_csv (which validates and, for compute_only, lowers them), and
 runs the wheel's _simulate on the result: the check that PyTorch accepts what
@@ -48,6 +54,34 @@ def interleaved(p, v, m, rank=0):
     return schedules.ScheduleInterleaved1F1B(stages, m)
 
 
+def loop_stages(p, v, rank=0):
+    return [FakeStage(c * p + rank, p * v, p, rank) for c in range(v)]
+
+
+def v_stages(p, rank=0):
+    return [FakeStage(rank, 2 * p, p, rank), FakeStage(2 * p - 1 - rank, 2 * p, p, rank)]
+
+
+# baton's name -> how the wheel builds the same kind of schedule (every rank's
+# order is computed by any rank's object).
+MULTI_STAGE = {
+    "interleaved": lambda p, m: schedules.ScheduleInterleaved1F1B(loop_stages(p, 2), m),
+    "looped-bfs": lambda p, m: schedules.ScheduleLoopedBFS(loop_stages(p, 2), m),
+    "interleaved-zb": lambda p, m: schedules.ScheduleInterleavedZeroBubble(loop_stages(p, 2), m),
+    "zb-v": lambda p, m: schedules.ScheduleZBVZeroBubble(v_stages(p), m),
+    "dualpipev": lambda p, m: schedules.ScheduleDualPipeV(v_stages(p), m),
+}
+
+
+def write_orders():
+    out = os.path.join(HERE, "orders")
+    os.makedirs(out, exist_ok=True)
+    for name, make in MULTI_STAGE.items():
+        for p in (2, 4):
+            for m in (8, 16):
+                make(p, m)._dump_csv(os.path.join(out, f"{name}_p{p}_m{m}.csv"), format="compute_only")
+
+
 def write_fixtures():
     p, v, m = 4, 2, 8
     s = interleaved(p, v, m)
@@ -58,6 +92,7 @@ def write_fixtures():
         writer = csv.writer(f)
         for rank in sorted(one.pipeline_order):
             writer.writerow(one.pipeline_order[rank])
+    write_orders()
     print("torch", torch.__version__, "wrote the fixtures in", HERE)
 
 
