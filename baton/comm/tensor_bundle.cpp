@@ -46,8 +46,10 @@ at::Tensor pack_tensors(const std::vector<at::Tensor>& tensors) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const at::Tensor& t = tensors[i];
     if (!t.defined() || t.numel() == 0) continue;
-    BATON_CHECK(t.device() == device, "[comm] the tensors of one message must be on one device, "
-                "got ", t.device(), " and ", device);
+    BATON_CHECK(t.device() == device,
+                "[comm] the tensors of one message must be on one device, "
+                "got ",
+                t.device(), " and ", device);
     const std::int64_t bytes = t.numel() * t.element_size();
     at::Tensor flat = t.detach().contiguous().view({-1});
     bundle.narrow(0, offsets[i], bytes).copy_(flat.view(at::kByte));

@@ -20,8 +20,7 @@ std::string described(const LayerSlot& layer) {
 Tensors unpack_result(const LayerSlot& layer, torch::nn::AnyValue&& out) {
   if (auto* tensor = out.try_get<torch::Tensor>()) return {std::move(*tensor)};
   if (auto* tensors = out.try_get<Tensors>()) return std::move(*tensors);
-  BATON_CHECK(false, "[nn] ", described(layer), " returned ",
-              c10::demangle(out.type_info().name()),
+  BATON_CHECK(false, "[nn] ", described(layer), " returned ", c10::demangle(out.type_info().name()),
               "; a pipeline layer returns torch::Tensor or std::vector<torch::Tensor> (several "
               "tensors cross a stage boundary as a vector)");
   return {};

@@ -44,6 +44,7 @@ const std::vector<SearchedSchedule> kSearched = {
     {"1f1b", StageMap::Loop, 1, false, 0, false, one_per_rank},
     {"gpipe", StageMap::Loop, 1, false, 0, false, all_of_them},
     {"interleaved", StageMap::Loop, 0, false, 0, true, interleaved_peak},
+    {"interleaved-zb", StageMap::Loop, 0, true, 0, true, interleaved_peak},
     {"zb-h1", StageMap::Loop, 1, true, 0, false, one_per_rank},
     {"zb-h2", StageMap::Loop, 1, true, 2, false, one_per_rank},
     {"zb-v", StageMap::V, 2, true, 0, false, zb_v_peak},

@@ -100,9 +100,10 @@ int train(int steps) {
     worst = std::max(worst, (value - expected).norm().item<double>() /
                                 std::max(1e-12, expected.norm().item<double>()));
   }
-  std::printf("multi_tensor: %d steps: loss %.4f -> %.4f, largest relative difference from one "
-              "process %.2e\n",
-              steps, first, last, worst);
+  std::printf(
+      "multi_tensor: %d steps: loss %.4f -> %.4f, largest relative difference from one "
+      "process %.2e\n",
+      steps, first, last, worst);
   return worst <= 1e-5 && last < first ? 0 : 1;
 }
 

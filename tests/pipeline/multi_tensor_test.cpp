@@ -207,13 +207,15 @@ TEST_P(MultiTensorBoundaries, TrainLikeOneProcess) {
   // zb-auto searches with the layers' costs, profiled on a micro-batch of both inputs.
   const Batch sample = batch(0);
   const PipelineOptions options =
-      PipelineOptions().schedule(c.schedule).pp(c.p).microbatches(2 * c.p).sample_inputs(
-          {sample.inputs[0].narrow(0, 0, kBatch / (2 * c.p)), sample.inputs[1]});
+      PipelineOptions()
+          .schedule(c.schedule)
+          .pp(c.p)
+          .microbatches(2 * c.p)
+          .sample_inputs({sample.inputs[0].narrow(0, 0, kBatch / (2 * c.p)), sample.inputs[1]});
   std::vector<RankRun> runs(c.p);
   comm::run_local_group(
       c.p, kTimeout,
-      [&](comm::Communicator& comm) { runs[comm.rank()] = pipelined(options, comm); },
-      c.transport);
+      [&](comm::Communicator& comm) { runs[comm.rank()] = pipelined(options, comm); }, c.transport);
   const bool stale = c.schedule == "2bw";
   const RankRun reference = one_process(stale);
   size_t seen = 0;
@@ -326,9 +328,10 @@ TEST(MultiTensorBoundaries, ATupleReturningLayerIsRefusedNamingIt) {
   model->push_back("pair", Pair());
   model->push_back("out", torch::nn::Linear(4, 2));
   Pipeline pipe(model, cross_entropy, PipelineOptions().microbatches(2));
-  expect_one_line(
-      error_of([&] { pipe.step(torch::randn({4, 4}), torch::zeros({4}, torch::kLong)); }),
-      "[nn] layer 1 (\"pair\") returned std::tuple<at::Tensor, at::Tensor>");
+  expect_one_line(error_of([&] {
+                    pipe.step(torch::randn({4, 4}), torch::zeros({4}, torch::kLong));
+                  }),
+                  "[nn] layer 1 (\"pair\") returned std::tuple<at::Tensor, at::Tensor>");
 }
 
 TEST(MultiTensorBoundaries, ALayerGivenTheWrongCountIsRefusedNamingIt) {
@@ -337,7 +340,9 @@ TEST(MultiTensorBoundaries, ALayerGivenTheWrongCountIsRefusedNamingIt) {
   model->push_back("fc", torch::nn::Linear(4, 2));
   Pipeline pipe(model, cross_entropy, PipelineOptions().microbatches(2));
   expect_one_line(
-      error_of([&] { pipe.step(torch::randn({4, 4}), torch::zeros({4}, torch::kLong)); }),
+      error_of([&] {
+        pipe.step(torch::randn({4, 4}), torch::zeros({4}, torch::kLong));
+      }),
       "[nn] layer 1 (\"fc\") takes one torch::Tensor but layer 0 (\"three\") returned 3 tensors");
 }
 
@@ -346,9 +351,10 @@ TEST(MultiTensorBoundaries, ALastStageReturningSeveralTensorsIsRefused) {
   model->push_back("fc", torch::nn::Linear(4, 4));
   model->push_back("three", Three());
   Pipeline pipe(model, cross_entropy, PipelineOptions().microbatches(2));
-  expect_one_line(
-      error_of([&] { pipe.step(torch::randn({4, 4}), torch::zeros({4}, torch::kLong)); }),
-      "the last stage (stage 0) returns 3 tensors");
+  expect_one_line(error_of([&] {
+                    pipe.step(torch::randn({4, 4}), torch::zeros({4}, torch::kLong));
+                  }),
+                  "the last stage (stage 0) returns 3 tensors");
 }
 
 TEST(MultiTensorBoundaries, AnInputThatCannotBeCutIsRefusedNamingIt) {
@@ -357,15 +363,20 @@ TEST(MultiTensorBoundaries, AnInputThatCannotBeCutIsRefusedNamingIt) {
   // `scale` has kIn rows, not kBatch: it must be declared whole.
   expect_one_line(error_of([&] { pipe.step(b.inputs, b.targets); }),
                   "input 1 has 8 rows on dim 0 but input 0 has 32");
-  expect_one_line(error_of([&] { pipe.step({b.inputs[0], torch::tensor(2.0)}, b.targets); }),
+  expect_one_line(error_of([&] {
+                    pipe.step({b.inputs[0], torch::tensor(2.0)}, b.targets);
+                  }),
                   "input 1 has no dim 0 to cut into micro-batches");
 }
 
 TEST(TensorBundle, RoundTripsEveryTensorKindInOneMessage) {
-  const Tensors parts{torch::randn({3, 5}), torch::arange(6, torch::kLong).view({2, 3}),
-                      torch::rand({4}) > 0.5, torch::Tensor(),
+  const Tensors parts{torch::randn({3, 5}),
+                      torch::arange(6, torch::kLong).view({2, 3}),
+                      torch::rand({4}) > 0.5,
+                      torch::Tensor(),
                       torch::randn({2, 2}).to(torch::kBFloat16),
-                      torch::arange(7, torch::kByte), torch::zeros({0, 3})};
+                      torch::arange(7, torch::kByte),
+                      torch::zeros({0, 3})};
   const torch::Tensor message = comm::pack_tensors(parts);
   EXPECT_EQ(message.scalar_type(), torch::kByte);
   EXPECT_EQ(message.dim(), 1);
@@ -388,8 +399,9 @@ TEST(TensorBundle, RoundTripsEveryTensorKindInOneMessage) {
 }
 
 TEST(TensorBundle, AMalformedBundleIsOneLineNamingThePeer) {
-  expect_one_line(error_of([] { comm::unpack_tensors(torch::zeros({64}, torch::kByte), "rank 3"); }),
-                  "a message from rank 3 is a 1-D uint8 tensor but not a bundle");
+  expect_one_line(
+      error_of([] { comm::unpack_tensors(torch::zeros({64}, torch::kByte), "rank 3"); }),
+      "a message from rank 3 is a 1-D uint8 tensor but not a bundle");
   torch::Tensor bundle = comm::pack_tensors({torch::randn({4, 4}), torch::randn({2})});
   expect_one_line(error_of([&] { comm::unpack_tensors(bundle.narrow(0, 0, 128), "rank 3"); }),
                   "a bundle from rank 3 is 128 bytes, too short for its tensors");

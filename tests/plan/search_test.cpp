@@ -261,8 +261,8 @@ TEST(PlanSearch, EverySearchedScheduleReachesTheSimulator) {
     if (p.config.schedule == "interleaved") interleaved_v.insert(p.config.virtual_stages);
     uneven = uneven || !p.config.stage_layers.empty();
   }
-  for (const char* name :
-       {"1f1b", "gpipe", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "v-half", "v-min"})
+  for (const char* name : {"1f1b", "gpipe", "interleaved", "interleaved-zb", "zb-h1", "zb-h2",
+                           "zb-v", "dualpipev", "v-half", "v-min"})
     EXPECT_TRUE(seen.count(name)) << name;
   EXPECT_TRUE(interleaved_v.count(3)) << "v = 3";
   EXPECT_TRUE(interleaved_v.count(8)) << "v = 8 at p = 2";
