@@ -202,6 +202,39 @@ std::vector<std::vector<int>> cuts_of(const PlanRequest& req, int layers, int st
   return out;
 }
 
+// The first rule of a candidate's own (kScheduleNeedsP to kSimulable) that
+// it fails, and why; kRuleCount when it passes them all.
+int candidate_rule(const Config& c, const SearchedSchedule& traits, int layers, std::string& why) {
+  const long stages = static_cast<long>(c.p) * c.virtual_stages;
+  const int m = c.microbatches;
+  if (c.p == 1 && c.schedule != "1f1b") {
+    why = "at p=1 every schedule is 1f1b";
+    return kScheduleNeedsP;
+  }
+  if (c.zero1 && c.d == 1) {
+    why = "ZeRO-1 needs d > 1";
+    return kZeroNeedsD;
+  }
+  if (stages > layers) {
+    why = std::to_string(stages) + " stages for " + std::to_string(layers) + " layers";
+    return kLayersPerChunk;
+  }
+  if (m < traits.min_m_per_rank * c.p) {
+    why = c.schedule + " needs m >= " + std::to_string(traits.min_m_per_rank) +
+          "p = " + std::to_string(traits.min_m_per_rank * c.p);
+    return kScheduleDefined;
+  }
+  if (traits.equal_groups && m % std::max(1, m / c.p) != 0) {
+    why = c.schedule + " needs m in equal groups of at least p";
+    return kScheduleDefined;
+  }
+  if (stages * m > kMaxSimulatedCells) {
+    why = std::to_string(stages * m) + " (stage, micro-batch) pairs";
+    return kSimulable;
+  }
+  return kRuleCount;
+}
+
 }  // namespace
 
 std::string describe(const Config& c) {
@@ -321,35 +354,10 @@ PlanResult plan(const PlanRequest& req) {
                   ++result.candidates;
                   Plan e;
                   e.config = Config{t, p, d, b, m, name, v, recompute, zero, cut};
-                  const std::string what = describe(e.config);
-                  if (p == 1 && name != "1f1b") {
-                    reject(kScheduleNeedsP, what + ": at p=1 every schedule is 1f1b");
-                    continue;
-                  }
-                  if (zero && d == 1) {
-                    reject(kZeroNeedsD, what + ": ZeRO-1 needs d > 1");
-                    continue;
-                  }
-                  if (stages > layers) {
-                    reject(kLayersPerChunk, what + ": " + std::to_string(stages) + " stages for " +
-                                                std::to_string(layers) + " layers");
-                    continue;
-                  }
-                  if (m < traits.min_m_per_rank * p) {
-                    reject(kScheduleDefined,
-                           what + ": " + name +
-                               " needs m >= " + std::to_string(traits.min_m_per_rank) +
-                               "p = " + std::to_string(traits.min_m_per_rank * p));
-                    continue;
-                  }
-                  if (traits.equal_groups && m % std::max(1, m / p) != 0) {
-                    reject(kScheduleDefined,
-                           what + ": " + name + " needs m in equal groups of at least p");
-                    continue;
-                  }
-                  if (stages * m > kMaxSimulatedCells) {
-                    reject(kSimulable, what + ": " + std::to_string(stages * m) +
-                                           " (stage, micro-batch) pairs");
+                  std::string why;
+                  const int rule = candidate_rule(e.config, traits, layers, why);
+                  if (rule != kRuleCount) {
+                    reject(rule, describe(e.config) + ": " + why);
                     continue;
                   }
                   const sim::CostModel costs = costs_of(req, e.config);
@@ -362,7 +370,7 @@ PlanResult plan(const PlanRequest& req) {
                   result.estimates.push_back(e);
                   if (e.memory_bytes < smallest.memory_bytes) smallest = e;
                   if (e.memory_bytes > limit) {
-                    reject(kMemory, what);
+                    reject(kMemory, describe(e.config));
                     continue;
                   }
                   fitting.push_back(e);
