@@ -193,7 +193,7 @@ void print_table(const plan::PlanResult& r, const PlanFlags& f) {
   }
   print_row(header, widths);
   for (const auto& row : rows) print_row(row, widths);
-  std::cout << r.plans.size() << " feasible plans of " << r.simulated << " simulated of "
+  std::cout << r.plans.size() << " feasible plans (" << r.simulated << " simulations) of "
             << r.candidates << " candidates; rejected:";
   for (const auto& [reason, n] : r.rejected) std::cout << " " << reason << "=" << n;
   std::cout << "\n";
