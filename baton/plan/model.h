@@ -31,10 +31,10 @@ double layer_forward_flops(const ModelShape& shape, double microbatch);
 // 2 b s h V; its I and W cost as much each. Never recomputed.
 double logits_forward_flops(const ModelShape& shape, double microbatch);
 // FLOPs of a training step over a global batch of B sequences.
-// Model FLOPs (recompute false; MFU's numerator, Chowdhery et al. 2022,
-// appendix B): three passes per layer (F, I, W) and three for the logits,
+// Model FLOPs (recompute false; the numerator of MFU as Chowdhery et al.
+// 2022, "PaLM", define it): three passes per layer (F, I, W) and three for the logits,
 // 72 B s l h^2 (1 + s / 6h) + 6 B s h V. Hardware FLOPs (recompute true; HFU's,
-// Narayanan et al. 2021, eq. 3): the recomputed forward counted too,
+// Narayanan et al. 2021, appendix): the recomputed forward counted too,
 // Megatron's 96 B s l h^2 (1 + s / 6h + V / 16 l h). At most 4/3 apart.
 double step_flops(const ModelShape& shape, double batch, bool recompute);
 
