@@ -63,6 +63,11 @@ std::string to_string(const Tag& tag);
 // REQUIRES: action is a communication action.
 Tag tag_for(const schedule::Action& action);
 
+// The Tag of a skip connection's transfer (Action::skip >= 0) in a schedule
+// of `stages` stages: {stages + skip, micro-batch, direction}, beyond every
+// stage's own tags. REQUIRES: stages + skips <= kMaxStages.
+Tag skip_tag(const schedule::Action& action, int stages);
+
 // The step's loss, which each rank holding the last of `stages` stages sends
 // to every other rank.
 Tag loss_tag(int stages);

@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include <cctype>
+#include <map>
 #include <mutex>
 #include <new>
 #include <string>
@@ -137,13 +138,48 @@ torch::nn::Sequential build_sequential(const ModelSpec& spec, uint64_t seed, int
   return sequential;
 }
 
+std::vector<SkipEdge> skip_edges(const ModelSpec& spec) {
+  std::vector<SkipEdge> edges;
+  std::map<std::string, size_t> open;  // stashed, not yet popped: index in edges
+  auto layer = [&](int i) {
+    return detail::concat("layer ", i, " (\"", spec.layers[i].name, "\")");
+  };
+  for (int i = 0; i < spec.num_layers(); ++i) {
+    // A layer pops before it stashes (it may pop a name and stash it anew).
+    for (const auto& name : spec.layers[i].skips.pop) {
+      auto it = open.find(name);
+      BATON_CHECK(it != open.end(), "[nn.skip] model '", spec.name, "': ", layer(i), " pops \"",
+                  name, "\", which no earlier layer stashes");
+      edges[it->second].to = i;
+      open.erase(it);
+    }
+    for (const auto& name : spec.layers[i].skips.stash) {
+      for (const auto& e : edges) {
+        BATON_CHECK(e.name != name, "[nn.skip] model '", spec.name, "': ", layer(i), " stashes \"",
+                    name, "\", which ", layer(e.from),
+                    " stashes already (each name is stashed once)");
+      }
+      open[name] = edges.size();
+      edges.push_back({name, i, -1});
+    }
+  }
+  for (const auto& e : edges) {
+    BATON_CHECK(e.to >= 0, "[nn.skip] model '", spec.name, "': ", layer(e.from), " stashes \"",
+                e.name, "\", which no later layer pops");
+  }
+  return edges;
+}
+
 ModelSpec from_sequential(const torch::nn::Sequential& sequential, std::string name) {
   ModelSpec spec;
   spec.name = std::move(name);
   const auto children = sequential->named_children();
   size_t index = 0;
   for (const torch::nn::AnyModule& child : *sequential) {
-    spec.layers.push_back(LayerSpec{children[index].key(), [child] { return child; }});
+    SkipNames skips;
+    if (const auto* skippable = dynamic_cast<const Skippable*>(child.ptr().get()))
+      skips = skippable->skip_names();
+    spec.layers.push_back(LayerSpec{children[index].key(), [child] { return child; }, skips});
     ++index;
   }
   return spec;

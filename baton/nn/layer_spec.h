@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "baton/nn/skip.h"
+
 namespace baton::nn {
 
 // One layer: its module's forward takes and returns a torch::Tensor or a
@@ -22,6 +24,16 @@ namespace baton::nn {
 struct LayerSpec {
   std::string name;
   std::function<torch::nn::AnyModule()> build;
+  // The skip connections this layer stashes and pops (nn/skip.h), declared
+  // so the schedule knows them before anything runs.
+  SkipNames skips;
+};
+
+// A skip connection between two layers: `from` stashes `name`, `to` pops it.
+struct SkipEdge {
+  std::string name;
+  int from = 0;
+  int to = 0;
 };
 
 // One copy of a tied weight: a parameter of a layer, by the layer's global
@@ -45,6 +57,11 @@ struct ModelSpec {
 
   int num_layers() const { return static_cast<int>(layers.size()); }
 };
+
+// The model's skip connections, in stash order. Throws baton::Error naming
+// the layer (index and name) for a pop with no earlier stash, a name stashed
+// twice, and a stash never popped.
+std::vector<SkipEdge> skip_edges(const ModelSpec& spec);
 
 // The seed that layer `global_index` is built under: a mix of both values, so
 // nearby seeds and indices give unrelated streams.

@@ -19,6 +19,7 @@
 #include "baton/runtime/stage.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
+#include "baton/schedule/lower.h"
 #include "baton/schedule/runnable.h"
 #include "baton/topology/topology.h"
 
@@ -222,6 +223,22 @@ StagePlan plan_stages(const nn::ModelSpec& model, const PipelineOptions& o,
               "\" has only ", model.num_layers(), " layers; every stage needs at least one layer");
   if (!zb_auto) plan.partition = cut(stages);
   BATON_ASSERT(plan.partition.stages() == stages, "zb-auto made ", stages, " stages for pp=", pp);
+  // Skip connections whose two layers land on different stages become the
+  // schedule's: transfers straight from one stage's rank to the other's.
+  std::vector<schedule::Skip> skips;
+  for (const nn::SkipEdge& e : nn::skip_edges(model)) {
+    const int from = plan.partition.stage_of_layer(e.from),
+              to = plan.partition.stage_of_layer(e.to);
+    if (from != to) skips.push_back({e.name, from, to});
+  }
+  if (!skips.empty()) {
+    BATON_CHECK(!plan.schedule.carries, "[pipeline] schedule ", plan.schedule.name,
+                " carries backwards into the next step, and skip connections across stages need "
+                "a schedule with a flush (model \"",
+                model.name, "\" stashes \"", skips.front().name, "\" on stage ", skips.front().from,
+                " for stage ", skips.front().to, ")");
+  }
+  plan.schedule = schedule::with_skips(plan.schedule, std::move(skips));
   return plan;
 }
 

@@ -63,6 +63,16 @@ Executor::Executor(schedule::Schedule schedule, comm::RankLayout layout,
     BATON_CHECK(stages_.count(s), "[runtime.executor] rank ", rank, " runs stage ", s,
                 " in schedule \"", schedule_.name, "\" but was given no module for it");
   }
+  const int skips = static_cast<int>(schedule_.skips.size());
+  BATON_CHECK(schedule_.stages + skips <= comm::kMaxStages, "[runtime.executor] schedule \"",
+              schedule_.name, "\" has ", schedule_.stages, " stages and ", skips,
+              " skip connections; their messages' tags allow ", comm::kMaxStages, " in all");
+  skips_into_.resize(schedule_.stages);
+  skips_out_of_.resize(schedule_.stages);
+  for (int k = 0; k < skips; ++k) {
+    skips_out_of_[schedule_.skips[k].from].push_back(k);
+    skips_into_[schedule_.skips[k].to].push_back(k);
+  }
   loss_ranks_ = placement_.ranks_of_stage(schedule_.stages - 1);
   std::sort(loss_ranks_.begin(), loss_ranks_.end());
   const auto& actions = schedule_.actions[rank_];
@@ -182,8 +192,14 @@ void Executor::interpret(Step& step) {
     const Action& a = actions[i];
     if (skipped(step, i)) continue;
     if (a.kind != ActionKind::RECV_F && a.kind != ActionKind::RECV_B) continue;
-    auto& handles = a.kind == ActionKind::RECV_F ? step.recv_forward : step.recv_backward;
-    handles[step.cell(a.stage, a.microbatch)] = comm_.irecv(peer_of(step, a), comm::tag_for(a));
+    const bool forward = a.kind == ActionKind::RECV_F;
+    if (a.skip >= 0) {
+      auto& handles = forward ? step.recv_skip_forward : step.recv_skip_backward;
+      handles[step.skip_cell(a.skip, a.microbatch)] = comm_.irecv(peer_of(step, a), tag_of(a));
+      continue;
+    }
+    auto& handles = forward ? step.recv_forward : step.recv_backward;
+    handles[step.cell(a.stage, a.microbatch)] = comm_.irecv(peer_of(step, a), tag_of(a));
   }
   const bool trains = !step.forward_only;
   for (size_t i = 0; i < actions.size(); ++i) {
@@ -213,11 +229,19 @@ void Executor::run_action(Step& step, size_t index) {
   switch (a.kind) {
     case ActionKind::SEND_F:
     case ActionKind::SEND_B:
-      send(step, a);
+      if (a.skip >= 0) {
+        send_skip(step, a);
+      } else {
+        send(step, a);
+      }
       return;
     case ActionKind::RECV_F:
     case ActionKind::RECV_B:
-      receive(step, a);
+      if (a.skip >= 0) {
+        receive_skip(step, a);
+      } else {
+        receive(step, a);
+      }
       return;
     case ActionKind::REDUCE_GRAD:
       reduce_grad(step, a);
@@ -265,8 +289,42 @@ void Executor::count_loss(Step& step, const torch::Tensor& loss) const {
 
 nn::Tensors Executor::stage_forward(Step& step, const Action& a, double* activation_bytes) {
   const int mb = a.microbatch;
-  nn::Tensors out =
-      stages_.at(a.stage)->forward(step.input[step.cell(a.stage, mb)], activation_bytes);
+  nn::Tensors out;
+  if (schedule_.skips.empty()) {
+    out = stages_.at(a.stage)->forward(step.input[step.cell(a.stage, mb)], activation_bytes);
+  } else {
+    // The stage pops its skips' tensors from this frame and stashes into it.
+    nn::SkipFrame frame;
+    for (int k : skips_into_[a.stage]) {
+      torch::Tensor& in = step.skip_in[step.skip_cell(k, mb)];
+      if (!in.defined()) {
+        // Stashed on this rank: take it directly (in training, a leaf).
+        const torch::Tensor& stashed = step.skip_out[step.skip_cell(k, mb)];
+        BATON_ASSERT(stashed.defined(), "skip ", k, " has no tensor for ", describe(a, -1));
+        const bool leaf = !step.forward_only && stashed.is_floating_point();
+        in = leaf ? stashed.detach().requires_grad_(true) : stashed;
+        if (step.forward_only) step.skip_out[step.skip_cell(k, mb)] = torch::Tensor();
+      }
+      frame.values()[schedule_.skips[k].name] = in;
+    }
+    out = stages_.at(a.stage)->forward(step.input[step.cell(a.stage, mb)], activation_bytes);
+    for (int k : skips_out_of_[a.stage]) {
+      auto it = frame.values().find(schedule_.skips[k].name);
+      BATON_CHECK(it != frame.values().end(), "[runtime] ", describe(a, -1), " stashed no \"",
+                  schedule_.skips[k].name,
+                  "\", which its layers declare (nn::SkipNames) and a later stage pops");
+      step.skip_out[step.skip_cell(k, mb)] = it->second;
+      frame.values().erase(it);
+    }
+    if (!frame.values().empty()) {
+      BATON_CHECK(false, "[runtime] ", describe(a, -1), " left \"", frame.values().begin()->first,
+                  "\" unpopped: a skip its layers do not declare, or one they declare but do "
+                  "not pop (nn::SkipNames)");
+    }
+    if (step.forward_only) {
+      for (int k : skips_into_[a.stage]) step.skip_in[step.skip_cell(k, mb)] = torch::Tensor();
+    }
+  }
   const bool mixed = options_.precision != Precision::Fp32;
   if (a.stage == step.stages - 1) {
     BATON_CHECK(out.size() == 1 && out.front().defined(), "[runtime] the last stage (stage ",
@@ -364,7 +422,32 @@ void Executor::compute_backward(Step& step, const Action& a) {
         seeds.push_back(grads[i]);
       }
     }
+    // The tensors this stage stashed, seeded with the gradients their pops sent back.
+    for (int k : skips_out_of_[s]) {
+      const size_t slot = step.skip_cell(k, mb);
+      const torch::Tensor &stashed = step.skip_out[slot], &grad = step.skip_grad_out[slot];
+      if (stashed.defined() && stashed.requires_grad() && grad.defined()) {
+        roots.push_back(stashed);
+        seeds.push_back(grad);
+      }
+    }
     if (!roots.empty()) torch::autograd::backward(roots, seeds);
+  }
+  for (int k : skips_out_of_[s]) {
+    step.skip_out[step.skip_cell(k, mb)] = torch::Tensor();
+    step.skip_grad_out[step.skip_cell(k, mb)] = torch::Tensor();
+  }
+  // The popped tensors' gradients: to the stashing stage, here or on its rank.
+  for (int k : skips_into_[s]) {
+    const size_t slot = step.skip_cell(k, mb);
+    torch::Tensor& in = step.skip_in[slot];
+    torch::Tensor grad = in.defined() && in.requires_grad() ? in.grad() : torch::Tensor();
+    if (step.placement.rank_of(schedule_.skips[k].from, mb) == rank_) {
+      step.skip_grad_out[slot] = grad;
+    } else {
+      step.skip_grad_in[slot] = grad;  // undefined (sent as such) when it gets none
+    }
+    in = torch::Tensor();
   }
   if (split) stage.set_defer_weight_grad(false, mb);
   if (s > 0) {
@@ -383,7 +466,49 @@ void Executor::compute_backward(Step& step, const Action& a) {
 int Executor::peer_of(const Step& step, const Action& a) const {
   // SEND_F and RECV_B talk to the next stage, SEND_B and RECV_F to the previous.
   const bool next = a.kind == ActionKind::SEND_F || a.kind == ActionKind::RECV_B;
+  if (a.skip >= 0) {  // a skip's stashing and popping stages
+    const schedule::Skip& skip = schedule_.skips[a.skip];
+    return peer(step.placement.rank_of(next ? skip.to : skip.from, a.microbatch));
+  }
   return peer(step.placement.rank_of(next ? a.stage + 1 : a.stage - 1, a.microbatch));
+}
+
+comm::Tag Executor::tag_of(const Action& a) const {
+  return a.skip >= 0 ? comm::skip_tag(a, schedule_.stages) : comm::tag_for(a);
+}
+
+void Executor::send_skip(Step& step, const Action& a) {
+  const size_t slot = step.skip_cell(a.skip, a.microbatch);
+  torch::Tensor payload;
+  if (a.kind == ActionKind::SEND_F) {
+    payload = step.skip_out[slot].detach();
+    if (step.forward_only) step.skip_out[slot] = torch::Tensor();
+  } else {
+    payload = step.skip_grad_in[slot];
+    step.skip_grad_in[slot] = torch::Tensor();
+  }
+  BATON_ASSERT(payload.defined() || a.kind == ActionKind::SEND_B, "no tensor for ",
+               describe(a, peer_of(step, a)));
+  step.sends.push_back(
+      comm_.isend(comm::pack_tensors({tp_scatter(payload, a)}), peer_of(step, a), tag_of(a)));
+}
+
+void Executor::receive_skip(Step& step, const Action& a) {
+  const size_t slot = step.skip_cell(a.skip, a.microbatch);
+  const bool forward = a.kind == ActionKind::RECV_F;
+  auto& handle = (forward ? step.recv_skip_forward : step.recv_skip_backward)[slot];
+  const std::string what = describe(a, peer_of(step, a));
+  nn::Tensors x = comm::unpack_tensors(on_device(handle->wait(what)), what);
+  handle.reset();
+  BATON_CHECK(x.size() == 1 && (x.front().defined() || !forward), "[runtime] ", what,
+              ": expected one tensor");
+  torch::Tensor t = tp_gather(x.front(), a);
+  if (forward) {
+    if (!step.forward_only && t.is_floating_point()) t.requires_grad_(true);
+    step.skip_in[slot] = t;
+  } else {
+    step.skip_grad_out[slot] = t;
+  }
 }
 
 void Executor::send(Step& step, const Action& a) {
@@ -400,7 +525,7 @@ void Executor::send(Step& step, const Action& a) {
     step.grad_input[c].clear();
   }
   // Every tensor of the boundary in one message (comm/tensor_bundle.h).
-  step.sends.push_back(comm_.isend(comm::pack_tensors(parts), to, comm::tag_for(a)));
+  step.sends.push_back(comm_.isend(comm::pack_tensors(parts), to, tag_of(a)));
 }
 
 void Executor::receive(Step& step, const Action& a) {
@@ -508,6 +633,8 @@ std::string Executor::describe(const Action& action, int peer) const {
   std::string text = "stage " + std::to_string(action.stage) + " micro-batch " +
                      std::to_string(action.microbatch) + " " +
                      std::string(schedule::to_string(action.kind));
+  if (action.skip >= 0 && static_cast<size_t>(action.skip) < schedule_.skips.size())
+    text += " of skip \"" + schedule_.skips[action.skip].name + "\"";
   if (peer >= 0) {
     const bool sends = action.kind == ActionKind::SEND_F || action.kind == ActionKind::SEND_B;
     text += (sends ? " to rank " : " from rank ") + std::to_string(peer);

@@ -264,6 +264,10 @@ class Executor {
   // other side of a communication action.
   int peer(int pipeline_rank) const { return layout_.world_rank_of(pipeline_rank); }
   int peer_of(const Step& step, const schedule::Action& a) const;
+  comm::Tag tag_of(const schedule::Action& a) const;
+  // A skip connection's transfers (Action::skip >= 0).
+  void send_skip(Step& step, const schedule::Action& a);
+  void receive_skip(Step& step, const schedule::Action& a);
   // `tensor` on this rank's device (itself when it is there already).
   torch::Tensor on_device(const torch::Tensor& tensor) const;
   void wait_reductions(Step& step);
@@ -280,6 +284,8 @@ class Executor {
   // The ranks holding the last stage, ascending; and the index in this
   // rank's actions of its last forward of that stage (SIZE_MAX: none).
   std::vector<int> loss_ranks_;
+  // Per stage, the skips (schedule::Skip) it pops and those it stashes.
+  std::vector<std::vector<int>> skips_into_, skips_out_of_;
   size_t last_loss_forward_ = SIZE_MAX;
   int64_t steps_run_ = 0;
   std::unique_ptr<BucketReducer> buckets_;

@@ -29,6 +29,8 @@ std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   std::vector<partition::LayerCost> costs;
+  // Each layer runs several times: a stash replaces, a pop leaves the tensor.
+  nn::SkipFrame skips(/*keep=*/true);
   nn::Tensors x = sample;
   nn::LayerSlot previous;
   for (int i = 0; i < model.num_layers(); ++i) {

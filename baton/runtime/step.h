@@ -36,9 +36,18 @@ struct Step {
         grad_input(cells()),
         activation_bytes(cells(), 0),
         recv_forward(cells()),
-        recv_backward(cells()) {}
+        recv_backward(cells()),
+        skip_in(skip_cells()),
+        skip_out(skip_cells()),
+        skip_grad_in(skip_cells()),
+        skip_grad_out(skip_cells()),
+        recv_skip_forward(skip_cells()),
+        recv_skip_backward(skip_cells()) {}
 
   size_t cell(int s, int mb) const { return static_cast<size_t>(s) * microbatches + mb; }
+  // A skip connection's slot: (skip, micro-batch).
+  size_t skip_cell(int k, int mb) const { return static_cast<size_t>(k) * microbatches + mb; }
+  size_t skip_cells() const { return schedule.skips.size() * static_cast<size_t>(microbatches); }
   size_t cells() const { return static_cast<size_t>(stages) * microbatches; }
 
   const schedule::Schedule& schedule;
@@ -61,6 +70,11 @@ struct Step {
   std::vector<nn::Tensors> grad_input;
   std::vector<double> activation_bytes;
   std::vector<std::optional<comm::RecvHandle>> recv_forward, recv_backward;
+  // Skip connections (schedule::Skip), per (skip, micro-batch): the popping
+  // stage's input (a leaf in training) and the gradient it sends back; the
+  // stashing stage's output and the gradient that comes back for it.
+  std::vector<torch::Tensor> skip_in, skip_out, skip_grad_in, skip_grad_out;
+  std::vector<std::optional<comm::RecvHandle>> recv_skip_forward, recv_skip_backward;
   std::map<int, comm::RecvHandle> recv_loss;  // by sending rank
   std::vector<comm::SendHandle> sends;
   std::vector<comm::ReduceHandle> reductions;  // REDUCE_GRADs in flight

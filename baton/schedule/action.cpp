@@ -47,6 +47,7 @@ std::string to_string(const Action& action) {
   std::string out = std::to_string(action.stage);
   out += to_string(action.kind);
   out += std::to_string(action.microbatch);
+  if (action.skip >= 0) out += "@" + std::to_string(action.skip);
   return out;
 }
 
@@ -85,12 +86,25 @@ Action parse_action(std::string_view token) {
                                                           : "2F5";
   const size_t microbatch_start = pos;
   const long microbatch = read_number(token, pos, kMaxMicrobatches - 1);
+  const size_t microbatch_end = pos;
+  // A skip connection's transfer: "1SEND_F5@0".
+  long skip = -1;
+  if (microbatch >= 0 && pos < token.size() && token[pos] == '@' && is_communication(kind)) {
+    ++pos;
+    skip = read_number(token, pos, kMaxSkips - 1);
+    BATON_CHECK(skip >= 0 && pos == token.size(), "[schedule.parse] action ", quoted,
+                " must end with a skip number after \"@\", as in 1SEND_F5@0");
+    BATON_CHECK(skip < kMaxSkips, "[schedule.parse] action ", quoted, ": skip ",
+                printable(token.substr(microbatch_end + 1)), " exceeds the limit of ",
+                kMaxSkips - 1);
+  }
   BATON_CHECK(microbatch >= 0 && pos == token.size(), "[schedule.parse] action ", quoted,
               " must end with a ", number, " number, as in ", example);
   BATON_CHECK(microbatch < kMaxMicrobatches, "[schedule.parse] action ", quoted, ": ", number, " ",
-              printable(token.substr(microbatch_start)), " exceeds the limit of ",
-              kMaxMicrobatches - 1);
-  return Action{kind, static_cast<int>(stage), static_cast<int>(microbatch)};
+              printable(token.substr(microbatch_start, microbatch_end - microbatch_start)),
+              " exceeds the limit of ", kMaxMicrobatches - 1);
+  return Action{kind, static_cast<int>(stage), static_cast<int>(microbatch),
+                static_cast<int>(skip)};
 }
 
 }  // namespace baton::schedule

@@ -17,6 +17,13 @@
 // other rank's (an all-reduce over the world) and scales its gradients so the
 // global norm is at most the clip value; the last action of every rank's list,
 // its number always 0. See clip_norm.h.
+//
+// A skip connection's transfers (Schedule::skips, skip.h) are SEND/RECV
+// actions with the skip's index after "@": "1SEND_F5@0" = stage 1, which
+// stashes skip 0, sends micro-batch 5's stashed tensor straight to the rank
+// of the stage that pops it, "4RECV_F5@0" = stage 4 receives it there;
+// "4SEND_B5@0" and "1RECV_B5@0" carry its gradient back. The stage is the
+// producer's for SEND_F and RECV_B, the consumer's for RECV_F and SEND_B.
 #pragma once
 
 #include <cstdint>
@@ -69,14 +76,17 @@ struct Action {
   ActionKind kind = ActionKind::F;
   int stage = 0;
   int microbatch = 0;  // REDUCE_GRAD: the bucket index; REDUCE_TIED: the group; CLIP_NORM: 0
+  // SEND/RECV of a skip connection: its index in Schedule::skips; -1 otherwise.
+  int skip = -1;
 
   friend bool operator==(const Action& a, const Action& b) {
-    return a.kind == b.kind && a.stage == b.stage && a.microbatch == b.microbatch;
+    return a.kind == b.kind && a.stage == b.stage && a.microbatch == b.microbatch &&
+           a.skip == b.skip;
   }
   friend bool operator!=(const Action& a, const Action& b) { return !(a == b); }
 };
 
-// "2F5", "1REDUCE_GRAD0"
+// "2F5", "1REDUCE_GRAD0", "1SEND_F5@0"
 std::string to_string(const Action& action);
 
 // Parses one token of compact notation; throws baton::Error naming the token.

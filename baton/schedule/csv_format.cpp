@@ -263,6 +263,10 @@ std::string format_csv(const Schedule& schedule, CsvFormat format) {
   BATON_CHECK(!schedule.carries, "[schedule.csv] schedule \"", schedule.name,
               "\" has no flush between steps (its backwards carry into the next step); "
               "PyTorch's schedule CSV describes one flushed step, so it cannot be written as one");
+  BATON_CHECK(schedule.skips.empty(), "[schedule.csv] schedule \"", schedule.name, "\" has ",
+              schedule.skips.size(),
+              " skip connections across stages, which PyTorch's schedule CSV cannot describe; "
+              "write baton's text format");
   const bool comms = format == CsvFormat::ComputeComms;
   const Schedule lowered = comms && !schedule.has_communication() ? lower(schedule) : Schedule{};
   const Schedule& source = comms && !schedule.has_communication() ? lowered : schedule;

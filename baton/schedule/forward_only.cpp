@@ -21,6 +21,7 @@ Schedule forward_only(const Schedule& training, int microbatches) {
   out.microbatches = microbatches;
   out.map = training.map;
   out.forward_only = true;
+  out.skips = training.skips;
   out.actions.resize(training.ranks);
   for (int s = 0; s < training.stages; ++s) {
     for (int mb = 0; mb < microbatches; ++mb) {

@@ -15,6 +15,8 @@ inline constexpr size_t kMaxActions = 50'000'000;
 inline constexpr int kMaxRanks = 4096;
 inline constexpr int kMaxMicrobatches = 1 << 20;
 inline constexpr int kMaxVirtualStages = 1024;
+// Skip connections of one schedule (Schedule::skips).
+inline constexpr int kMaxSkips = 1024;
 inline constexpr int kMaxStages = kMaxRanks * kMaxVirtualStages;
 
 }  // namespace baton::schedule

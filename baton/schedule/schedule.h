@@ -25,6 +25,21 @@ std::string_view to_string(StageMap map);
 // "loop", "v", "bidirectional" (or "chimera"), "custom"; throws on anything else.
 StageMap parse_stage_map(std::string_view text);
 
+// A skip connection across stages (torchgpipe's stash/pop): stage `from`
+// stashes a tensor under `name` that stage `to` pops, both in every
+// micro-batch. The tensor goes straight from the rank of `from` to the rank of
+// `to` (SEND_F/RECV_F with Action::skip), not through the stages between, and
+// its gradient comes back the same way (SEND_B/RECV_B). A skip inside one
+// stage never appears here.
+struct Skip {
+  std::string name;
+  int from = 0;
+  int to = 0;  // from < to
+  friend bool operator==(const Skip& a, const Skip& b) {
+    return a.name == b.name && a.from == b.from && a.to == b.to;
+  }
+};
+
 struct Schedule {
   std::string name;      // generator name ("1f1b") or "file"
   int ranks = 0;         // p: pipeline ranks, one action list each
@@ -43,6 +58,8 @@ struct Schedule {
   // drain (the carried actions alone) ends the last. validate() and the
   // simulator unroll such a window over several steps (schedule/unroll.h).
   bool carries = false;
+  // The skip connections across stages; lower() adds their transfers.
+  std::vector<Skip> skips;
 
   // v: stage chunks a rank holds (2 for V and bidirectional).
   int stages_per_rank() const;

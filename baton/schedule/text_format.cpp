@@ -83,6 +83,52 @@ bool placement_fits(StageMap map, const Schedule& schedule, const Placement& pla
   return true;
 }
 
+// Digits at `pos` (advanced past them), capped at limit + 1; -1 if none.
+long digits_at(const std::string& text, size_t& pos, long limit) {
+  const size_t start = pos;
+  long value = 0;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) {
+    if (value <= limit) value = value * 10 + (text[pos] - '0');
+    ++pos;
+  }
+  return pos == start ? -1 : std::min(value, limit + 1);
+}
+
+// "name:from:to,name:from:to": the skip connections (Schedule::skips). A name
+// is letters, digits, '_', '.' and '-'; validate() checks the stages.
+std::vector<Skip> parse_skips(const std::string& text, int line) {
+  std::vector<Skip> skips;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string entry = text.substr(start, end - start);
+    const size_t a = entry.find(':'), b = entry.rfind(':');
+    bool ok = a != std::string::npos && b != a && a > 0;
+    for (size_t i = 0; ok && i < a; ++i) {
+      const char c = entry[i];
+      ok = std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+    }
+    Skip skip;
+    if (ok) {
+      skip.name = entry.substr(0, a);
+      size_t pos = a + 1;
+      skip.from = static_cast<int>(digits_at(entry, pos, kMaxStages));
+      ok = pos == b;
+      pos = b + 1;
+      skip.to = static_cast<int>(digits_at(entry, pos, kMaxStages));
+      ok = ok && pos == entry.size() && skip.from >= 0 && skip.to >= 0;
+    }
+    BATON_CHECK(ok, "[schedule.parse] line ", line, ": skips entry \"", printable(entry),
+                "\" is not name:from:to (a name of letters, digits, _ . -, and two stages)");
+    BATON_CHECK(skips.size() < static_cast<size_t>(kMaxSkips), "[schedule.parse] line ", line,
+                ": more than ", kMaxSkips, " skips");
+    skips.push_back(skip);
+    start = end + 1;
+  }
+  return skips;
+}
+
 }  // namespace
 
 std::string format_schedule(const Schedule& schedule) {
@@ -90,7 +136,12 @@ std::string format_schedule(const Schedule& schedule) {
   out << "# baton schedule: name=" << (schedule.name.empty() ? "file" : schedule.name)
       << " pp=" << schedule.ranks << " stages=" << schedule.stages
       << " microbatches=" << schedule.microbatches << " map=" << to_string(schedule.map)
-      << (schedule.carries ? " carries=1" : "") << "\n";
+      << (schedule.carries ? " carries=1" : "");
+  for (size_t k = 0; k < schedule.skips.size(); ++k) {
+    const Skip& skip = schedule.skips[k];
+    out << (k ? "," : " skips=") << skip.name << ":" << skip.from << ":" << skip.to;
+  }
+  out << "\n";
   for (const auto& list : schedule.actions) {
     for (size_t i = 0; i < list.size(); ++i) out << (i ? " " : "") << to_string(list[i]);
     out << "\n";
@@ -124,9 +175,9 @@ Schedule parse_schedule(std::string_view text, std::string name) {
                     ": header entry \"", printable(word), "\" is not key=value");
         const std::string key(word.substr(0, eq));
         BATON_CHECK(key == "name" || key == "pp" || key == "stages" || key == "microbatches" ||
-                        key == "map" || key == "carries",
+                        key == "map" || key == "carries" || key == "skips",
                     "[schedule.parse] line ", line_no, ": unknown header key \"", printable(key),
-                    "\" (expected name, pp, stages, microbatches, map, carries)");
+                    "\" (expected name, pp, stages, microbatches, map, carries, skips)");
         BATON_CHECK(declared.count(key) == 0, "[schedule.parse] line ", line_no, ": header key \"",
                     key, "\" given more than once");
         declared[key] = std::string(word.substr(eq + 1));
@@ -204,6 +255,7 @@ Schedule parse_schedule(std::string_view text, std::string name) {
                 " must be 0 or 1 (1: no flush, backwards carried into the next step)");
     schedule.carries = c == "1";
   }
+  if (declared.count("skips")) schedule.skips = parse_skips(declared["skips"], header_line);
   return schedule;
 }
 

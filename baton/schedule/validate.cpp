@@ -44,6 +44,7 @@ struct Occurrences {
       for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
         const Action& a = schedule.actions[r][i];
         if (is_reduction(a.kind)) continue;  // its number is a bucket
+        if (a.skip >= 0) continue;           // a skip's transfer: check_skips
         const size_t k = static_cast<size_t>(a.kind);
         const size_t cell = static_cast<size_t>(a.stage) * microbatches + a.microbatch;
         if (count[k][cell]++ == 0) first[k][cell] = {r, i};
@@ -108,6 +109,25 @@ void check_shape(const Schedule& schedule) {
                             ")"),
              {{r, i}});
       }
+      if (a.skip >= 0) {
+        const bool known = a.skip < static_cast<int>(schedule.skips.size());
+        const bool producer = a.kind == ActionKind::SEND_F || a.kind == ActionKind::RECV_B;
+        if (!known ||
+            a.stage != (producer ? schedule.skips[a.skip].from : schedule.skips[a.skip].to)) {
+          fail(schedule,
+               known ? detail::concat("rank ", r, ": ", to_string(a), " names skip ", a.skip,
+                                      " (\"", printable(schedule.skips[a.skip].name), "\", stage ",
+                                      schedule.skips[a.skip].from, " to stage ",
+                                      schedule.skips[a.skip].to,
+                                      ") but its stage is neither end's "
+                                      "(SEND_F and RECV_B name the stashing stage, RECV_F and "
+                                      "SEND_B the popping one)")
+                     : detail::concat("rank ", r, ": ", to_string(a), " names skip ", a.skip,
+                                      " but the schedule has ", schedule.skips.size()),
+               {{r, i}});
+        }
+        continue;
+      }
       if ((a.kind == ActionKind::RECV_F && a.stage == 0) ||
           (a.kind == ActionKind::SEND_F && a.stage == schedule.stages - 1) ||
           (a.kind == ActionKind::SEND_B && a.stage == 0) ||
@@ -116,6 +136,91 @@ void check_shape(const Schedule& schedule) {
              detail::concat("rank ", r, ": ", to_string(a), " has no peer stage (stages 0..",
                             schedule.stages - 1, ")"),
              {{r, i}});
+      }
+    }
+  }
+}
+
+// The skip table, and each skip's transfers: exactly one of each where its
+// two stages of a micro-batch are on different ranks, none where they share one.
+void check_skips(const Schedule& schedule, const Placement& placement) {
+  const int n = static_cast<int>(schedule.skips.size());
+  if (n == 0) return;
+  if (n > kMaxSkips) {
+    fail(schedule, detail::concat(n, " skip connections, more than the limit of ", kMaxSkips), {});
+  }
+  if (schedule.carries) {
+    fail(schedule,
+         "skip connections need a schedule with a flush (this one carries backwards into the "
+         "next step)",
+         {});
+  }
+  for (int k = 0; k < n; ++k) {
+    const Skip& skip = schedule.skips[k];
+    if (skip.name.empty() || skip.from < 0 || skip.to <= skip.from || skip.to >= schedule.stages) {
+      fail(schedule,
+           detail::concat("skip ", k, " (\"", printable(skip.name), "\") goes from stage ",
+                          skip.from, " to stage ", skip.to,
+                          "; a skip has a name and goes forward between two stages in 0..",
+                          schedule.stages - 1),
+           {});
+    }
+    for (int j = 0; j < k; ++j) {
+      if (schedule.skips[j].name == skip.name)
+        fail(schedule,
+             detail::concat("skips ", j, " and ", k, " are both named \"", printable(skip.name),
+                            "\""),
+             {});
+    }
+  }
+  const size_t m = static_cast<size_t>(schedule.microbatches);
+  std::vector<std::vector<int>> count(kActionKindCount, std::vector<int>(n * m, 0));
+  std::vector<std::vector<std::pair<int, size_t>>> first(
+      kActionKindCount, std::vector<std::pair<int, size_t>>(n * m, {-1, 0}));
+  for (int r = 0; r < schedule.ranks; ++r) {
+    for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
+      const Action& a = schedule.actions[r][i];
+      if (a.skip < 0) continue;
+      const size_t cell = static_cast<size_t>(a.skip) * m + a.microbatch;
+      if (count[static_cast<size_t>(a.kind)][cell]++ == 0)
+        first[static_cast<size_t>(a.kind)][cell] = {r, i};
+    }
+  }
+  if (!schedule.has_communication()) return;  // compute only: lower() adds them
+  for (int k = 0; k < n; ++k) {
+    const Skip& skip = schedule.skips[k];
+    for (int mb = 0; mb < schedule.microbatches; ++mb) {
+      const int producer = placement.rank_of(skip.from, mb),
+                consumer = placement.rank_of(skip.to, mb);
+      struct Edge {
+        ActionKind kind;
+        int stage, rank;
+      };
+      const Edge edges[] = {{ActionKind::SEND_F, skip.from, producer},
+                            {ActionKind::RECV_F, skip.to, consumer},
+                            {ActionKind::SEND_B, skip.to, consumer},
+                            {ActionKind::RECV_B, skip.from, producer}};
+      for (const Edge& e : edges) {
+        const size_t cell = static_cast<size_t>(k) * m + mb;
+        const int seen = count[static_cast<size_t>(e.kind)][cell];
+        const auto pos = first[static_cast<size_t>(e.kind)][cell];
+        const Action action{e.kind, e.stage, mb, k};
+        const bool backward = e.kind == ActionKind::SEND_B || e.kind == ActionKind::RECV_B;
+        const int expected = producer != consumer && !(schedule.forward_only && backward) ? 1 : 0;
+        if (seen != expected) {
+          fail(schedule,
+               detail::concat("skip ", k, " (\"", printable(skip.name), "\") of micro-batch ", mb,
+                              " goes from rank ", producer, " to rank ", consumer, ": rank ",
+                              e.rank, " needs ", expected == 1 ? "exactly one " : "no ",
+                              to_string(action), ", found ", seen),
+               pos.first >= 0 ? Marks{pos} : Marks{});
+        }
+        if (seen == 1 && pos.first != e.rank) {
+          fail(schedule,
+               detail::concat(to_string(action), " is on rank ", pos.first, " but ",
+                              where(e.stage, mb), " runs on rank ", e.rank),
+               {pos});
+        }
       }
     }
   }
@@ -457,6 +562,7 @@ void validate(const Schedule& schedule) {
   check_one_rank_per_cell(schedule);
   const Placement placement(schedule);
   check_communication(schedule, placement, seen);
+  check_skips(schedule, placement);
   check_grad_reductions(schedule);
   check_tied_reductions(schedule);
   check_clip_norm(schedule);

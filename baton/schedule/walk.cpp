@@ -22,6 +22,18 @@ struct Progress {
   }
 };
 
+// Per (skip, micro-batch) flags of the skip transfers that have run.
+struct SkipProgress {
+  int microbatches;
+  std::vector<std::vector<char>> done;  // [kind][skip * m + mb]
+
+  SkipProgress(size_t skips, int m)
+      : microbatches(m), done(kActionKindCount, std::vector<char>(skips * m, 0)) {}
+  char& at(ActionKind kind, int skip, int mb) {
+    return done[static_cast<size_t>(kind)][static_cast<size_t>(skip) * microbatches + mb];
+  }
+};
+
 }  // namespace
 
 WalkResult walk(const Schedule& schedule, const Placement& placement, const WalkVisitor& visit) {
@@ -29,6 +41,19 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
   const int S = schedule.stages;
   const bool lowered = schedule.has_communication();
   Progress progress(S, schedule.microbatches);
+  SkipProgress skipped(schedule.skips.size(), schedule.microbatches);
+  const int skips = static_cast<int>(schedule.skips.size());
+  // The first skip transfer that `stage`'s `kind` of `mb` on `rank` still
+  // waits for (as producer or consumer), or -1.
+  auto missing_skip = [&](ActionKind kind, int stage, int mb, int rank, bool producer) {
+    for (int k = 0; k < skips; ++k) {
+      const Skip& skip = schedule.skips[k];
+      if ((producer ? skip.from : skip.to) != stage) continue;
+      if (placement.rank_of(producer ? skip.to : skip.from, mb) == rank) continue;
+      if (!skipped.at(kind, k, mb)) return k;
+    }
+    return -1;
+  };
   WalkResult result;
   result.next.assign(p, 0);
   result.waits.assign(p, Wait{});
@@ -37,10 +62,36 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
   auto ready = [&](int rank, const Action& a, Wait& wait, int& producer) -> bool {
     const int s = a.stage, mb = a.microbatch;
     producer = -1;
-    auto need = [&](ActionKind kind, int stage, int on_rank) {
-      wait = Wait{Action{kind, stage, mb}, on_rank};
+    auto need = [&](ActionKind kind, int stage, int on_rank, int skip = -1) {
+      wait = Wait{Action{kind, stage, mb, skip}, on_rank};
       return false;
     };
+    if (a.skip >= 0) {  // a skip connection's transfer
+      const Skip& skip = schedule.skips[a.skip];
+      switch (a.kind) {
+        case ActionKind::SEND_F:
+          return progress.at(ActionKind::F, s, mb) ? true : need(ActionKind::F, s, rank);
+        case ActionKind::SEND_B:
+          return progress.input_backward_done(s, mb) ? true : need(ActionKind::I, s, rank);
+        case ActionKind::RECV_F:
+          producer = placement.rank_of(skip.from, mb);
+          return skipped.at(ActionKind::SEND_F, a.skip, mb)
+                     ? true
+                     : need(ActionKind::SEND_F, skip.from, producer, a.skip);
+        default:  // RECV_B
+          producer = placement.rank_of(skip.to, mb);
+          return skipped.at(ActionKind::SEND_B, a.skip, mb)
+                     ? true
+                     : need(ActionKind::SEND_B, skip.to, producer, a.skip);
+      }
+    }
+    // A compute action of a lowered schedule also waits for its skips' receives.
+    if (lowered && skips > 0 && (a.kind == ActionKind::F || is_input_backward(a.kind))) {
+      const bool forward = a.kind == ActionKind::F;
+      const ActionKind recv = forward ? ActionKind::RECV_F : ActionKind::RECV_B;
+      const int k = missing_skip(recv, s, mb, rank, /*producer=*/!forward);
+      if (k >= 0) return need(recv, s, rank, k);
+    }
     switch (a.kind) {
       case ActionKind::F: {
         if (s == 0) return true;
@@ -126,6 +177,13 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
       if (visit) visit(r, i, producer);
       ++i;
       if (is_reduction(a.kind)) continue;  // its number is a bucket; it wakes no one
+      if (a.skip >= 0) {
+        skipped.at(a.kind, a.skip, a.microbatch) = 1;
+        const Skip& skip = schedule.skips[a.skip];
+        wake(placement.rank_of(skip.from, a.microbatch));
+        wake(placement.rank_of(skip.to, a.microbatch));
+        continue;
+      }
       progress.at(a.kind, a.stage, a.microbatch) = 1;
       if (a.stage > 0) wake(placement.rank_of(a.stage - 1, a.microbatch));
       if (a.stage + 1 < S) wake(placement.rank_of(a.stage + 1, a.microbatch));

@@ -103,6 +103,10 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
   const size_t cells = static_cast<size_t>(schedule.stages) * m;
   std::vector<double> forward_end(cells, 0), backward_end(cells, 0);
   std::vector<double> sent_forward(cells, 0), sent_backward(cells, 0);
+  // A skip connection's transfers, per (skip, micro-batch); each is charged
+  // as a boundary of its stashing stage.
+  const size_t skip_cells = schedule.skips.size() * static_cast<size_t>(m);
+  std::vector<double> skip_forward(skip_cells, 0), skip_backward(skip_cells, 0);
   std::vector<double> activations(p, 0);
   std::vector<int> inflight(p, 0);
   std::vector<double> comm_free = free_at;  // each rank's communication stream
@@ -118,6 +122,24 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
     const Action& a = schedule.actions[r][index];
     const int s = a.stage, mb = a.microbatch;
     const StageCost& cost = costs.stages[s];
+    if (a.skip >= 0) {
+      const size_t slot = static_cast<size_t>(a.skip) * m + mb;
+      const double transfer = costs.comm_time(schedule.skips[a.skip].from);
+      switch (a.kind) {
+        case ActionKind::SEND_F:
+          skip_forward[slot] = free_at[r];
+          return;
+        case ActionKind::SEND_B:
+          skip_backward[slot] = free_at[r];
+          return;
+        case ActionKind::RECV_F:
+          free_at[r] = std::max(free_at[r], skip_forward[slot] + transfer);
+          return;
+        default:  // RECV_B
+          free_at[r] = std::max(free_at[r], skip_backward[slot] + transfer);
+          return;
+      }
+    }
     switch (a.kind) {
       case ActionKind::SEND_F:
         sent_forward[cell(s, mb)] = free_at[r];

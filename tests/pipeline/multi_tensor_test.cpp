@@ -6,8 +6,8 @@
 // one process that calls the same modules by hand: losses and parameters
 // after 3 SGD steps within 1e-5 relative, for every schedule with a flush
 // (and 2bw, one update stale) at p in {2, 4}, over shared memory and over
-// Gloo. Each boundary is one message whatever its tensor count (counted);
-// layers that return what the next cannot take, a last stage returning
+// Gloo, and with recomputation. Each boundary is one message whatever its
+// tensor count (counted); layers that return what the next cannot take, a last stage returning
 // several tensors and inputs that cannot be cut are refused in one line
 // naming the layer or input; middle ranks may pass no inputs.
 #include <ATen/Parallel.h>
@@ -245,6 +245,30 @@ INSTANTIATE_TEST_SUITE_P(EverySchedule, MultiTensorBoundaries, testing::ValuesIn
                              if (ch == '-') ch = '_';
                            return n;
                          });
+
+// Recomputation keeps only a micro-batch's stage inputs (all four tensors)
+// and recomputes before the backward: still one process's result, with the
+// backward whole (1f1b) and split into I and W (zb-h1).
+TEST(MultiTensorBoundaries, RecomputationTrainsLikeOneProcess) {
+  at::set_num_threads(1);
+  const RankRun reference = one_process(false);
+  for (const std::string schedule : {"1f1b", "zb-h1"}) {
+    for (const std::string recompute : {"always", "except_last"}) {
+      const PipelineOptions options =
+          PipelineOptions().schedule(schedule).pp(2).microbatches(4).recompute(recompute);
+      std::vector<RankRun> runs(2);
+      comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
+        runs[comm.rank()] = pipelined(options, comm);
+      });
+      for (int r = 0; r < 2; ++r) {
+        for (const auto& [name, value] : runs[r].params) {
+          EXPECT_LE(relative(value, reference.params.at(name)), 1e-5)
+              << schedule << " " << recompute << " " << name;
+        }
+      }
+    }
+  }
+}
 
 // Four tensors cross each boundary in one message, as one tensor does: per
 // step, rank 0 sends m activations and rank 1 m gradients plus its loss.
