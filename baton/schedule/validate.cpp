@@ -1,7 +1,9 @@
 #include "baton/schedule/validate.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -146,8 +148,14 @@ void check_shape(const Schedule& schedule) {
 void check_skips(const Schedule& schedule, const Placement& placement) {
   const int n = static_cast<int>(schedule.skips.size());
   if (n == 0) return;
-  if (n > kMaxSkips) {
-    fail(schedule, detail::concat(n, " skip connections, more than the limit of ", kMaxSkips), {});
+  // Bounded by the stages, so that the (skip, micro-batch) tables stay near
+  // the (stage, micro-batch) ones.
+  const int limit = std::min(kMaxSkips, std::max(64, 4 * schedule.stages));
+  if (n > limit) {
+    fail(schedule,
+         detail::concat(n, " skip connections, more than the limit of ", limit,
+                        " (64, or 4 per stage)"),
+         {});
   }
   if (schedule.carries) {
     fail(schedule,
@@ -173,17 +181,18 @@ void check_skips(const Schedule& schedule, const Placement& placement) {
              {});
     }
   }
-  const size_t m = static_cast<size_t>(schedule.microbatches);
-  std::vector<std::vector<int>> count(kActionKindCount, std::vector<int>(n * m, 0));
-  std::vector<std::vector<std::pair<int, size_t>>> first(
-      kActionKindCount, std::vector<std::pair<int, size_t>>(n * m, {-1, 0}));
+  // The skip transfers present, by (kind, skip, micro-batch): count and first position.
+  struct Seen {
+    int count = 0;
+    std::pair<int, size_t> first{-1, 0};
+  };
+  std::map<std::tuple<ActionKind, int, int>, Seen> present;
   for (int r = 0; r < schedule.ranks; ++r) {
     for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
       const Action& a = schedule.actions[r][i];
       if (a.skip < 0) continue;
-      const size_t cell = static_cast<size_t>(a.skip) * m + a.microbatch;
-      if (count[static_cast<size_t>(a.kind)][cell]++ == 0)
-        first[static_cast<size_t>(a.kind)][cell] = {r, i};
+      Seen& seen = present[{a.kind, a.skip, a.microbatch}];
+      if (seen.count++ == 0) seen.first = {r, i};
     }
   }
   if (!schedule.has_communication()) return;  // compute only: lower() adds them
@@ -201,9 +210,10 @@ void check_skips(const Schedule& schedule, const Placement& placement) {
                             {ActionKind::SEND_B, skip.to, consumer},
                             {ActionKind::RECV_B, skip.from, producer}};
       for (const Edge& e : edges) {
-        const size_t cell = static_cast<size_t>(k) * m + mb;
-        const int seen = count[static_cast<size_t>(e.kind)][cell];
-        const auto pos = first[static_cast<size_t>(e.kind)][cell];
+        const auto found = present.find({e.kind, k, mb});
+        const int seen = found == present.end() ? 0 : found->second.count;
+        const auto pos =
+            found == present.end() ? std::pair<int, size_t>{-1, 0} : found->second.first;
         const Action action{e.kind, e.stage, mb, k};
         const bool backward = e.kind == ActionKind::SEND_B || e.kind == ActionKind::RECV_B;
         const int expected = producer != consumer && !(schedule.forward_only && backward) ? 1 : 0;

@@ -22,15 +22,16 @@ struct Progress {
   }
 };
 
-// Per (skip, micro-batch) flags of the skip transfers that have run.
+// Per (skip, micro-batch) flags of the skip transfers that have run (one bit
+// for each of SEND_F, RECV_F, SEND_B and RECV_B).
 struct SkipProgress {
   int microbatches;
-  std::vector<std::vector<char>> done;  // [kind][skip * m + mb]
+  std::vector<std::vector<bool>> done;  // [kind - SEND_F][skip * m + mb]
 
-  SkipProgress(size_t skips, int m)
-      : microbatches(m), done(kActionKindCount, std::vector<char>(skips * m, 0)) {}
-  char& at(ActionKind kind, int skip, int mb) {
-    return done[static_cast<size_t>(kind)][static_cast<size_t>(skip) * microbatches + mb];
+  SkipProgress(size_t skips, int m) : microbatches(m), done(4, std::vector<bool>(skips * m)) {}
+  std::vector<bool>::reference at(ActionKind kind, int skip, int mb) {
+    const size_t row = static_cast<size_t>(kind) - static_cast<size_t>(ActionKind::SEND_F);
+    return done[row][static_cast<size_t>(skip) * microbatches + mb];
   }
 };
 

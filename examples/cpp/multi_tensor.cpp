@@ -1,8 +1,11 @@
-// Several tensors across a stage boundary: a toy decoder whose layers pass
-// hidden states with integer positions and a boolean mask (none of which
-// need a gradient but the hidden states), trained on 2 stages and compared
-// with the same model in one process. `./multi_tensor [steps]` starts 2
-// local ranks itself; it exits 1 when the pipeline and one process differ.
+// Several tensors across a stage boundary, and a skip connection across
+// stages: a toy decoder whose layers pass hidden states with integer
+// positions and a boolean mask (none of which need a gradient but the hidden
+// states), and whose head adds the embedding's output, stashed by the first
+// layer and popped by the last: on 2 stages it goes straight from rank 0 to
+// rank 1. Trained on 2 stages and compared with the same model in one
+// process. `./multi_tensor [steps]` starts 2 local ranks itself; it exits 1
+// when the pipeline and one process differ.
 #include <baton/baton.h>
 #include <torch/torch.h>
 
@@ -15,12 +18,16 @@
 using Tensors = std::vector<torch::Tensor>;
 constexpr int kHidden = 32, kPositions = 16, kClasses = 4;
 
-// {tokens} -> {hidden, positions, mask}: one input in, three tensors out.
-struct EmbedImpl : torch::nn::Module {
+// {tokens} -> {hidden, positions, mask}: one input in, three tensors out; it
+// also stashes the hidden states for the head (declared: skip_names).
+struct EmbedImpl : torch::nn::Module, baton::nn::Skippable {
   EmbedImpl() : token(register_module("token", torch::nn::Embedding(64, kHidden))) {}
+  baton::nn::SkipNames skip_names() const override { return {{"embedded"}, {}}; }
   Tensors forward(const torch::Tensor& tokens) {
     const torch::Tensor positions = torch::arange(tokens.size(1)).expand_as(tokens);
-    return {token(tokens), positions, tokens != 0};  // token 0 is padding
+    const torch::Tensor hidden = token(tokens);
+    baton::nn::stash("embedded", hidden);
+    return {hidden, positions, tokens != 0};  // token 0 is padding
   }
   torch::nn::Embedding token;
 };
@@ -41,12 +48,15 @@ struct BlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
-// {hidden, positions, mask} -> logits from the mean of the unmasked positions.
-struct HeadImpl : torch::nn::Module {
+// {hidden, positions, mask} -> logits from the mean of the unmasked
+// positions, with the embedding's output popped back in (a skip connection).
+struct HeadImpl : torch::nn::Module, baton::nn::Skippable {
   HeadImpl() : fc(register_module("fc", torch::nn::Linear(kHidden, kClasses))) {}
+  baton::nn::SkipNames skip_names() const override { return {{}, {"embedded"}}; }
   torch::Tensor forward(const Tensors& in) {
     const torch::Tensor mask = in[2].unsqueeze(-1).to(torch::kFloat);
-    return fc((in[0] * mask).sum(1) / mask.sum(1).clamp_min(1));
+    const torch::Tensor hidden = in[0] + baton::nn::pop("embedded");
+    return fc((hidden * mask).sum(1) / mask.sum(1).clamp_min(1));
   }
   torch::nn::Linear fc;
 };
@@ -55,10 +65,13 @@ TORCH_MODULE(Head);
 baton::nn::ModelSpec decoder() {
   baton::nn::ModelSpec model;
   model.name = "decoder";
-  model.layers.push_back({"embed", [] { return torch::nn::AnyModule(Embed()); }});
+  // A lazily built layer declares its skips in its LayerSpec (a Sequential's
+  // child, as nn::Skippable; these do both).
+  model.layers.push_back(
+      {"embed", [] { return torch::nn::AnyModule(Embed()); }, {{"embedded"}, {}}});
   for (int i = 0; i < 4; ++i)
     model.layers.push_back({"block", [] { return torch::nn::AnyModule(Block()); }});
-  model.layers.push_back({"head", [] { return torch::nn::AnyModule(Head()); }});
+  model.layers.push_back({"head", [] { return torch::nn::AnyModule(Head()); }, {{}, {"embedded"}}});
   model.loss = [](const torch::Tensor& output, const torch::Tensor& target) {
     return torch::nn::functional::cross_entropy(output, target);
   };

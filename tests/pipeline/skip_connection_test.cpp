@@ -57,14 +57,13 @@ nn::LayerSpec unit(const std::string& stash_name, const std::string& pop_name) {
 nn::ModelSpec unet() {
   nn::ModelSpec spec;
   spec.name = "unet";
-  spec.layers = {unit("enc0", ""), unit("enc1", ""), unit("", ""), unit("", ""),
+  spec.layers = {unit("enc0", ""), unit("enc1", ""), unit("", ""),    unit("", ""),
                  unit("", ""),     unit("", ""),     unit("", "enc1")};
-  spec.layers.push_back({"head", [] {
-                           return torch::nn::AnyModule(
-                               torch::nn::Functional([](const torch::Tensor& x) {
-                                 return (x + nn::pop("enc0")).narrow(1, 0, kClasses);
-                               }));
-                         }});
+  spec.layers.push_back(
+      {"head", [] {
+         return torch::nn::AnyModule(torch::nn::Functional(
+             [](const torch::Tensor& x) { return (x + nn::pop("enc0")).narrow(1, 0, kClasses); }));
+       }});
   spec.layers.back().skips.pop = {"enc0"};
   spec.loss = [](const torch::Tensor& out, const torch::Tensor& y) {
     return torch::nn::functional::cross_entropy(out, y);
@@ -281,13 +280,14 @@ TEST(SkipConnectionsBadInput, AreRefusedNamingTheLayer) {
   nn::ModelSpec undeclared = unet();
   undeclared.layers[7].skips.pop.clear();
   undeclared.layers[0].skips.stash.clear();
-  expect_one_line(error_of([&] {
-                    comm::run_local_group(2, std::chrono::seconds(10), [&](comm::Communicator& comm) {
-                      Pipeline pipe(undeclared, nullptr, PipelineOptions().pp(2).communicator(comm));
-                      pipe.step(batch(0).first, batch(0).second);
-                    });
-                  }),
-                  "left \"enc0\" unpopped");
+  expect_one_line(
+      error_of([&] {
+        comm::run_local_group(2, std::chrono::seconds(10), [&](comm::Communicator& comm) {
+          Pipeline pipe(undeclared, nullptr, PipelineOptions().pp(2).communicator(comm));
+          pipe.step(batch(0).first, batch(0).second);
+        });
+      }),
+      "left \"enc0\" unpopped");
 }
 
 }  // namespace

@@ -25,14 +25,16 @@ std::string validate_error(const Schedule& s) {
 }
 
 Schedule with_skips(const std::string& name, int p, int m, std::vector<Skip> skips, int v = 0) {
-  Schedule s = generate(name, GeneratorOptions{}.set_ranks(p).set_microbatches(m).set_virtual_stages(v));
+  Schedule s =
+      generate(name, GeneratorOptions{}.set_ranks(p).set_microbatches(m).set_virtual_stages(v));
   s.skips = std::move(skips);
   return s;
 }
 
 int count(const Schedule& s, int rank, ActionKind kind, int skip) {
-  return static_cast<int>(std::count_if(s.actions[rank].begin(), s.actions[rank].end(),
-                                        [&](const Action& a) { return a.kind == kind && a.skip == skip; }));
+  return static_cast<int>(
+      std::count_if(s.actions[rank].begin(), s.actions[rank].end(),
+                    [&](const Action& a) { return a.kind == kind && a.skip == skip; }));
 }
 
 size_t index_of(const Schedule& s, int rank, const Action& action) {
@@ -49,7 +51,8 @@ TEST(SkipConnections, LowerSendsStraightToTheConsumerAndTheGradientBack) {
   EXPECT_EQ(count(lowered, 3, ActionKind::SEND_B, 0), m);
   // Nothing passes through the ranks between.
   for (int r : {1, 2}) {
-    for (ActionKind k : {ActionKind::SEND_F, ActionKind::RECV_F, ActionKind::SEND_B, ActionKind::RECV_B})
+    for (ActionKind k :
+         {ActionKind::SEND_F, ActionKind::RECV_F, ActionKind::SEND_B, ActionKind::RECV_B})
       EXPECT_EQ(count(lowered, r, k, 0), 0) << "rank " << r;
   }
   for (int mb = 0; mb < m; ++mb) {
@@ -67,9 +70,11 @@ TEST(SkipConnections, LowerSendsStraightToTheConsumerAndTheGradientBack) {
 
 TEST(SkipConnections, ASkipBetweenStagesOfOneRankHasNoTransfers) {
   // Interleaved, p = 2, v = 2: stages 0 and 2 on rank 0, stage 1 and 3 on rank 1.
-  const Schedule lowered = lower(with_skips("interleaved", 2, 4, {{"same", 0, 2}, {"across", 1, 2}}, 2));
+  const Schedule lowered =
+      lower(with_skips("interleaved", 2, 4, {{"same", 0, 2}, {"across", 1, 2}}, 2));
   for (int r : {0, 1}) {
-    for (ActionKind k : {ActionKind::SEND_F, ActionKind::RECV_F, ActionKind::SEND_B, ActionKind::RECV_B})
+    for (ActionKind k :
+         {ActionKind::SEND_F, ActionKind::RECV_F, ActionKind::SEND_B, ActionKind::RECV_B})
       EXPECT_EQ(count(lowered, r, k, 0), 0) << "rank " << r;
   }
   EXPECT_EQ(count(lowered, 1, ActionKind::SEND_F, 1), 4);
