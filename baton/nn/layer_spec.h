@@ -10,17 +10,29 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+namespace baton::comm {
+class Communicator;
+}
+
 namespace baton::nn {
 
-// One layer: maps one tensor to one tensor (a stage boundary carries exactly
-// one tensor). `build` constructs a fresh module on the CPU, drawing its
+// One layer: maps the tensors of one stage boundary to the next's (see
+// layer_call.h). `build` constructs a fresh module on the CPU, drawing its
 // initial values from torch's default CPU generator.
 struct LayerSpec {
   std::string name;
   std::function<torch::nn::AnyModule()> build;
+  // This layer's share on one rank of a tensor-parallel group, made from the
+  // whole layer that `build` returned (nn::tensor_parallel calls it; see
+  // tensor_parallel.h). Empty: nn::tensor_parallel splits the blocks it
+  // knows by type and keeps any other layer whole on every tp rank.
+  std::function<torch::nn::AnyModule(torch::nn::AnyModule whole,
+                                     const std::shared_ptr<comm::Communicator>& group)>
+      split = {};
 };
 
 // One copy of a tied weight: a parameter of a layer, by the layer's global
