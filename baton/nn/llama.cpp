@@ -109,7 +109,8 @@ Tensors LlamaEmbeddingImpl::forward(Tensors input) {
               tokens.defined() ? tokens.scalar_type() : torch::kLong, " ",
               tokens.defined() ? tokens.sizes() : torch::IntArrayRef{});
   const int64_t batch = tokens.size(0), time = tokens.size(1);
-  torch::Tensor positions = torch::arange(time, tokens.options()).expand({batch, time}).contiguous();
+  torch::Tensor positions =
+      torch::arange(time, tokens.options()).expand({batch, time}).contiguous();
   Tensors out{token(tokens), std::move(positions)};
   if (input.size() == 2) {
     BATON_CHECK(input[1].defined() && input[1].sizes() == tokens.sizes(),
@@ -122,11 +123,11 @@ Tensors LlamaEmbeddingImpl::forward(Tensors input) {
 
 LlamaBlockImpl::LlamaBlockImpl(int64_t hidden, int64_t num_heads, int64_t ffn_hidden)
     : heads(num_heads) {
-  BATON_CHECK(hidden > 0 && heads > 0 && ffn_hidden > 0 && hidden % heads == 0 &&
-                  (hidden / heads) % 2 == 0,
-              "[nn.LlamaBlock] hidden must be a positive multiple of heads with an even head "
-              "dimension: hidden ",
-              hidden, ", heads ", heads, ", ffn_hidden ", ffn_hidden);
+  BATON_CHECK(
+      hidden > 0 && heads > 0 && ffn_hidden > 0 && hidden % heads == 0 && (hidden / heads) % 2 == 0,
+      "[nn.LlamaBlock] hidden must be a positive multiple of heads with an even head "
+      "dimension: hidden ",
+      hidden, ", heads ", heads, ", ffn_hidden ", ffn_hidden);
   attention_norm = register_module("attention_norm", RmsNorm(hidden));
   wq = register_module("wq", bias_free(hidden, hidden));
   wk = register_module("wk", bias_free(hidden, hidden));

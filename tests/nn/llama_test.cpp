@@ -36,8 +36,9 @@ TEST(LlamaTest, MapsTokensToLogitsWithPositionsAndTheMaskCrossingEveryBlock) {
   EXPECT_TRUE(torch::equal(embedded[1], torch::arange(10).expand({2, 10})));
 
   const auto mask = torch::ones({2, 10}, torch::kInt);
-  const Tensors block = build_layer(spec, 1, 0).forward<Tensors>(
-      build_layer(spec, 0, 0).forward<Tensors>(Tensors{tokens, mask}));
+  const Tensors block =
+      build_layer(spec, 1, 0)
+          .forward<Tensors>(build_layer(spec, 0, 0).forward<Tensors>(Tensors{tokens, mask}));
   ASSERT_EQ(block.size(), 3u);
   EXPECT_EQ(block[0].sizes(), (std::vector<int64_t>{2, 10, 32}));
   EXPECT_TRUE(torch::equal(block[1], embedded[1]));
@@ -55,8 +56,8 @@ TEST(LlamaTest, ParameterCountIsTheBuiltModels) {
   int64_t built = 0;
   for (const auto& p : model->parameters()) built += p.numel();
   EXPECT_EQ(parameter_count("llama", options), static_cast<double>(built));
-  EXPECT_EQ(llama_ffn_hidden(32), 256);     // 85 rounded up to 256
-  EXPECT_EQ(llama_ffn_hidden(1024), 2816);  // 2730 rounded up, as Llama
+  EXPECT_EQ(llama_ffn_hidden(32), 256);      // 85 rounded up to 256
+  EXPECT_EQ(llama_ffn_hidden(1024), 2816);   // 2730 rounded up, as Llama
   EXPECT_EQ(llama_ffn_hidden(4096), 11008);  // Llama 7B
 }
 
@@ -144,8 +145,8 @@ TEST(LlamaTest, APaddedTokenIsSeenByNoOtherPosition) {
 }
 
 TEST(LlamaTest, TiedEmbeddingsStartTheHeadFromTheTokenEmbedding) {
-  const ModelSpec spec = make_model("llama", ModelOptions().layers(2).hidden(16).heads(2).vocab(20)
-                                                 .tie_embeddings(true));
+  const ModelSpec spec = make_model(
+      "llama", ModelOptions().layers(2).hidden(16).heads(2).vocab(20).tie_embeddings(true));
   ASSERT_EQ(spec.tied.size(), 1u);
   const auto token = build_layer(spec, 0, 9).ptr()->named_parameters()["token.weight"];
   const auto head = build_layer(spec, 3, 9).ptr()->named_parameters()["head.weight"];
@@ -177,9 +178,12 @@ TEST(LlamaTest, BadSizesAndInputsAreRefusedByName) {
   EXPECT_THAT([] { llama(1, 12, 4, 20); },  // head dimension 3 is odd
               testing::ThrowsMessage<baton::Error>(testing::HasSubstr("even head dimension")));
   LlamaBlock block(16, 2, 64);
-  EXPECT_THAT([&] { block(Tensors{torch::randn({1, 4, 16})}); },
-              testing::ThrowsMessage<baton::Error>(
-                  testing::HasSubstr("[nn.LlamaBlock] takes {hidden, positions}")));
+  EXPECT_THAT(
+      [&] {
+        block(Tensors{torch::randn({1, 4, 16})});
+      },
+      testing::ThrowsMessage<baton::Error>(
+          testing::HasSubstr("[nn.LlamaBlock] takes {hidden, positions}")));
 }
 
 }  // namespace

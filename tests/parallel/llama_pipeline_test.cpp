@@ -163,20 +163,17 @@ TEST_P(LlamaGrids, TakesTheStepsOfOneProcessWithEachRanksShareOfTheParameters) {
   for (const auto& [name, count] : seen) EXPECT_EQ(count, c.dp * c.tp) << name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Grids, LlamaGrids,
-                         testing::Values(Case{1, 2, 1, "1f1b", false, false},
-                                         Case{1, 2, 1, "1f1b", true, false},
-                                         Case{1, 4, 1, "interleaved", true, false},
-                                         Case{2, 2, 1, "1f1b", true, false},
-                                         Case{1, 2, 2, "1f1b", true, false},
-                                         Case{1, 2, 2, "1f1b", false, true}),
-                         [](const testing::TestParamInfo<Case>& info) {
-                           const Case& c = info.param;
-                           return "dp" + std::to_string(c.dp) + "_pp" + std::to_string(c.pp) +
-                                  "_tp" + std::to_string(c.tp) + "_" +
-                                  (c.schedule == "1f1b" ? "onefoneb" : c.schedule) +
-                                  (c.mask ? "_mask" : "") + (c.tied ? "_tied" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Grids, LlamaGrids,
+    testing::Values(Case{1, 2, 1, "1f1b", false, false}, Case{1, 2, 1, "1f1b", true, false},
+                    Case{1, 4, 1, "interleaved", true, false}, Case{2, 2, 1, "1f1b", true, false},
+                    Case{1, 2, 2, "1f1b", true, false}, Case{1, 2, 2, "1f1b", false, true}),
+    [](const testing::TestParamInfo<Case>& info) {
+      const Case& c = info.param;
+      return "dp" + std::to_string(c.dp) + "_pp" + std::to_string(c.pp) + "_tp" +
+             std::to_string(c.tp) + "_" + (c.schedule == "1f1b" ? "onefoneb" : c.schedule) +
+             (c.mask ? "_mask" : "") + (c.tied ? "_tied" : "");
+    });
 
 }  // namespace
 }  // namespace baton
