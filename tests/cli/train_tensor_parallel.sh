@@ -73,7 +73,8 @@ expect_bad_input "--tp 3 must divide --hidden 16" \
   --model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --steps 1 --pp 1 --tp 3 --nproc 3
 
 # mlp: column/row Linear pairs, on one stage and across two, as one process.
-M=(--model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --steps 3 --threads 1)
+M0=(--model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --threads 1)
+M=("${M0[@]}" --steps 3)
 timeout 300 "$baton" train "${M[@]}" --pp 1 --metrics "$tmp/mlp_one.jsonl" > "$tmp/mlp_one.out" 2>&1 \
   || fail "mlp one: $(tail -5 "$tmp/mlp_one.out")"
 timeout 300 "$baton" train "${M[@]}" --pp 2 --tp 2 --nproc 4 --metrics "$tmp/mlp_tp2.jsonl" \
@@ -82,6 +83,17 @@ python3 - "$tmp/mlp_one.jsonl" "$tmp/mlp_tp2.jsonl" <<'PY' || fail "mlp --tp 2 l
 import json, sys
 one, tp = ([json.loads(l)["loss"] for l in open(p) if '"step"' in l] for p in sys.argv[1:])
 assert len(one) == 3 and len(tp) == 3 and all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(tp, one)), (tp, one)
+PY
+# Its checkpoints hold whole layers too: a tp=2 save resumes at tp=1.
+timeout 300 "$baton" train "${M0[@]}" --pp 2 --tp 2 --nproc 4 --steps 2 --save "$tmp/ck_mlp" \
+  > "$tmp/mlp_save.out" 2>&1 || fail "mlp save: $(tail -5 "$tmp/mlp_save.out")"
+timeout 300 "$baton" train "${M[@]}" --pp 1 --resume "$tmp/ck_mlp" --metrics "$tmp/mlp_resumed.jsonl" \
+  > "$tmp/mlp_resumed.out" 2>&1 || fail "mlp resume: $(tail -5 "$tmp/mlp_resumed.out")"
+python3 - "$tmp/mlp_one.jsonl" "$tmp/mlp_resumed.jsonl" <<'PY' || fail "mlp resumed at tp=1 differs"
+import json, sys
+one, resumed = ({d["step"]: d["loss"] for d in map(json.loads, open(p)) if "step" in d} for p in sys.argv[1:])
+assert sorted(resumed) == [3], resumed
+assert abs(resumed[3] - one[3]) <= 1e-6 * abs(one[3]), (resumed, one)
 PY
 expect_bad_input "dp=1 x pp=2 x tp=2 needs 4 ranks but --nproc is 2" "${G[@]}" --pp 2 --tp 2 --nproc 2
 echo "ok"
