@@ -61,6 +61,22 @@ TEST(LlamaTest, ParameterCountIsTheBuiltModels) {
   EXPECT_EQ(llama_ffn_hidden(4096), 11008);  // Llama 7B
 }
 
+TEST(LlamaTest, EveryLayerDependsOnlyOnTheSeedAndItsIndex) {
+  const ModelSpec spec = llama(2, 16, 2, 20);
+  for (int i = 0; i < spec.num_layers(); ++i) {
+    const auto first = build_layer(spec, i, 42).ptr()->named_parameters();
+    torch::manual_seed(i);
+    torch::randn({17});  // unrelated draws between builds must not matter
+    build_layer(spec, spec.num_layers() - 1 - i, 42);  // and another layer in between
+    const auto second = build_layer(spec, i, 42).ptr()->named_parameters();
+    ASSERT_EQ(first.size(), second.size()) << "layer " << i;
+    for (const auto& item : first) {
+      EXPECT_TRUE(torch::equal(item.value(), second[item.key()]))
+          << "layer " << i << " " << item.key();
+    }
+  }
+}
+
 TEST(LlamaTest, RmsNormIsItsFormula) {
   RmsNorm norm(6);
   {
