@@ -9,10 +9,11 @@ units), vocabulary 256, context 32; batch 8 in 4 micro-batches of 2 sequences, S
   - bench/peers/llama_pipelining.py: the same model written in PyTorch, Schedule1F1B over
     gloo on the CPU (PyPI torch 2.x), on random tokens of the same shape (the data does not
     change the work), the same two tensors crossing.
-Each round runs both, one after the other; the script prints each round's median step times
+Each round runs both, one after the other (baton first in odd rounds, pipelining first in even
+ones); the script prints each round's median step times
 (the first `--warmup` steps left out) and the ratio pipelining / baton, then the median ratio.
 
-Usage: python3 bench/llama_vs_pipelining.py [--baton build/baton] [--steps 12] [--rounds 2]
+Usage: python3 bench/llama_vs_pipelining.py [--baton build/baton] [--steps 12] [--rounds 4]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -46,17 +47,24 @@ def main():
     p.add_argument("--baton", default="build/baton")
     p.add_argument("--steps", type=int, default=12)
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=4)
     a = p.parse_args()
     print("load average before:", open("/proc/loadavg").read().strip(), flush=True)
     print(f"{'round':>5} {'baton ms':>9} {'pipelining ms':>13} {'ratio':>6}  (median ms per step)",
           flush=True)
     ratios = []
     for r in range(a.rounds):
-        ours = baton(a.baton, a.steps, a.warmup)
-        theirs = pipelining(a.steps, a.warmup)
+        # Odd rounds run pipelining first, so a load that drifts favours neither.
+        if r % 2 == 0:
+            ours = baton(a.baton, a.steps, a.warmup)
+            theirs = pipelining(a.steps, a.warmup)
+        else:
+            theirs = pipelining(a.steps, a.warmup)
+            ours = baton(a.baton, a.steps, a.warmup)
         ratios.append(theirs / ours)
-        print(f"{r + 1:>5} {ours:>9.1f} {theirs:>13.1f} {ratios[-1]:>5.2f}x", flush=True)
+        load = open("/proc/loadavg").read().split()[0]
+        print(f"{r + 1:>5} {ours:>9.1f} {theirs:>13.1f} {ratios[-1]:>5.2f}x  (load {load})",
+              flush=True)
     print(f"median ratio (pipelining / baton): {statistics.median(ratios):.2f}x")
     print("load average after:", open("/proc/loadavg").read().strip())
 
