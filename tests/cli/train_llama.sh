@@ -3,7 +3,7 @@
 # stages (positions crossing the boundary beside the hidden states), with 2
 # data-parallel replicas, split over 2 tensor-parallel ranks and with tied
 # embeddings on 2 stages it reports the losses of one process (within 1e-5);
-# bad tensor-parallel sizes get one line and exit 2.
+# bad tensor-parallel sizes and an odd head dimension get one line and exit 2.
 source "$(dirname "$0")/lib/common.sh"
 L=(--model llama --layers 2 --hidden 32 --heads 4 --context 16 --batch 8 --microbatches 2 --steps 3 --threads 1)
 
@@ -35,5 +35,7 @@ PY
 expect_bad_input "--tp 3 must divide --heads 4" "${L[@]}" --pp 1 --tp 3 --nproc 3
 expect_bad_input "--tp 3 must divide llama's SwiGLU width 256" \
   --model llama --layers 2 --hidden 30 --heads 3 --batch 8 --microbatches 2 --steps 1 --pp 1 --tp 3 --nproc 3
+expect_bad_input "even head dimension (rotary turns pairs): hidden 36, heads 4" \
+  --model llama --hidden 36 --heads 4 --steps 1 --pp 1
 expect_bad_input "unknown model \"llama2\" (expected mlp, cnn, gpt or llama)" --model llama2 --steps 1
 echo "ok"
