@@ -25,6 +25,7 @@ class ChainImpl : public torch::nn::Module {
 
   torch::Tensor forward(torch::Tensor input);
   size_t size() const { return parts_.size(); }
+  const std::vector<torch::nn::AnyModule>& parts() const { return parts_; }
 
  private:
   std::vector<torch::nn::AnyModule> parts_;

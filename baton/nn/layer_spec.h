@@ -10,10 +10,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "baton/nn/skip.h"
+
+namespace baton::comm {
+class Communicator;
+}
 
 namespace baton::nn {
 
@@ -27,6 +32,13 @@ struct LayerSpec {
   // The skip connections this layer stashes and pops (nn/skip.h), declared
   // so the schedule knows them before anything runs.
   SkipNames skips;
+  // This layer's share on one rank of a tensor-parallel group, made from the
+  // whole layer that `build` returned (nn::tensor_parallel calls it; see
+  // tensor_parallel.h). Empty: nn::tensor_parallel splits the blocks it
+  // knows by type and keeps any other layer whole on every tp rank.
+  std::function<torch::nn::AnyModule(torch::nn::AnyModule whole,
+                                     const std::shared_ptr<comm::Communicator>& group)>
+      split = {};
 };
 
 // A skip connection between two layers: `from` stashes `name`, `to` pops it.

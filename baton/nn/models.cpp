@@ -5,6 +5,8 @@
 #include "baton/core/error.h"
 #include "baton/nn/chain.h"
 #include "baton/nn/linear.h"
+#include "baton/nn/llama.h"
+#include "baton/nn/tensor_parallel.h"
 #include "baton/nn/transformer.h"
 
 #include <torch/nn/functional/loss.h>
@@ -20,6 +22,12 @@ namespace {
 
 torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& target) {
   return torch::nn::functional::cross_entropy(logits, target);
+}
+
+// Cross entropy over every position of every sequence.
+torch::Tensor token_loss(const torch::Tensor& logits, const torch::Tensor& target) {
+  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                                              target.reshape({-1}));
 }
 
 std::string joined_model_names() {
@@ -52,6 +60,14 @@ ModelSpec mlp(int layers, int hidden, int in_features, int classes) {
                     }
                     return torch::nn::AnyModule(chain);
                   }});
+    // Megatron's pairs: 2i column-parallel, 2i + 1 row-parallel; a last odd one stays whole.
+    const bool row = i % 2 == 1, column = !row && i + 1 < layers;
+    if (row || column) {
+      const LinearCut cut = row ? LinearCut::kRow : LinearCut::kColumn;
+      spec.layers.back().split = [cut](torch::nn::AnyModule whole, const TpGroup& group) {
+        return split_linear_chain(whole, group, cut);
+      };
+    }
   }
   spec.loss = classification_loss;
   return spec;
@@ -115,22 +131,46 @@ ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context, bool ti
   spec.layers.push_back(LayerSpec{
       "lm_head", [hidden, vocab] { return torch::nn::AnyModule(LmHead(hidden, vocab)); }});
   if (tie_embeddings) spec.tied.push_back({{0, "token.weight"}, {layers + 1, "head.weight"}});
-  spec.loss = [](const torch::Tensor& logits, const torch::Tensor& target) {
-    return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
-                                                target.reshape({-1}));
-  };
+  spec.loss = token_loss;
+  return spec;
+}
+
+ModelSpec llama(int layers, int hidden, int heads, int vocab, bool tie_embeddings) {
+  BATON_CHECK(layers >= 1 && hidden > 0 && heads > 0 && vocab > 0,
+              "[nn.llama] sizes must be positive: layers ", layers, ", hidden ", hidden, ", heads ",
+              heads, ", vocab ", vocab);
+  BATON_CHECK(hidden % heads == 0 && (hidden / heads) % 2 == 0,
+              "[nn.llama] hidden must be a multiple of heads with an even head dimension (rotary "
+              "turns pairs): hidden ",
+              hidden, ", heads ", heads);
+  ModelSpec spec;
+  spec.name = "llama";
+  spec.layers.push_back(LayerSpec{"embedding", [vocab, hidden] {
+                                    return torch::nn::AnyModule(LlamaEmbedding(vocab, hidden));
+                                  }});
+  const int64_t ffn = llama_ffn_hidden(hidden);
+  for (int i = 0; i < layers; ++i) {
+    spec.layers.push_back(LayerSpec{"block" + std::to_string(i), [hidden, heads, ffn] {
+                                      return torch::nn::AnyModule(LlamaBlock(hidden, heads, ffn));
+                                    }});
+  }
+  spec.layers.push_back(LayerSpec{
+      "lm_head", [hidden, vocab] { return torch::nn::AnyModule(LlamaHead(hidden, vocab)); }});
+  if (tie_embeddings) spec.tied.push_back({{0, "token.weight"}, {layers + 1, "head.weight"}});
+  spec.loss = token_loss;
   return spec;
 }
 
 std::vector<std::string> model_names() {
-  return {"mlp", "fashion_cnn", "gpt"};
+  return {"mlp", "fashion_cnn", "gpt", "llama"};
 }
 
 ModelSpec make_model(const std::string& name, const ModelOptions& options) {
   const std::vector<std::string> known = model_names();
-  BATON_CHECK(!options.tie_embeddings() || name == "gpt" ||
+  BATON_CHECK(!options.tie_embeddings() || name == "gpt" || name == "llama" ||
                   std::find(known.begin(), known.end(), name) == known.end(),
-              "[nn.make_model] tie_embeddings ties gpt's token embedding and LM head; model '",
+              "[nn.make_model] tie_embeddings ties gpt's and llama's token embedding and LM head; "
+              "model '",
               name, "' has no embedding to tie");
   if (name == "mlp") {
     return mlp(options.layers(), options.hidden(), options.in_features(), options.classes());
@@ -141,6 +181,10 @@ ModelSpec make_model(const std::string& name, const ModelOptions& options) {
   if (name == "gpt") {
     return gpt(options.layers(), options.hidden(), options.heads(), options.vocab(),
                options.context(), options.tie_embeddings());
+  }
+  if (name == "llama") {
+    return llama(options.layers(), options.hidden(), options.heads(), options.vocab(),
+                 options.tie_embeddings());
   }
   BATON_CHECK(false, "[nn.make_model] unknown model '", name, "': known models are ",
               joined_model_names());
@@ -167,6 +211,13 @@ double parameter_count(const std::string& name, const ModelOptions& o) {
     const double block =
         4 * h + linear(h, 3 * h) + linear(h, h) + linear(h, 4 * h) + linear(4 * h, h);
     return (o.vocab() + o.context()) * h + o.layers() * block + 2 * h + linear(h, o.vocab());
+  }
+  if (name == "llama") {
+    const double h = o.hidden();
+    const double ffn = static_cast<double>(llama_ffn_hidden(o.hidden()));
+    // Two RMSNorms, wq, wk, wv, wo, gate, up, down; no biases.
+    const double block = 2 * h + 4 * h * h + 3 * h * ffn;
+    return o.vocab() * h + o.layers() * block + h + h * o.vocab();
   }
   make_model(name, o);  // throws, naming the known models
   return 0;

@@ -14,6 +14,9 @@ namespace baton::nn {
 // Layers: `layers` baton Linears, in_features -> hidden -> ... -> classes,
 // each but the last followed by ReLU (one LayerSpec per Linear(+ReLU)).
 // Input float [B, in_features]; output logits [B, classes]; cross-entropy loss.
+// Under tensor parallelism layers 2i and 2i + 1 are a column/row-parallel
+// pair (LayerSpec::split, tensor_parallel.h's LinearCut); with an odd count
+// the last layer is whole on every tp rank. tp must then divide hidden.
 ModelSpec mlp(int layers, int hidden, int in_features, int classes);
 
 // A CNN for 1x28x28 Fashion-MNIST in 6 layers (3x3 convs, padding 1):
@@ -34,19 +37,31 @@ ModelSpec fashion_cnn();
 ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context,
               bool tie_embeddings = false);
 
+// A Llama-style decoder (llama.h): layer 0 token embedding (int64 [B, T], or
+// {tokens, padding mask [B, T]} -> {hidden, positions[, mask]}), then
+// `layers` blocks (RMSNorm, rotary positions, causal attention, SwiGLU of
+// llama_ffn_hidden(hidden) units), then final RMSNorm + LM head (-> logits
+// [B, T, vocab]): layers + 2 layers in all, no biases. Positions (and the
+// mask) cross every stage boundary after the hidden states. The loss is
+// cross entropy averaged over every position (targets of -100 are ignored).
+// `tie_embeddings` ties layer 0 "token.weight" to layer layers + 1
+// "head.weight", as gpt does.
+// REQUIRES: hidden % heads == 0, hidden / heads even.
+ModelSpec llama(int layers, int hidden, int heads, int vocab, bool tie_embeddings = false);
+
 // Sizes for make_model; each model reads the ones it needs.
 struct ModelOptions {
-  TORCH_ARG(int, layers) = 4;               // mlp: Linears; gpt: transformer blocks
-  TORCH_ARG(int, hidden) = 64;              // mlp, gpt
-  TORCH_ARG(int, heads) = 4;                // gpt
-  TORCH_ARG(int, vocab) = 256;              // gpt
+  TORCH_ARG(int, layers) = 4;               // mlp: Linears; gpt, llama: blocks
+  TORCH_ARG(int, hidden) = 64;              // mlp, gpt, llama
+  TORCH_ARG(int, heads) = 4;                // gpt, llama
+  TORCH_ARG(int, vocab) = 256;              // gpt, llama
   TORCH_ARG(int, context) = 64;             // gpt
   TORCH_ARG(int, in_features) = 32;         // mlp
   TORCH_ARG(int, classes) = 10;             // mlp
-  TORCH_ARG(bool, tie_embeddings) = false;  // gpt: one matrix for the embedding and LM head
+  TORCH_ARG(bool, tie_embeddings) = false;  // gpt, llama: one matrix for embedding and LM head
 };
 
-// The names make_model knows: "mlp", "fashion_cnn", "gpt".
+// The names make_model knows: "mlp", "fashion_cnn", "gpt", "llama".
 std::vector<std::string> model_names();
 
 // Builds the spec named `name`; an unknown name throws baton::Error listing the

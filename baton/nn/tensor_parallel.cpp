@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "baton/core/error.h"
@@ -147,15 +148,114 @@ torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
   return h + fc2(torch::gelu(fc1(layer_norm_fp32(ln2, h))));
 }
 
+TensorParallelLlamaBlockImpl::TensorParallelLlamaBlockImpl(const LlamaBlock& full,
+                                                           const TpGroup& group) {
+  const int size = group->world_size();
+  const LlamaBlockImpl& f = *full;
+  BATON_CHECK(size >= 1 && f.heads % size == 0, "[nn.tensor_parallel_llama_block] tp=", size,
+              " must divide the heads (", f.heads, ")");
+  torch::NoGradGuard no_grad;
+  const int64_t hidden = f.wq->options.in_features();
+  local_heads = f.heads / size;
+  head_dim = hidden / f.heads;
+  auto copy_norm = [&](const char* name, const RmsNorm& whole) {
+    RmsNorm norm = register_module(name, RmsNorm(hidden, whole->eps));
+    norm->weight.copy_(whole->weight);
+    return norm;
+  };
+  attention_norm = copy_norm("attention_norm", f.attention_norm);
+  auto column = [&](const char* name, const Linear& whole) {
+    return register_module(name, ColumnParallelLinear(whole->weight, whole->bias, group));
+  };
+  auto row = [&](const char* name, const Linear& whole) {
+    return register_module(name, RowParallelLinear(whole->weight, whole->bias, group));
+  };
+  wq = column("wq", f.wq);
+  wk = column("wk", f.wk);
+  wv = column("wv", f.wv);
+  wo = row("wo", f.wo);
+  ffn_norm = copy_norm("ffn_norm", f.ffn_norm);
+  gate = column("gate", f.gate);
+  up = column("up", f.up);
+  down = row("down", f.down);
+}
+
+Tensors TensorParallelLlamaBlockImpl::forward(Tensors input) {
+  detail::check_llama_input(input, "tensor_parallel_llama_block");
+  const torch::Tensor& x = input[0];
+  const torch::Tensor& positions = input[1];
+  const torch::Tensor mask = input.size() == 3 ? input[2] : torch::Tensor();
+  const int64_t batch = x.size(0), time = x.size(1);
+  auto split_heads = [&](const torch::Tensor& t) {  // this rank's heads
+    return t.view({batch, time, local_heads, head_dim}).transpose(1, 2);
+  };
+  const torch::Tensor n = attention_norm(x);
+  const torch::Tensor q = apply_rotary(split_heads(wq(n)), positions);
+  const torch::Tensor k = apply_rotary(split_heads(wk(n)), positions);
+  const torch::Tensor h = x + wo(causal_attention(q, k, split_heads(wv(n)), mask));
+  const torch::Tensor m = ffn_norm(h);
+  input[0] = h + down(torch::silu(gate(m)) * up(m));
+  return input;
+}
+
+TensorParallelChainImpl::TensorParallelChainImpl(const Chain& whole, LinearCut linear_cut,
+                                                 const TpGroup& group)
+    : cut(linear_cut), group_(group) {
+  const auto& parts = whole->parts();
+  const auto linear =
+      parts.empty() ? nullptr : std::dynamic_pointer_cast<LinearImpl>(parts[0].ptr());
+  BATON_CHECK(linear != nullptr,
+              "[nn.tensor_parallel_chain] a column/row-parallel layer must start with a Linear");
+  if (cut == LinearCut::kColumn) {
+    column = register_module("0", ColumnParallelLinear(linear->weight, linear->bias, group));
+  } else {
+    row = register_module("0", RowParallelLinear(linear->weight, linear->bias, group));
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    pointwise_.push_back(parts[i]);
+    register_module(std::to_string(i), parts[i].ptr());
+  }
+}
+
+torch::Tensor TensorParallelChainImpl::forward(const torch::Tensor& x) {
+  const int k = group_->rank(), t = group_->world_size();
+  torch::Tensor y;
+  if (cut == LinearCut::kColumn) {
+    y = column(x);
+    for (auto& part : pointwise_) y = part.forward(y);
+    const int64_t slice = y.size(-1);
+    return torch::constant_pad_nd(y, {k * slice, (t - 1 - k) * slice});
+  }
+  const int64_t slice = row->weight.size(1);
+  BATON_CHECK(x.dim() >= 1 && x.size(-1) == slice * t, "[nn.tensor_parallel_chain] the row-",
+              "parallel layer takes the whole width ", slice * t,
+              " (its column-parallel partner's output): got ", x.sizes());
+  y = row(x.narrow(-1, k * slice, slice));
+  for (auto& part : pointwise_) y = part.forward(y);
+  return y;
+}
+
+torch::nn::AnyModule split_linear_chain(const torch::nn::AnyModule& whole, const TpGroup& group,
+                                        LinearCut cut) {
+  auto chain = std::dynamic_pointer_cast<ChainImpl>(whole.ptr());
+  BATON_CHECK(chain != nullptr, "[nn.split_linear_chain] splits a Chain layer; got ",
+              whole.ptr()->name());
+  return torch::nn::AnyModule(TensorParallelChain(Chain(chain), cut, group));
+}
+
 ModelSpec tensor_parallel(const ModelSpec& spec, const TpGroup& group) {
   ModelSpec out = spec;
   for (auto& layer : out.layers) {
-    layer.build = [build = layer.build, group] {
+    layer.build = [build = layer.build, split = layer.split, group] {
       torch::nn::AnyModule whole = build();
-      auto block = std::dynamic_pointer_cast<TransformerBlockImpl>(whole.ptr());
-      if (block == nullptr) return whole;
-      return torch::nn::AnyModule(TensorParallelBlock(TransformerBlock(block), group));
+      if (split) return split(std::move(whole), group);
+      if (auto block = std::dynamic_pointer_cast<TransformerBlockImpl>(whole.ptr()))
+        return torch::nn::AnyModule(TensorParallelBlock(TransformerBlock(block), group));
+      if (auto block = std::dynamic_pointer_cast<LlamaBlockImpl>(whole.ptr()))
+        return torch::nn::AnyModule(TensorParallelLlamaBlock(LlamaBlock(block), group));
+      return whole;
     };
+    layer.split = nullptr;  // applied by build
   }
   return out;
 }

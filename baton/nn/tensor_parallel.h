@@ -17,8 +17,9 @@
 // a communicator of the t ranks that the modules share the ownership of.
 //
 // baton::Pipeline applies them with PipelineOptions::tp (tensor_parallel()
-// below): every TransformerBlock layer is split, the other layers are whole on
-// every tp rank.
+// below): every gpt TransformerBlock and Llama LlamaBlock layer is split, so
+// is every layer whose LayerSpec says how (the mlp's Linear pairs), the other
+// layers are whole on every tp rank.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -29,7 +30,10 @@
 #include <memory>
 
 #include "baton/comm/communicator.h"
+#include "baton/nn/chain.h"
+#include "baton/nn/layer_call.h"
 #include "baton/nn/layer_spec.h"
+#include "baton/nn/llama.h"
 #include "baton/nn/tensor_split.h"
 #include "baton/nn/transformer.h"
 
@@ -108,11 +112,69 @@ class TensorParallelBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TensorParallelBlock);
 
-// `spec` with every layer that builds a TransformerBlock built whole (the same
-// seeded draw as on one device) and then split as this rank's share of
-// `group`; other layers unchanged (whole on every tp rank: their inputs
-// and gradients are the same on all of them, so they stay equal without
-// communication). A model without blocks is then replicated t times.
+// A LlamaBlock split over t ranks the same way: heads/t per rank (its rows of
+// wq, wk and wv, column-parallel; rotary and attention on its heads alone),
+// wo row-parallel; SwiGLU's gate and up column-parallel (ffn/t units each),
+// down row-parallel; the RMSNorms whole. Two all-reduces forward, two
+// backward; positions and mask pass through untouched. Throws baton::Error
+// unless t divides the heads and the SwiGLU width.
+class TensorParallelLlamaBlockImpl : public torch::nn::Module {
+ public:
+  TensorParallelLlamaBlockImpl(const LlamaBlock& full, const TpGroup& group);
+  // {x [batch, time, hidden] (the same on every rank), positions[, mask]} ->
+  // {the block's output, whole on every rank, positions[, mask]}.
+  Tensors forward(Tensors input);
+
+  int64_t local_heads = 0, head_dim = 0;
+  RmsNorm attention_norm{nullptr}, ffn_norm{nullptr};
+  ColumnParallelLinear wq{nullptr}, wk{nullptr}, wv{nullptr}, gate{nullptr}, up{nullptr};
+  RowParallelLinear wo{nullptr}, down{nullptr};
+};
+TORCH_MODULE(TensorParallelLlamaBlock);
+
+// Megatron's MLP pair cut across two pipeline layers (the mlp zoo model:
+// layers 2i and 2i + 1 are a pair). Each layer is a Chain whose first part is
+// a Linear and whose other parts are pointwise (ReLU).
+// - kColumn: the Linear column-parallel, the other parts on this rank's
+//   slice; its output crosses to the next layer at the whole width, this
+//   rank's slice filled and zeros elsewhere. So wherever stage boundaries
+//   fall, the pair stays exact: within a stage the row layer reads its slice,
+//   and across one the executor's scatter sends exactly that slice (or, with
+//   scatter/gather off, the padded whole from the same tp index).
+// - kRow: reads its slice of that input, the Linear row-parallel (one
+//   all-reduce), then the other parts on the whole output.
+// The parameters keep the chain's names ("0.weight").
+enum class LinearCut { kColumn, kRow };
+
+class TensorParallelChainImpl : public torch::nn::Module {
+ public:
+  // Throws baton::Error when `whole`'s first part is no baton Linear or t does
+  // not divide the split features.
+  TensorParallelChainImpl(const Chain& whole, LinearCut cut, const TpGroup& group);
+  // kColumn: x [..., in], whole -> [..., out], as described above.
+  // kRow: x [..., in], as a kColumn layer returns it -> [..., out], whole.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  LinearCut cut;
+  ColumnParallelLinear column{nullptr};
+  RowParallelLinear row{nullptr};
+
+ private:
+  TpGroup group_;
+  std::vector<torch::nn::AnyModule> pointwise_;
+};
+TORCH_MODULE(TensorParallelChain);
+
+// For LayerSpec::split: a Chain layer as TensorParallelChain(chain, cut, group).
+torch::nn::AnyModule split_linear_chain(const torch::nn::AnyModule& whole, const TpGroup& group,
+                                        LinearCut cut);
+
+// `spec` with every layer built whole (the same seeded draw as on one device)
+// and then, as this rank's share of `group`: split by its LayerSpec::split
+// when it has one, else split when it builds a TransformerBlock or a
+// LlamaBlock, else unchanged (whole on every tp rank: their inputs and
+// gradients are the same on all of them, so they stay equal without
+// communication). A model with nothing to split is then replicated t times.
 ModelSpec tensor_parallel(const ModelSpec& spec, const TpGroup& group);
 
 }  // namespace baton::nn

@@ -16,6 +16,7 @@
 #include "baton/core/error.h"
 #include "baton/core/input_file.h"
 #include "baton/core/printable.h"
+#include "baton/nn/llama.h"
 #include "baton/schedule/generator.h"
 #include "baton/train/toml_characters.h"
 
@@ -199,10 +200,10 @@ void load_toml_text(std::string_view text, const std::string& name, TrainConfig&
 }
 
 void check_config(const TrainConfig& c) {
-  const char* models[] = {"mlp", "cnn", "gpt"};
+  const char* models[] = {"mlp", "cnn", "gpt", "llama"};
   BATON_CHECK(std::find(std::begin(models), std::end(models), c.model) != std::end(models),
               "[train.config] unknown model \"", printable(c.model),
-              "\" (expected mlp, cnn or gpt)");
+              "\" (expected mlp, cnn, gpt or llama)");
   const auto& names = schedule::schedule_names();
   if (std::find(names.begin(), names.end(), c.schedule) == names.end()) {
     std::string known;
@@ -224,13 +225,19 @@ void check_config(const TrainConfig& c) {
   positive("pp", c.pp);
   positive("dp", c.dp);
   positive("tp", c.tp);
-  BATON_CHECK(c.tp == 1 || c.model == "gpt", "[train.config] --tp ", c.tp,
-              " splits the gpt model's "
-              "Transformer blocks; model ",
-              c.model, " has none (use --tp 1)");
-  BATON_CHECK(c.tp == 1 || c.heads % c.tp == 0, "[train.config] --tp ", c.tp,
+  const bool decoder = c.model == "gpt" || c.model == "llama";
+  BATON_CHECK(c.tp == 1 || decoder || c.model == "mlp", "[train.config] --tp ", c.tp,
+              " splits the blocks of gpt and llama and the Linear pairs of mlp; model ", c.model,
+              " has none (use --tp 1)");
+  BATON_CHECK(c.tp == 1 || !decoder || c.heads % c.tp == 0, "[train.config] --tp ", c.tp,
               " must divide --heads ", c.heads,
               " (each tensor-parallel rank computes heads / tp attention heads)");
+  BATON_CHECK(c.tp == 1 || c.model != "llama" || nn::llama_ffn_hidden(c.hidden) % c.tp == 0,
+              "[train.config] --tp ", c.tp, " must divide llama's SwiGLU width ",
+              nn::llama_ffn_hidden(c.hidden), " (for --hidden ", c.hidden, ")");
+  BATON_CHECK(c.tp == 1 || c.model != "mlp" || c.hidden % c.tp == 0, "[train.config] --tp ", c.tp,
+              " must divide --hidden ", c.hidden,
+              " (mlp's column-parallel Linears give each tensor-parallel rank hidden / tp units)");
   BATON_CHECK(c.tp == 1 || !c.compare_sim, "[train.config] --compare-sim with tp=", c.tp,
               " is not supported yet (it compares one pipeline of whole layers); use --tp 1");
   BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0 && c.bucket_mb <= kMaxBucketMb,

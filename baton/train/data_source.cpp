@@ -90,13 +90,13 @@ data::FashionMnistOptions fashion_mnist_options(const TrainConfig& c) {
 }  // namespace
 
 void check_data(const TrainConfig& c) {
-  if (c.model == "gpt") TextSource{c};
+  if (c.model == "gpt" || c.model == "llama") TextSource{c};
   if (c.model == "cnn") data::prepare_fashion_mnist(fashion_mnist_options(c));
 }
 
 std::unique_ptr<DataSource> make_data_source(const TrainConfig& c) {
   if (c.model == "mlp") return std::make_unique<SyntheticSource>(c);
-  if (c.model == "gpt") return std::make_unique<TextSource>(c);
+  if (c.model == "gpt" || c.model == "llama") return std::make_unique<TextSource>(c);
   const data::FashionMnistOptions options = fashion_mnist_options(c);
   return std::make_unique<ExampleSource>(data::load_fashion_mnist(data::Split::kTrain, options),
                                          data::load_fashion_mnist(data::Split::kTest, options), c);

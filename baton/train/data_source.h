@@ -1,5 +1,5 @@
 // Where training batches come from, by model: synthetic data for mlp,
-// Fashion-MNIST for cnn, a text file for gpt. Every rank builds the same
+// Fashion-MNIST for cnn, a text file for gpt and llama. Every rank builds the same
 // source and draws the same batches (deterministic in the seed and step), so
 // no data moves between ranks; a rank uses only what its stages need.
 #pragma once

@@ -33,7 +33,7 @@ untied = losses("untied")
 assert abs(untied[1] - one[1]) > 1e-4 * abs(one[1]), (untied, one)
 PY
 
-expect_bad_input "tie_embeddings ties gpt's token embedding and LM head; model 'mlp' has no embedding to tie" \
+expect_bad_input "tie_embeddings ties gpt's and llama's token embedding and LM head; model 'mlp' has no embedding to tie" \
   --model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --steps 1 --pp 1 --tie-embeddings
 expect_bad_input "--schedule 2bw cannot --tie-embeddings" "${G[@]}" --batch 8 --pp 2 --nproc 2 --schedule 2bw --tie-embeddings
 echo "ok"

@@ -186,8 +186,9 @@ TEST(ModelsTest, MakeModelBuildsKnownNamesAndListsThemForUnknownOnes) {
     make_model("resnet");
     FAIL() << "expected baton::Error";
   } catch (const baton::Error& error) {
-    EXPECT_STREQ(error.what(),
-                 "[nn.make_model] unknown model 'resnet': known models are mlp, fashion_cnn, gpt");
+    EXPECT_STREQ(
+        error.what(),
+        "[nn.make_model] unknown model 'resnet': known models are mlp, fashion_cnn, gpt, llama");
   }
 }
 

@@ -119,6 +119,104 @@ TEST_P(TensorParallelTransformerBlock, EqualsOneDeviceInOutputAndEveryGradient) 
 
 INSTANTIATE_TEST_SUITE_P(T, TensorParallelTransformerBlock, testing::Values(1, 2, 4));
 
+// A llama block (hidden 16, 4 heads, SwiGLU of 64 units) split over t = 1, 2,
+// 4 ranks against the block on one device, with a padding mask: output, input
+// gradient, the RMSNorms' gradients and each rank's slices of the split
+// weights; positions and mask pass through.
+class TensorParallelLlamaBlockTest : public testing::TestWithParam<int> {};
+
+TEST_P(TensorParallelLlamaBlockTest, EqualsOneDeviceInOutputAndEveryGradient) {
+  const int t = GetParam();
+  torch::manual_seed(6);
+  LlamaBlock full(16, 4, 64);
+  const torch::Tensor x0 = torch::randn({2, 5, 16});
+  const torch::Tensor positions = torch::arange(5).expand({2, 5}).contiguous();
+  const torch::Tensor mask = torch::rand({2, 5}) > 0.3;
+  torch::Tensor x = x0.clone().requires_grad_(true);
+  const torch::Tensor y = full(Tensors{x, positions, mask})[0];
+  y.pow(2).sum().backward();
+  comm::run_local_group(t, kTimeout, [&](comm::Communicator& group) {
+    const int k = group.rank();
+    TensorParallelLlamaBlock block(full, comm::borrow(group));
+    torch::Tensor xk = x0.clone().requires_grad_(true);
+    const Tensors out = block(Tensors{xk, positions, mask});
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_TRUE(torch::equal(out[1], positions));
+    EXPECT_TRUE(torch::equal(out[2], mask));
+    EXPECT_LT(relative(out[0], y), 1e-5) << "tp rank " << k;
+    out[0].pow(2).sum().backward();
+    EXPECT_LT(relative(xk.grad(), x.grad()), 1e-5) << "input gradient, tp rank " << k;
+    EXPECT_LT(relative(block->attention_norm->weight.grad(), full->attention_norm->weight.grad()),
+              1e-5);
+    EXPECT_LT(relative(block->ffn_norm->weight.grad(), full->ffn_norm->weight.grad()), 1e-5);
+    auto rows = [&](const torch::Tensor& g) { return g.chunk(t, 0)[k]; };
+    auto columns = [&](const torch::Tensor& g) { return g.chunk(t, 1)[k]; };
+    EXPECT_LT(relative(block->wq->weight.grad(), rows(full->wq->weight.grad())), 1e-5);
+    EXPECT_LT(relative(block->wk->weight.grad(), rows(full->wk->weight.grad())), 1e-5);
+    EXPECT_LT(relative(block->wv->weight.grad(), rows(full->wv->weight.grad())), 1e-5);
+    EXPECT_LT(relative(block->wo->weight.grad(), columns(full->wo->weight.grad())), 1e-5);
+    EXPECT_LT(relative(block->gate->weight.grad(), rows(full->gate->weight.grad())), 1e-5);
+    EXPECT_LT(relative(block->up->weight.grad(), rows(full->up->weight.grad())), 1e-5);
+    EXPECT_LT(relative(block->down->weight.grad(), columns(full->down->weight.grad())), 1e-5);
+    EXPECT_EQ(block->gate->weight.numel(), 16 * 64 / t);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(T, TensorParallelLlamaBlockTest, testing::Values(1, 2, 4));
+
+// The mlp's pair cut across two layers: the column layer's output is the
+// whole width with only its slice filled, and the row layer, given that or
+// the whole (what a stage boundary's gather gives), returns the one-device
+// output; gradients as above.
+class TensorParallelChainPair : public testing::TestWithParam<int> {};
+
+TEST_P(TensorParallelChainPair, EqualsOneDeviceWhetherTheRowLayerGetsTheSliceOrTheWhole) {
+  const int t = GetParam();
+  torch::manual_seed(8);
+  Chain first, second;
+  first->push_back(Linear(8, 32));
+  first->push_back(torch::nn::ReLU());
+  second->push_back(Linear(32, 4));
+  const torch::Tensor x0 = torch::randn({3, 8});
+  torch::Tensor x = x0.clone().requires_grad_(true);
+  const torch::Tensor hidden = first(x);
+  const torch::Tensor y = second(hidden);
+  y.pow(2).sum().backward();
+  comm::run_local_group(t, kTimeout, [&](comm::Communicator& group) {
+    const int k = group.rank();
+    for (const bool gathered : {false, true}) {
+      TensorParallelChain column(first, LinearCut::kColumn, comm::borrow(group));
+      TensorParallelChain row(second, LinearCut::kRow, comm::borrow(group));
+      torch::Tensor xk = x0.clone().requires_grad_(true);
+      torch::Tensor padded = column(xk);
+      ASSERT_EQ(padded.sizes(), hidden.sizes());
+      const torch::Tensor outside =
+          torch::ones({32}, torch::kBool)
+              .index_fill_(0, torch::arange(k * 32 / t, (k + 1) * 32 / t), false);
+      EXPECT_TRUE(torch::equal(padded.index({torch::indexing::Slice(), outside}),
+                               torch::zeros({3, 32 - 32 / t})));
+      // A stage boundary between the two gathers every rank's slice.
+      if (gathered) padded = hidden.detach().clone();
+      const torch::Tensor yk = row(padded);
+      EXPECT_LT(relative(yk, y), 1e-5) << "tp rank " << k << " gathered " << gathered;
+      if (gathered) continue;
+      yk.pow(2).sum().backward();
+      EXPECT_LT(relative(xk.grad(), x.grad()), 1e-5) << "input gradient, tp rank " << k;
+      EXPECT_LT(relative(column->column->weight.grad(),
+                         first->named_parameters()["0.weight"].grad().chunk(t, 0)[k]),
+                1e-5);
+      EXPECT_LT(relative(row->row->weight.grad(),
+                         second->named_parameters()["0.weight"].grad().chunk(t, 1)[k]),
+                1e-5);
+      // The chain's parameter names stay the one-device chain's.
+      EXPECT_TRUE(column->named_parameters().contains("0.weight"));
+      EXPECT_TRUE(row->named_parameters().contains("0.bias"));
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(T, TensorParallelChainPair, testing::Values(1, 2, 4));
+
 // What checkpoints rely on: gathering every split parameter of a block's t
 // slices gives back the one-device block's parameters bitwise (the fused QKV
 // rows in their [q; k; v] order), and take_slice of those gives each rank's

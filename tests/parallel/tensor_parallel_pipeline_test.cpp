@@ -4,7 +4,8 @@
 // mini-batch within 1e-5 relative, and ends with its parameters: the split
 // ones (each tp rank's heads of the QKV projection, its columns of the output
 // projection, its share of the MLP) equal to their slices of the
-// one-process parameters, the others whole. Bad grids are refused by name.
+// one-process parameters, the others whole. The mlp's column/row Linear pairs
+// do the same at (1,2,2). Bad grids are refused by name.
 #include <ATen/Parallel.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -207,6 +208,76 @@ TEST(TensorParallelGrids, EvaluationWithTpTwoGivesTheOutputsOfTpOne) {
     }
   }
 }
+
+// The mlp's column/row Linear pairs (layers 0-1 and 2-3 of four) at
+// (dp, pp, tp) = (1,2,2): the losses and parameters of one process after 3
+// steps, whether the stage boundary falls between the pairs (uniform) or
+// inside one (balance 1,3), with scatter/gather on and off.
+struct MlpCase {
+  std::string balance;
+  bool scatter;
+};
+
+class MlpTensorParallel : public testing::TestWithParam<MlpCase> {};
+
+TEST_P(MlpTensorParallel, TakesTheStepsOfOneProcessWithEachRanksShareOfTheParameters) {
+  at::set_num_threads(1);
+  const MlpCase c = GetParam();
+  const nn::ModelSpec spec = nn::mlp(/*layers=*/4, /*hidden=*/16, /*in_features=*/8, /*classes=*/4);
+  auto batch_of = [](int step) { return test::seeded_batch(900 + step, kBatch); };
+  const test::TrainingRun reference =
+      test::train_one_process(nn::build_sequential(spec, /*seed=*/1), kSteps, kLr, batch_of);
+  std::vector<test::TrainingRun> runs(4);
+  comm::run_local_group(4, kTimeout, [&](comm::Communicator& comm) {
+    Pipeline pipe(spec, nullptr,
+                  PipelineOptions()
+                      .microbatches(2)
+                      .pp(2)
+                      .tp(2)
+                      .balance(c.balance)
+                      .tp_scatter_gather(c.scatter)
+                      .communicator(comm));
+    torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
+    test::TrainingRun& run = runs[comm.rank()];
+    for (int step = 0; step < kSteps; ++step) {
+      auto [x, y] = batch_of(step);
+      sgd.zero_grad();
+      run.losses.push_back(pipe.step(x, y));
+      sgd.step();
+    }
+    for (auto& [name, value] : pipe.named_parameters()) run.parameters[name] = value.detach();
+  });
+  std::map<std::string, int> seen;
+  for (int r = 0; r < 4; ++r) {
+    const int k = r % 2;
+    for (int step = 0; step < kSteps; ++step) {
+      EXPECT_NEAR(runs[r].losses[step], reference.losses[step],
+                  1e-5 * std::abs(reference.losses[step]))
+          << "rank " << r << " step " << step;
+    }
+    for (const auto& [name, value] : runs[r].parameters) {
+      ++seen[name];
+      ASSERT_TRUE(reference.parameters.count(name)) << name;
+      const torch::Tensor& whole = reference.parameters.at(name);
+      // "layer.<i>.0.weight": even layers are column-parallel, odd ones row-parallel.
+      const bool row = (name[6] - '0') % 2 == 1;
+      const torch::Tensor want =
+          row ? (ends_with(name, "weight") ? whole.chunk(2, 1)[k] : whole) : whole.chunk(2, 0)[k];
+      ASSERT_EQ(value.sizes(), want.sizes()) << name << " on rank " << r;
+      EXPECT_LT(test::relative(value, want), 1e-5) << name << " on rank " << r;
+    }
+  }
+  EXPECT_EQ(seen.size(), reference.parameters.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Mlp, MlpTensorParallel,
+                         testing::Values(MlpCase{"uniform", true}, MlpCase{"1,3", true},
+                                         MlpCase{"1,3", false}),
+                         [](const testing::TestParamInfo<MlpCase>& info) {
+                           return (info.param.balance == "uniform" ? std::string("uniform")
+                                                                   : std::string("one_three")) +
+                                  (info.param.scatter ? "_scatter" : "_whole");
+                         });
 
 TEST(TensorParallelErrors, AGridThatIsNotTheWorldOrATpThatDoesNotDivideTheHeadsIsRefused) {
   std::vector<std::string> messages(4);

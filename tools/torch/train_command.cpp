@@ -302,17 +302,17 @@ Action add_train(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--nproc", f->nproc, "Start this many local ranks (dp * pp * tp)")
       ->check(CLI::Range(1, 1024));
-  flag(cmd, *f, "--model", &train::TrainConfig::model, "mlp | cnn | gpt");
+  flag(cmd, *f, "--model", &train::TrainConfig::model, "mlp | cnn | gpt | llama");
   flag(cmd, *f, "--layers", &train::TrainConfig::layers,
-       "mlp: Linear layers; gpt: transformer blocks");
-  flag(cmd, *f, "--hidden", &train::TrainConfig::hidden, "Hidden width (mlp, gpt)");
-  flag(cmd, *f, "--heads", &train::TrainConfig::heads, "Attention heads (gpt)");
-  flag(cmd, *f, "--context", &train::TrainConfig::context, "Tokens per sample (gpt)");
+       "mlp: Linear layers; gpt, llama: transformer blocks");
+  flag(cmd, *f, "--hidden", &train::TrainConfig::hidden, "Hidden width (mlp, gpt, llama)");
+  flag(cmd, *f, "--heads", &train::TrainConfig::heads, "Attention heads (gpt, llama)");
+  flag(cmd, *f, "--context", &train::TrainConfig::context, "Tokens per sample (gpt, llama)");
   flag(cmd, *f, "--in-features", &train::TrainConfig::in_features,
        "Input features (mlp, synthetic data)");
   flag(cmd, *f, "--classes", &train::TrainConfig::classes, "Classes (mlp, synthetic data)");
   flag(cmd, *f, "--text", &train::TrainConfig::text,
-       "UTF-8 text file for gpt (default: GPL-3 text)");
+       "UTF-8 text file for gpt and llama (default: GPL-3 text)");
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
   flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir,
        "Where decompressed data is kept (default ~/.cache/baton), a folder per --data-dir");
@@ -333,8 +333,8 @@ Action add_train(CLI::App& app) {
        "as torch.nn.utils.clip_grad_norm_; a step whose norm is not finite is skipped)")
       ->check(kPositiveNorm);
   flag(cmd, *f, "--tp", &train::TrainConfig::tp,
-       "Tensor-parallel ranks per stage (gpt: heads and MLP split; --nproc dp*pp*tp; must divide "
-       "--heads)");
+       "Tensor-parallel ranks per stage (gpt, llama: heads and MLP split, must divide --heads; "
+       "mlp: column/row Linear pairs, must divide --hidden; --nproc dp*pp*tp)");
   flag(cmd, *f, "--tp-scatter-gather", &train::TrainConfig::tp_scatter_gather,
        "With --tp: send 1/tp of each boundary activation between stages and all-gather it over tp "
        "(Megatron's scatter/gather; on or off, default on)");
@@ -404,10 +404,11 @@ Action add_train(CLI::App& app) {
        "Saves kept in --save's folder, newest first (default 2); older ones baton wrote there "
        "are removed after each save, never the one --resume read")
       ->check(kCount);
-  CLI::Option* tie = cmd->add_flag("--tie-embeddings", f->values.tie_embeddings,
-                                   "gpt: one matrix for the token embedding and the LM head; on "
-                                   "different stages each holds a copy and REDUCE_TIED sums their "
-                                   "gradients");
+  CLI::Option* tie =
+      cmd->add_flag("--tie-embeddings", f->values.tie_embeddings,
+                    "gpt, llama: one matrix for the token embedding and the LM head; on "
+                    "different stages each holds a copy and REDUCE_TIED sums their "
+                    "gradients");
   f->given.emplace_back(
       tie, [f](train::TrainConfig& c) { c.tie_embeddings = f->values.tie_embeddings; });
   CLI::Option* barrier =
