@@ -199,10 +199,10 @@ void load_toml_text(std::string_view text, const std::string& name, TrainConfig&
 }
 
 void check_config(const TrainConfig& c) {
-  const char* models[] = {"mlp", "cnn", "gpt"};
+  const char* models[] = {"mlp", "cnn", "gpt", "resnet"};
   BATON_CHECK(std::find(std::begin(models), std::end(models), c.model) != std::end(models),
               "[train.config] unknown model \"", printable(c.model),
-              "\" (expected mlp, cnn or gpt)");
+              "\" (expected mlp, cnn, gpt or resnet)");
   const auto& names = schedule::schedule_names();
   if (std::find(names.begin(), names.end(), c.schedule) == names.end()) {
     std::string known;
