@@ -25,10 +25,10 @@ ModelSpec fashion_cnn();
 
 // A ResNet of `blocks` bottleneck blocks (ResNet-50's, see resnet.h) for
 // 1x28x28 images and 10 classes, in blocks + 2 layers: layer 0 the stem (3x3
-// conv 1 -> width + norm + ReLU), then one layer per block, then the head
-// (global average pooling + Linear to 10 logits). The blocks form
-// min(blocks, 3) stages at 28x28, 14x14 and 7x7 (each later stage's first
-// block strides 2); stage s has bottleneck width width * 2^s and 4 * width *
+// conv 1 -> width + norm + ReLU + max-pool to 14x14), then one layer per
+// block, then the head (global average pooling + Linear to 10 logits). The
+// blocks form min(blocks, 3) stages at 14x14, 7x7 and 4x4 (each later
+// stage's first block strides 2); stage s has bottleneck width width * 2^s and 4 * width *
 // 2^s output channels; blocks spread evenly, the remainder in the later
 // stages (7 blocks: 2, 2, 3). Norms are GroupNorm (no batch statistics), so
 // micro-batching does not change the gradients.

@@ -10,10 +10,8 @@ namespace baton::nn {
 namespace {
 
 torch::nn::Conv2d make_conv(int64_t in, int64_t out, int64_t kernel, int64_t stride) {
-  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, kernel)
-                               .stride(stride)
-                               .padding(kernel / 2)
-                               .bias(false));
+  return torch::nn::Conv2d(
+      torch::nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
 }
 
 }  // namespace
@@ -41,10 +39,12 @@ ResNetStemImpl::ResNetStemImpl(int64_t in_channels, int64_t out_channels) {
               ", out_channels ", out_channels);
   conv = register_module("conv", make_conv(in_channels, out_channels, 3, 1));
   norm = register_module("norm", ResNetNorm(out_channels));
+  pool = register_module("pool",
+                         torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(3).stride(2).padding(1)));
 }
 
 torch::Tensor ResNetStemImpl::forward(const torch::Tensor& x) {
-  return torch::relu(norm(conv(x)));
+  return pool(torch::relu(norm(conv(x))));
 }
 
 BottleneckImpl::BottleneckImpl(int64_t in_channels, int64_t width, int64_t stride) {

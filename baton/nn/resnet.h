@@ -10,6 +10,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/normalization.h>
+#include <torch/nn/modules/pooling.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
@@ -33,7 +34,9 @@ class ResNetNormImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ResNetNorm);
 
-// 3x3 conv (no bias, padding 1) + norm + ReLU: [B, in, H, W] -> [B, out, H, W].
+// ResNet-50's stem scaled to small images: 3x3 conv (no bias, padding 1) +
+// norm + ReLU, then ResNet-50's 3x3 max-pool of stride 2 (padding 1):
+// [B, in, H, W] -> [B, out, ceil(H / 2), ceil(W / 2)].
 class ResNetStemImpl : public torch::nn::Module {
  public:
   ResNetStemImpl(int64_t in_channels, int64_t out_channels);
@@ -41,6 +44,7 @@ class ResNetStemImpl : public torch::nn::Module {
 
   torch::nn::Conv2d conv{nullptr};
   ResNetNorm norm{nullptr};
+  torch::nn::MaxPool2d pool{nullptr};
 };
 TORCH_MODULE(ResNetStem);
 

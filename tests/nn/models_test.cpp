@@ -95,11 +95,12 @@ TEST(ModelsTest, GptMapsTokensToLogitsForEveryPosition) {
 }
 
 TEST(ModelsTest, ResnetStemBlocksAndHeadGiveTheStagesShapes) {
-  // 4 blocks in stages of 1, 1, 2 at 28, 14 and 7 pixels, widths 4, 8, 16.
+  // The stem pools to 14 pixels; 4 blocks in stages of 1, 1, 2 at 14, 7 and
+  // 4 pixels, widths 4, 8, 16.
   const ModelSpec spec = resnet(4, 4);
   ASSERT_EQ(spec.num_layers(), 6);
-  const std::vector<std::vector<int64_t>> want = {{3, 4, 28, 28}, {3, 16, 28, 28}, {3, 32, 14, 14},
-                                                  {3, 64, 7, 7},  {3, 64, 7, 7},   {3, 10}};
+  const std::vector<std::vector<int64_t>> want = {{3, 4, 14, 14}, {3, 16, 14, 14}, {3, 32, 7, 7},
+                                                  {3, 64, 4, 4},  {3, 64, 4, 4},   {3, 10}};
   auto x = torch::randn({3, 1, 28, 28});
   for (int i = 0; i < spec.num_layers(); ++i) {
     x = build_layer(spec, i, 0).forward(x);
