@@ -28,9 +28,9 @@ ModelSpec fashion_cnn();
 // conv 1 -> width + norm + ReLU + max-pool to 14x14), then one layer per
 // block, then the head (global average pooling + Linear to 10 logits). The
 // blocks form min(blocks, 3) stages at 14x14, 7x7 and 4x4 (each later
-// stage's first block strides 2); stage s has bottleneck width width * 2^s and 4 * width *
-// 2^s output channels; blocks spread evenly, the remainder in the later
-// stages (7 blocks: 2, 2, 3). Norms are GroupNorm (no batch statistics), so
+// stage's first block strides 2); stage s has bottleneck width width * 2^s
+// and 4 * width * 2^s output channels; blocks spread evenly, the remainder in
+// the later stages (7 blocks: 2, 2, 3). Norms are GroupNorm (no batch statistics), so
 // micro-batching does not change the gradients.
 // REQUIRES: blocks >= 1, width >= 1.
 ModelSpec resnet(int blocks, int width);

@@ -34,8 +34,8 @@ struct TrainConfig {
   int in_features = 64;         // mlp (synthetic data)
   int classes = 10;             // mlp (synthetic data)
   std::string text;             // gpt corpus; empty: /usr/share/common-licenses/GPL-3
-  std::string data_dir;   // cnn, resnet: Fashion-MNIST .gz folder; empty: the Debian package's
-  std::string cache_dir;  // cache root, a folder per data_dir in it; empty: ~/.cache/baton
+  std::string data_dir;         // cnn, resnet: Fashion-MNIST .gz folder; empty: Debian's
+  std::string cache_dir;        // cache root, a folder per data_dir in it; empty: ~/.cache/baton
   // Pipeline, data and tensor parallelism: dp * pp * tp ranks
   int pp = 2;
   int dp = 1;                       // replicas of the pipeline; batch is the global batch over them
