@@ -6,6 +6,7 @@
 #include "baton/nn/chain.h"
 #include "baton/nn/linear.h"
 #include "baton/nn/llama.h"
+#include "baton/nn/resnet.h"
 #include "baton/nn/tensor_parallel.h"
 #include "baton/nn/transformer.h"
 
@@ -15,6 +16,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 
+#include <cmath>
 #include <sstream>
 
 namespace baton::nn {
@@ -37,6 +39,14 @@ std::string joined_model_names() {
     out << (i == 0 ? "" : ", ") << names[i];
   }
   return out.str();
+}
+
+// Blocks per ResNet stage: min(blocks, 3) stages, the remainder in the later ones.
+std::vector<int> resnet_stage_blocks(int blocks) {
+  const int stages = std::min(blocks, 3);
+  std::vector<int> counts(static_cast<size_t>(stages), blocks / stages);
+  for (int s = stages - blocks % stages; s < stages; ++s) ++counts[static_cast<size_t>(s)];
+  return counts;
 }
 
 }  // namespace
@@ -111,6 +121,33 @@ ModelSpec fashion_cnn() {
   return spec;
 }
 
+ModelSpec resnet(int blocks, int width) {
+  BATON_CHECK(blocks >= 1 && width >= 1, "[nn.resnet] sizes must be positive: blocks ", blocks,
+              ", width ", width);
+  ModelSpec spec;
+  spec.name = "resnet";
+  spec.layers.push_back(
+      LayerSpec{"stem", [width] { return torch::nn::AnyModule(ResNetStem(1, width)); }});
+  int64_t channels = width;
+  const std::vector<int> stages = resnet_stage_blocks(blocks);
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const int64_t stage_width = int64_t{width} << s;
+    for (int b = 0; b < stages[s]; ++b) {
+      const int64_t in = channels;
+      const int64_t stride = s > 0 && b == 0 ? 2 : 1;
+      spec.layers.push_back(
+          LayerSpec{"block" + std::to_string(spec.layers.size() - 1), [in, stage_width, stride] {
+                      return torch::nn::AnyModule(Bottleneck(in, stage_width, stride));
+                    }});
+      channels = BottleneckImpl::kExpansion * stage_width;
+    }
+  }
+  spec.layers.push_back(
+      LayerSpec{"head", [channels] { return torch::nn::AnyModule(ResNetHead(channels, 10)); }});
+  spec.loss = classification_loss;
+  return spec;
+}
+
 ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context, bool tie_embeddings) {
   BATON_CHECK(layers >= 1 && hidden > 0 && heads > 0 && vocab > 0 && context > 0,
               "[nn.gpt] sizes must be positive: layers ", layers, ", hidden ", hidden, ", heads ",
@@ -162,7 +199,7 @@ ModelSpec llama(int layers, int hidden, int heads, int vocab, bool tie_embedding
 }
 
 std::vector<std::string> model_names() {
-  return {"mlp", "fashion_cnn", "gpt", "llama"};
+  return {"mlp", "fashion_cnn", "gpt", "llama", "resnet"};
 }
 
 ModelSpec make_model(const std::string& name, const ModelOptions& options) {
@@ -185,6 +222,9 @@ ModelSpec make_model(const std::string& name, const ModelOptions& options) {
   if (name == "llama") {
     return llama(options.layers(), options.hidden(), options.heads(), options.vocab(),
                  options.tie_embeddings());
+  }
+  if (name == "resnet") {
+    return resnet(options.layers(), options.hidden());
   }
   BATON_CHECK(false, "[nn.make_model] unknown model '", name, "': known models are ",
               joined_model_names());
@@ -218,6 +258,26 @@ double parameter_count(const std::string& name, const ModelOptions& o) {
     // Two RMSNorms, wq, wk, wv, wo, gate, up, down; no biases.
     const double block = 2 * h + 4 * h * h + 3 * h * ffn;
     return o.vocab() * h + o.layers() * block + h + h * o.vocab();
+  }
+  if (name == "resnet") {
+    // Convolutions have no bias; a norm holds a scale and a shift per channel.
+    auto conv_norm = [](double in, double out, double kernel) {
+      return in * out * kernel * kernel + 2 * out;
+    };
+    double channels = o.hidden();
+    double count = conv_norm(1, channels, 3);
+    const std::vector<int> stages = resnet_stage_blocks(o.layers());
+    for (size_t s = 0; s < stages.size(); ++s) {
+      const double width = o.hidden() * std::pow(2.0, static_cast<double>(s));
+      const double out = 4 * width;
+      for (int b = 0; b < stages[s]; ++b) {
+        count +=
+            conv_norm(channels, width, 1) + conv_norm(width, width, 3) + conv_norm(width, out, 1);
+        if (b == 0 && (s > 0 || channels != out)) count += conv_norm(channels, out, 1);
+        channels = out;
+      }
+    }
+    return count + linear(channels, 10);
   }
   make_model(name, o);  // throws, naming the known models
   return 0;

@@ -26,6 +26,18 @@ ModelSpec mlp(int layers, int hidden, int in_features, int classes);
 // The fully connected layers are baton Linears. Output logits [B, 10].
 ModelSpec fashion_cnn();
 
+// A ResNet of `blocks` bottleneck blocks (ResNet-50's, see resnet.h) for
+// 1x28x28 images and 10 classes, in blocks + 2 layers: layer 0 the stem (3x3
+// conv 1 -> width + norm + ReLU + max-pool to 14x14), then one layer per
+// block, then the head (global average pooling + Linear to 10 logits). The
+// blocks form min(blocks, 3) stages at 14x14, 7x7 and 4x4 (each later
+// stage's first block strides 2); stage s has bottleneck width width * 2^s
+// and 4 * width * 2^s output channels; blocks spread evenly, the remainder in
+// the later stages (7 blocks: 2, 2, 3). Norms are GroupNorm (no batch statistics), so
+// micro-batching does not change the gradients.
+// REQUIRES: blocks >= 1, width >= 1.
+ModelSpec resnet(int blocks, int width);
+
 // A decoder-only transformer: layer 0 token + position embedding (int64
 // [B, T] -> [B, T, hidden]), then `layers` pre-LN blocks, then final LayerNorm
 // + LM head (-> logits [B, T, vocab]): layers + 2 layers in all. The loss is
@@ -51,8 +63,8 @@ ModelSpec llama(int layers, int hidden, int heads, int vocab, bool tie_embedding
 
 // Sizes for make_model; each model reads the ones it needs.
 struct ModelOptions {
-  TORCH_ARG(int, layers) = 4;               // mlp: Linears; gpt, llama: blocks
-  TORCH_ARG(int, hidden) = 64;              // mlp, gpt, llama
+  TORCH_ARG(int, layers) = 4;               // mlp: Linears; gpt, llama, resnet: blocks
+  TORCH_ARG(int, hidden) = 64;              // mlp, gpt, llama; resnet: the first stage's width
   TORCH_ARG(int, heads) = 4;                // gpt, llama
   TORCH_ARG(int, vocab) = 256;              // gpt, llama
   TORCH_ARG(int, context) = 64;             // gpt
@@ -61,7 +73,7 @@ struct ModelOptions {
   TORCH_ARG(bool, tie_embeddings) = false;  // gpt, llama: one matrix for embedding and LM head
 };
 
-// The names make_model knows: "mlp", "fashion_cnn", "gpt", "llama".
+// The names make_model knows: "mlp", "fashion_cnn", "gpt", "llama", "resnet".
 std::vector<std::string> model_names();
 
 // Builds the spec named `name`; an unknown name throws baton::Error listing the

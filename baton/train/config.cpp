@@ -200,10 +200,10 @@ void load_toml_text(std::string_view text, const std::string& name, TrainConfig&
 }
 
 void check_config(const TrainConfig& c) {
-  const char* models[] = {"mlp", "cnn", "gpt", "llama"};
+  const char* models[] = {"mlp", "cnn", "gpt", "llama", "resnet"};
   BATON_CHECK(std::find(std::begin(models), std::end(models), c.model) != std::end(models),
               "[train.config] unknown model \"", printable(c.model),
-              "\" (expected mlp, cnn, gpt or llama)");
+              "\" (expected mlp, cnn, gpt, llama or resnet)");
   const auto& names = schedule::schedule_names();
   if (std::find(names.begin(), names.end(), c.schedule) == names.end()) {
     std::string known;

@@ -1,7 +1,7 @@
 // The training configuration: a TOML file (flat keys named like the CLI's
 // flags, with '_' for '-') with command-line flags overriding it.
 //
-//   model = "cnn"          # mlp | cnn | gpt
+//   model = "cnn"          # mlp | cnn | gpt | resnet
 //   pp = 2
 //   schedule = "1f1b"
 //   microbatches = 4
@@ -25,16 +25,16 @@ inline constexpr int kMaxBucketMb = 1 << 20;
 
 struct TrainConfig {
   // Model
-  std::string model = "mlp";    // mlp | cnn | gpt
-  int layers = 8;               // mlp: Linear layers; gpt: transformer blocks
-  int hidden = 256;             // mlp, gpt
+  std::string model = "mlp";    // mlp | cnn | gpt | resnet
+  int layers = 8;               // mlp: Linear layers; gpt: transformer blocks; resnet: blocks
+  int hidden = 256;             // mlp, gpt; resnet: the first stage's bottleneck width
   int heads = 4;                // gpt
   int context = 64;             // gpt: tokens per sample
   bool tie_embeddings = false;  // gpt: the LM head's weight is the token embedding's
   int in_features = 64;         // mlp (synthetic data)
   int classes = 10;             // mlp (synthetic data)
   std::string text;             // gpt corpus; empty: /usr/share/common-licenses/GPL-3
-  std::string data_dir;         // cnn: Fashion-MNIST .gz folder; empty: the Debian package's
+  std::string data_dir;         // cnn, resnet: Fashion-MNIST .gz folder; empty: Debian's
   std::string cache_dir;        // cache root, a folder per data_dir in it; empty: ~/.cache/baton
   // Pipeline, data and tensor parallelism: dp * pp * tp ranks
   int pp = 2;

@@ -91,7 +91,8 @@ data::FashionMnistOptions fashion_mnist_options(const TrainConfig& c) {
 
 void check_data(const TrainConfig& c) {
   if (c.model == "gpt" || c.model == "llama") TextSource{c};
-  if (c.model == "cnn") data::prepare_fashion_mnist(fashion_mnist_options(c));
+  if (c.model == "cnn" || c.model == "resnet")
+    data::prepare_fashion_mnist(fashion_mnist_options(c));
 }
 
 std::unique_ptr<DataSource> make_data_source(const TrainConfig& c) {

@@ -2,6 +2,7 @@
 
 #include "baton/core/error.h"
 #include "baton/nn/linear.h"
+#include "baton/nn/resnet.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -30,7 +31,7 @@ void expect_equal_parameters(const ParameterMap& a, const ParameterMap& b) {
 }
 
 std::vector<ModelSpec> all_models() {
-  return {mlp(4, 16, 8, 3), fashion_cnn(), gpt(2, 16, 2, 32, 8)};
+  return {mlp(4, 16, 8, 3), fashion_cnn(), gpt(2, 16, 2, 32, 8), resnet(4, 4)};
 }
 
 TEST(ModelsTest, SameSeedAndIndexGiveIdenticalParametersWhateverTheBuildOrder) {
@@ -93,6 +94,79 @@ TEST(ModelsTest, GptMapsTokensToLogitsForEveryPosition) {
   EXPECT_EQ(model->forward(tokens).sizes(), (std::vector<int64_t>{2, 10, 50}));
 }
 
+TEST(ModelsTest, ResnetStemBlocksAndHeadGiveTheStagesShapes) {
+  // The stem pools to 14 pixels; 4 blocks in stages of 1, 1, 2 at 14, 7 and
+  // 4 pixels, widths 4, 8, 16.
+  const ModelSpec spec = resnet(4, 4);
+  ASSERT_EQ(spec.num_layers(), 6);
+  const std::vector<std::vector<int64_t>> want = {{3, 4, 14, 14}, {3, 16, 14, 14}, {3, 32, 7, 7},
+                                                  {3, 64, 4, 4},  {3, 64, 4, 4},   {3, 10}};
+  auto x = torch::randn({3, 1, 28, 28});
+  for (int i = 0; i < spec.num_layers(); ++i) {
+    x = build_layer(spec, i, 0).forward(x);
+    EXPECT_EQ(x.sizes(), want[static_cast<size_t>(i)]) << spec.layers[static_cast<size_t>(i)].name;
+  }
+  EXPECT_EQ(spec.layers[1].name, "block0");
+  EXPECT_EQ(spec.layers[5].name, "head");
+  EXPECT_EQ(resnet(1, 4).num_layers(), 3);
+  EXPECT_EQ(build_sequential(resnet(1, 4), 0)->forward(torch::randn({2, 1, 28, 28})).sizes(),
+            (std::vector<int64_t>{2, 10}));
+}
+
+TEST(ModelsTest, ResnetParameterCountMatchesTheBlocksFormula) {
+  // resnet(4, 4) by hand: a conv k x k in -> out holds in * out * k^2 weights
+  // (no bias), a norm 2 * out. Stem 1 -> 4: 36 + 8.
+  // Stage 0, 4 -> 16, projected: 1x1 4->4 (16 + 8), 3x3 4->4 (144 + 8),
+  //   1x1 4->16 (64 + 32), shortcut 4->16 (64 + 32): 368.
+  // Stage 1, 16 -> 32, strided: 128 + 16, 576 + 16, 256 + 64, 512 + 64: 1632.
+  // Stage 2, 32 -> 64: 512 + 32, 2304 + 32, 1024 + 128, 2048 + 128: 6208;
+  //   then 64 -> 64, identity: 1024 + 32, 2304 + 32, 1024 + 128: 4544.
+  // Head: Linear(64, 10): 650.
+  const double by_hand = 44 + 368 + 1632 + 6208 + 4544 + 650;
+  EXPECT_EQ(parameter_count("resnet", ModelOptions().layers(4).hidden(4)), by_hand);
+  for (const auto& [blocks, width] : std::vector<std::pair<int, int>>{{4, 4}, {1, 8}, {7, 6}}) {
+    const ModelSpec spec = resnet(blocks, width);
+    double built = 0;
+    for (int i = 0; i < spec.num_layers(); ++i) {
+      for (const auto& p : build_layer(spec, i, 0).ptr()->parameters()) built += p.numel();
+    }
+    EXPECT_EQ(parameter_count("resnet", ModelOptions().layers(blocks).hidden(width)), built)
+        << blocks << " blocks, width " << width;
+  }
+}
+
+TEST(ModelsTest, ResnetLayerWeightsDoNotDependOnThePartition) {
+  const ModelSpec spec = resnet(5, 4);
+  auto whole = build_sequential(spec, 7);
+  auto stage = build_sequential(spec, 7, 3, 5);  // layers 3 and 4 only
+  for (const auto& item : stage->named_parameters()) {
+    ASSERT_TRUE(whole->named_parameters().contains(item.key())) << item.key();
+    EXPECT_TRUE(torch::equal(item.value(), whole->named_parameters()[item.key()])) << item.key();
+  }
+  EXPECT_EQ(stage->named_parameters().size(),
+            whole->ptr(3)->named_parameters().size() + whole->ptr(4)->named_parameters().size());
+}
+
+TEST(ModelsTest, ResnetOutputsOfASampleDoNotDependOnTheRestOfTheBatch) {
+  // GroupNorm normalises each sample alone, so a micro-batch computes what
+  // the whole batch computes for its samples (BatchNorm would not).
+  auto model = build_sequential(resnet(3, 4), 2);
+  const auto images = torch::rand({6, 1, 28, 28});
+  const auto whole = model->forward(images);
+  EXPECT_TRUE(
+      torch::allclose(whole.slice(0, 0, 2), model->forward(images.slice(0, 0, 2)), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(whole.slice(0, 2), model->forward(images.slice(0, 2)), 1e-5, 1e-6));
+}
+
+TEST(ModelsTest, ResnetNormGroupsAreAtMost32OfAtLeastFourChannels) {
+  EXPECT_EQ(resnet_norm_groups(4), 1);
+  EXPECT_EQ(resnet_norm_groups(16), 4);
+  EXPECT_EQ(resnet_norm_groups(24), 6);
+  EXPECT_EQ(resnet_norm_groups(256), 32);
+  EXPECT_EQ(resnet_norm_groups(132), 22);  // 33 would pass 32; 22 divides 132
+  EXPECT_EQ(resnet_norm_groups(3), 1);
+}
+
 TEST(ModelsTest, GptIsCausal) {
   auto model = build_sequential(gpt(2, 16, 2, 20, 8), 3);
   auto tokens = torch::randint(0, 20, {1, 8}, torch::kLong);
@@ -117,9 +191,10 @@ TEST(ModelsTest, RunningTheLayersInSequenceEqualsASequentialOfThem) {
       layers.push_back(build_layer(spec, i, 5));
       sequential->push_back(layers.back());
     }
-    const auto input = spec.name == "gpt"           ? torch::randint(0, 32, {2, 8}, torch::kLong)
-                       : spec.name == "fashion_cnn" ? torch::randn({2, 1, 28, 28})
-                                                    : torch::randn({2, 8});
+    const auto input = spec.name == "gpt" ? torch::randint(0, 32, {2, 8}, torch::kLong)
+                       : spec.name == "fashion_cnn" || spec.name == "resnet"
+                           ? torch::randn({2, 1, 28, 28})
+                           : torch::randn({2, 8});
     auto x = input;
     for (auto& layer : layers) {
       x = layer.forward(x);
@@ -182,13 +257,15 @@ TEST(ModelsTest, MakeModelBuildsKnownNamesAndListsThemForUnknownOnes) {
   EXPECT_EQ(make_model("gpt", ModelOptions().layers(3)).num_layers(), 5);
   EXPECT_EQ(make_model("mlp", ModelOptions().layers(3)).num_layers(), 3);
   EXPECT_EQ(make_model("fashion_cnn").num_layers(), 6);
+  EXPECT_EQ(make_model("resnet", ModelOptions().layers(3).hidden(4)).num_layers(), 5);
   try {
-    make_model("resnet");
+    make_model("resnet50");
     FAIL() << "expected baton::Error";
   } catch (const baton::Error& error) {
     EXPECT_STREQ(
         error.what(),
-        "[nn.make_model] unknown model 'resnet': known models are mlp, fashion_cnn, gpt, llama");
+        "[nn.make_model] unknown model 'resnet50': known models are mlp, fashion_cnn, gpt, "
+        "llama, resnet");
   }
 }
 

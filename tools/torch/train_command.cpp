@@ -302,10 +302,11 @@ Action add_train(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--nproc", f->nproc, "Start this many local ranks (dp * pp * tp)")
       ->check(CLI::Range(1, 1024));
-  flag(cmd, *f, "--model", &train::TrainConfig::model, "mlp | cnn | gpt | llama");
+  flag(cmd, *f, "--model", &train::TrainConfig::model, "mlp | cnn | gpt | llama | resnet");
   flag(cmd, *f, "--layers", &train::TrainConfig::layers,
-       "mlp: Linear layers; gpt, llama: transformer blocks");
-  flag(cmd, *f, "--hidden", &train::TrainConfig::hidden, "Hidden width (mlp, gpt, llama)");
+       "mlp: Linear layers; gpt, llama: transformer blocks; resnet: bottleneck blocks");
+  flag(cmd, *f, "--hidden", &train::TrainConfig::hidden,
+       "Hidden width (mlp, gpt, llama); resnet: the first stage's bottleneck width");
   flag(cmd, *f, "--heads", &train::TrainConfig::heads, "Attention heads (gpt, llama)");
   flag(cmd, *f, "--context", &train::TrainConfig::context, "Tokens per sample (gpt, llama)");
   flag(cmd, *f, "--in-features", &train::TrainConfig::in_features,

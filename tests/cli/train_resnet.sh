@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `baton train --model resnet`: a tiny ResNet on Fashion-MNIST over 2 pipeline
+# ranks reports, step by step, the losses of one process (GroupNorm has no
+# batch statistics, so micro-batches change nothing), and they fall below
+# guessing's; --tp 2 is refused with one line and exit 2.
+source "$(dirname "$0")/lib/common.sh"
+src=/usr/share/datasets/fashion-mnist
+[ -f "$src/train-images-idx3-ubyte.gz" ] || { echo "apt-get install dataset-fashion-mnist; skipped"; exit 77; }
+R=(--model resnet --layers 3 --hidden 8 --batch 64 --steps 12 --lr 0.002 --threads 1
+   --cache-dir "$tmp/cache")
+timeout 120 "$baton" train "${R[@]}" --pp 1 --microbatches 1 --metrics "$tmp/one.jsonl" \
+  > "$tmp/one.out" 2>&1 || fail "one process: $(tail -5 "$tmp/one.out")"
+timeout 120 "$baton" train "${R[@]}" --pp 2 --nproc 2 --microbatches 4 --metrics "$tmp/pp2.jsonl" \
+  > "$tmp/pp2.out" 2>&1 || fail "pp 2: $(tail -5 "$tmp/pp2.out")"
+grep -q "model resnet (5 layers)" "$tmp/pp2.out" || fail "banner: $(head -1 "$tmp/pp2.out")"
+python3 - "$tmp/one.jsonl" "$tmp/pp2.jsonl" <<'PY' || fail "losses"
+import json, math, sys
+def losses(path):
+    return [json.loads(l)["loss"] for l in open(path) if '"step"' in l]
+one, pp2 = losses(sys.argv[1]), losses(sys.argv[2])
+assert len(one) == 12 and len(pp2) == 12, (one, pp2)
+assert all(math.isfinite(x) for x in pp2), pp2
+assert all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(pp2, one)), ("pp 2 differs from one process", pp2, one)
+# Guessing is ln 10 = 2.303 nats; the last steps must do clearly better.
+assert sum(pp2[-3:]) / 3 < math.log(10) - 0.2, ("the loss does not fall", pp2)
+PY
+expect_bad_input "--tp 2 splits the gpt model's Transformer blocks; model resnet has none" \
+  "${R[@]}" --pp 2 --tp 2 --nproc 4 --microbatches 2
+echo "1 passed, 0 failed"
