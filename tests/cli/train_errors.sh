@@ -21,7 +21,7 @@ check "batch of 2 samples cannot make 4 micro-batches" $small --batch 2 --microb
 check "makes 4 stages but model mlp has only 2 layers" --model mlp --layers 2 --pp 4 --nproc 4 --steps 1
 check "pp=2 needs 2 ranks but --nproc is 3" $small --pp 2 --nproc 3
 check "unknown schedule \"fancy\"" $small --schedule fancy
-check "unknown model \"resnet50\" (expected mlp, cnn, gpt or resnet)" --model resnet50
+check "unknown model \"resnet50\" (expected mlp, cnn, gpt, llama or resnet)" --model resnet50
 check "unknown optimizer \"lbfgs\"" $small --optimizer lbfgs
 check "unknown transport \"carrier-pigeon\" (expected auto, shm or gloo)" $small --transport carrier-pigeon
 check "unknown recompute mode \"sometimes\"" $small --pp 1 --nproc 1 --recompute sometimes

@@ -37,5 +37,5 @@ expect_bad_input "--tp 3 must divide llama's SwiGLU width 256" \
   --model llama --layers 2 --hidden 30 --heads 3 --batch 8 --microbatches 2 --steps 1 --pp 1 --tp 3 --nproc 3
 expect_bad_input "even head dimension (rotary turns pairs): hidden 36, heads 4" \
   --model llama --hidden 36 --heads 4 --steps 1 --pp 1
-expect_bad_input "unknown model \"llama2\" (expected mlp, cnn, gpt or llama)" --model llama2 --steps 1
+expect_bad_input "unknown model \"llama2\" (expected mlp, cnn, gpt, llama or resnet)" --model llama2 --steps 1
 echo "ok"
