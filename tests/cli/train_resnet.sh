@@ -24,6 +24,6 @@ assert all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(pp2, one)), ("pp 2 differ
 # Guessing is ln 10 = 2.303 nats; the last steps must do clearly better.
 assert sum(pp2[-3:]) / 3 < math.log(10) - 0.2, ("the loss does not fall", pp2)
 PY
-expect_bad_input "--tp 2 splits the gpt model's Transformer blocks; model resnet has none" \
+expect_bad_input "--tp 2 splits the blocks of gpt and llama and the Linear pairs of mlp; model resnet has none" \
   "${R[@]}" --pp 2 --tp 2 --nproc 4 --microbatches 2
 echo "1 passed, 0 failed"
