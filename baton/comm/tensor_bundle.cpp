@@ -60,7 +60,8 @@ at::Tensor pack_tensors(const std::vector<at::Tensor>& tensors) {
 std::vector<at::Tensor> unpack_tensors(const at::Tensor& message, const std::string& from) {
   if (!is_bundle(message)) return {message};
   const std::int64_t n = message.numel();
-  // The header is read on the CPU (one small copy from a device).
+  // The header is read on the CPU: from a device, the bundle is copied over
+  // once (the tensors stay views of the device bundle).
   at::Tensor bytes = message.device().is_cpu() ? message : message.cpu();
   const auto* words = reinterpret_cast<const std::int64_t*>(bytes.data_ptr<std::uint8_t>());
   const std::int64_t available = n / 8;
