@@ -24,10 +24,14 @@
 #include "baton/comm/tensor_bundle.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/schedule/generator.h"
+#include "schedule_cases.h"
 
 namespace baton {
 namespace {
 
+using test::error_of;
+using test::expect_one_line;
+using test::relative;
 using Tensors = std::vector<torch::Tensor>;
 
 constexpr int kIn = 8, kHidden = 16, kClasses = 4, kPositions = 2, kBatch = 32, kSteps = 3;
@@ -164,46 +168,19 @@ RankRun pipelined(PipelineOptions options, comm::Communicator& comm) {
   return run;
 }
 
-double relative(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(1e-12, b.norm().item<double>());
+// pipedream and async update after every micro-batch: their replay by hand
+// is per model (tests/runtime/gradient_equivalence_test.cpp).
+std::vector<test::ScheduleCase> cases() {
+  return test::schedule_cases(kMiddle + 2, [](const schedule::Schedule& s) {
+    return s.name != "pipedream" && s.name != "async";
+  });
 }
 
-struct Case {
-  std::string schedule;
-  int p;
-  comm::TransportKind transport;
-};
-
-void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.schedule << " p=" << c.p << " " << comm::to_string(c.transport);
-}
-
-std::vector<Case> cases() {
-  std::vector<Case> out;
-  for (const auto& name : schedule::schedule_names()) {
-    // pipedream and async update after every micro-batch: their replay by
-    // hand is per model (tests/runtime/gradient_equivalence_test.cpp).
-    if (name == "pipedream" || name == "async") continue;
-    for (int p : {2, 4}) {
-      try {
-        const auto s = schedule::generate(
-            name, schedule::GeneratorOptions{}.set_ranks(p).set_microbatches(2 * p));
-        if (s.stages > kMiddle + 2) continue;
-      } catch (const Error&) {
-        continue;  // not defined for (p, m)
-      }
-      for (auto transport : {comm::TransportKind::kShm, comm::TransportKind::kGloo})
-        out.push_back({name, p, transport});
-    }
-  }
-  return out;
-}
-
-class MultiTensorBoundaries : public testing::TestWithParam<Case> {};
+class MultiTensorBoundaries : public testing::TestWithParam<test::ScheduleCase> {};
 
 TEST_P(MultiTensorBoundaries, TrainLikeOneProcess) {
   at::set_num_threads(1);
-  const Case& c = GetParam();
+  const test::ScheduleCase& c = GetParam();
   // zb-auto searches with the layers' costs, profiled on a micro-batch of both inputs.
   const Batch sample = batch(0);
   const PipelineOptions options =
@@ -237,14 +214,7 @@ TEST_P(MultiTensorBoundaries, TrainLikeOneProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EverySchedule, MultiTensorBoundaries, testing::ValuesIn(cases()),
-                         [](const testing::TestParamInfo<Case>& info) {
-                           std::string n = info.param.schedule + "_p" +
-                                           std::to_string(info.param.p) + "_" +
-                                           std::string(comm::to_string(info.param.transport));
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         test::case_name);
 
 // Recomputation keeps only a micro-batch's stage inputs (all four tensors)
 // and recomputes before the backward: still one process's result, with the
@@ -320,20 +290,6 @@ TEST(MultiTensorBoundaries, MiddleRanksMayPassNoInputs) {
     for (int step = 0; step < kSteps; ++step)
       EXPECT_NEAR(runs[r].losses[step], reference.losses[step], 1e-5) << "rank " << r;
   }
-}
-
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void expect_one_line(const std::string& what, const std::string& part) {
-  EXPECT_NE(what.find(part), std::string::npos) << what;
-  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
 }
 
 struct PairImpl : torch::nn::Module {

@@ -20,9 +20,14 @@
 #include "baton/nn/layer_spec.h"
 #include "baton/nn/skip.h"
 #include "baton/schedule/generator.h"
+#include "schedule_cases.h"
 
 namespace baton {
 namespace {
+
+using test::error_of;
+using test::expect_one_line;
+using test::relative;
 
 constexpr int kWidth = 12, kClasses = 3, kBatch = 24, kSteps = 3;
 constexpr double kLr = 0.1;
@@ -122,36 +127,10 @@ RankRun pipelined(PipelineOptions options, comm::Communicator& comm) {
   return run;
 }
 
-double relative(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(1e-12, b.norm().item<double>());
-}
-
-struct Case {
-  std::string schedule;
-  int p;
-  comm::TransportKind transport;
-};
-
-void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.schedule << " p=" << c.p << " " << comm::to_string(c.transport);
-}
-
-std::vector<Case> cases() {
-  std::vector<Case> out;
-  for (const auto& name : schedule::schedule_names()) {
-    for (int p : {2, 4}) {
-      try {
-        const auto s = schedule::generate(
-            name, schedule::GeneratorOptions{}.set_ranks(p).set_microbatches(2 * p));
-        if (s.carries || s.stages > 8 || name == "zb-auto") continue;
-      } catch (const Error&) {
-        continue;  // not defined for (p, m)
-      }
-      for (auto transport : {comm::TransportKind::kShm, comm::TransportKind::kGloo})
-        out.push_back({name, p, transport});
-    }
-  }
-  return out;
+// Skips need a flush; zb-auto's profiled search is the multi-tensor sweep's.
+std::vector<test::ScheduleCase> cases() {
+  return test::schedule_cases(
+      8, [](const schedule::Schedule& s) { return !s.carries && s.name != "zb-auto"; });
 }
 
 void expect_like_one_process(const std::vector<RankRun>& runs, const RankRun& reference,
@@ -177,11 +156,11 @@ void expect_like_one_process(const std::vector<RankRun>& runs, const RankRun& re
   EXPECT_GE(seen, reference.params.size()) << what;
 }
 
-class SkipConnections : public testing::TestWithParam<Case> {};
+class SkipConnections : public testing::TestWithParam<test::ScheduleCase> {};
 
 TEST_P(SkipConnections, TrainLikeOneProcess) {
   at::set_num_threads(1);
-  const Case& c = GetParam();
+  const test::ScheduleCase& c = GetParam();
   const PipelineOptions options =
       PipelineOptions().schedule(c.schedule).pp(c.p).microbatches(2 * c.p);
   std::vector<RankRun> runs(c.p);
@@ -193,14 +172,7 @@ TEST_P(SkipConnections, TrainLikeOneProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EverySchedule, SkipConnections, testing::ValuesIn(cases()),
-                         [](const testing::TestParamInfo<Case>& info) {
-                           std::string n = info.param.schedule + "_p" +
-                                           std::to_string(info.param.p) + "_" +
-                                           std::string(comm::to_string(info.param.transport));
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+                         test::case_name);
 
 TEST(SkipConnectionsRecompute, TrainLikeOneProcess) {
   at::set_num_threads(1);
@@ -234,20 +206,6 @@ TEST(SkipConnectionsMessages, GoStraightToTheRankThatPops) {
   EXPECT_EQ(runs[1].messages, uint64_t{2 * m});
   EXPECT_EQ(runs[2].messages, uint64_t{2 * m});
   EXPECT_EQ(runs[3].messages, uint64_t{3 * m + 3});
-}
-
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void expect_one_line(const std::string& what, const std::string& part) {
-  EXPECT_NE(what.find(part), std::string::npos) << what;
-  EXPECT_EQ(what.find('\n'), std::string::npos) << what;
 }
 
 TEST(SkipConnectionsBadInput, AreRefusedNamingTheLayer) {
