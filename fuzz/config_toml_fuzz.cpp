@@ -18,10 +18,6 @@
 
 namespace {
 
-[[noreturn]] void bug(const char* what, const std::string& detail) {
-  baton::fuzz::bug("config_toml_fuzz", what, detail);
-}
-
 void check_message(const std::string& text) {
   baton::fuzz::check_one_line_message("config_toml_fuzz", text);
 }

@@ -41,12 +41,6 @@ void check_llama_input(const Tensors& input, const char* layer) {
 
 }  // namespace detail
 
-int64_t llama_ffn_hidden(int64_t hidden) {
-  constexpr int64_t kMultipleOf = 256;
-  const int64_t ffn = 2 * (4 * hidden) / 3;
-  return (ffn + kMultipleOf - 1) / kMultipleOf * kMultipleOf;
-}
-
 RmsNormImpl::RmsNormImpl(int64_t dim, double epsilon) : eps(epsilon) {
   BATON_CHECK(dim > 0, "[nn.RmsNorm] the dimension must be positive: got ", dim);
   weight = register_parameter("weight", torch::ones({dim}));

@@ -22,10 +22,6 @@
 
 namespace baton::nn {
 
-// Llama's SwiGLU width for `hidden`: 2/3 of 4 hidden, rounded up to a
-// multiple of 256 (Llama's multiple_of).
-int64_t llama_ffn_hidden(int64_t hidden);
-
 // RMSNorm (Zhang & Sennrich 2019): x / sqrt(mean(x^2 over the last
 // dimension) + eps) * weight, computed in the weight's dtype (fp32, as
 // layer_norm_fp32 in transformer.h) and returned in it.

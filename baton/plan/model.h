@@ -5,6 +5,8 @@
 // Transformer Models", section 4). Pure functions of the shape; no torch.
 #pragma once
 
+#include <cstdint>
+
 namespace baton::plan {
 
 struct ModelShape {
@@ -61,5 +63,10 @@ double layer_activation_bytes(const ModelShape& shape, double microbatch, int te
 // fp32 gradients, 16, its docs' "20 bytes per parameter"), the last divided
 // over d ranks with ZeRO-1.
 double state_bytes_per_parameter(int data_parallel, bool zero1, double optimizer_bytes = 12);
+
+// Llama's SwiGLU width for `hidden`: 2/3 of 4 hidden, rounded up to a
+// multiple of 256 (Llama's multiple_of). Here, not in nn/llama.h, because
+// the torch-free config check needs it too.
+int64_t llama_ffn_hidden(int64_t hidden);
 
 }  // namespace baton::plan

@@ -16,7 +16,7 @@
 #include "baton/core/error.h"
 #include "baton/core/input_file.h"
 #include "baton/core/printable.h"
-#include "baton/nn/llama.h"
+#include "baton/plan/model.h"
 #include "baton/schedule/generator.h"
 #include "baton/train/toml_characters.h"
 
@@ -232,9 +232,9 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.tp == 1 || !decoder || c.heads % c.tp == 0, "[train.config] --tp ", c.tp,
               " must divide --heads ", c.heads,
               " (each tensor-parallel rank computes heads / tp attention heads)");
-  BATON_CHECK(c.tp == 1 || c.model != "llama" || nn::llama_ffn_hidden(c.hidden) % c.tp == 0,
+  BATON_CHECK(c.tp == 1 || c.model != "llama" || plan::llama_ffn_hidden(c.hidden) % c.tp == 0,
               "[train.config] --tp ", c.tp, " must divide llama's SwiGLU width ",
-              nn::llama_ffn_hidden(c.hidden), " (for --hidden ", c.hidden, ")");
+              plan::llama_ffn_hidden(c.hidden), " (for --hidden ", c.hidden, ")");
   BATON_CHECK(c.tp == 1 || c.model != "mlp" || c.hidden % c.tp == 0, "[train.config] --tp ", c.tp,
               " must divide --hidden ", c.hidden,
               " (mlp's column-parallel Linears give each tensor-parallel rank hidden / tp units)");

@@ -2,7 +2,8 @@
 # The build's layering check (cmake/check_layering.cmake, run before
 # any module's library compiles) passes on this tree and fails, naming the file, on a
 # copy where a lower module includes an upper one, or a torch-free module
-# includes LibTorch.
+# includes LibTorch, or a unit the fuzzers build without LibTorch reaches it
+# through a header.
 source "$(dirname "$0")/lib/common.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 check() { cmake -DROOT="$1" -P "$root/cmake/check_layering.cmake" 2>&1; }
@@ -16,4 +17,9 @@ mkdir "$tmp/torch"; cp -r "$root/baton" "$tmp/torch/"
 echo '#include <torch/types.h>' >> "$tmp/torch/baton/sim/simulator.cpp"
 out=$(check "$tmp/torch") && fail "a torch include in sim passed the check"
 printf '%s' "$out" | grep -qF "module sim is above the torch line" || fail "torch include not named: $out"
+mkdir "$tmp/unit"; cp -r "$root/baton" "$tmp/unit/"
+echo '#include "baton/nn/layer_call.h"' >> "$tmp/unit/baton/train/config.h"
+out=$(check "$tmp/unit") && fail "config.cpp reaching LibTorch through a header passed the check"
+printf '%s' "$out" | grep -qF "baton/nn/layer_call.h: #include <torch/types.h> (reached from baton/train/config.cpp, which builds without LibTorch)" \
+  || fail "the torch include reached from config.cpp was not named: $out"
 echo "ok"

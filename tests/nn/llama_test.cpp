@@ -3,6 +3,7 @@
 // element, causality, the padding mask, tied embeddings, the parameter count,
 // and the split backward.
 #include "baton/nn/llama.h"
+#include "baton/plan/model.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -56,9 +57,9 @@ TEST(LlamaTest, ParameterCountIsTheBuiltModels) {
   int64_t built = 0;
   for (const auto& p : model->parameters()) built += p.numel();
   EXPECT_EQ(parameter_count("llama", options), static_cast<double>(built));
-  EXPECT_EQ(llama_ffn_hidden(32), 256);      // 85 rounded up to 256
-  EXPECT_EQ(llama_ffn_hidden(1024), 2816);   // 2730 rounded up, as Llama
-  EXPECT_EQ(llama_ffn_hidden(4096), 11008);  // Llama 7B
+  EXPECT_EQ(plan::llama_ffn_hidden(32), 256);      // 85 rounded up to 256
+  EXPECT_EQ(plan::llama_ffn_hidden(1024), 2816);   // 2730 rounded up, as Llama
+  EXPECT_EQ(plan::llama_ffn_hidden(4096), 11008);  // Llama 7B
 }
 
 TEST(LlamaTest, EveryLayerDependsOnlyOnTheSeedAndItsIndex) {
