@@ -10,6 +10,7 @@
 #include "baton/comm/communicator.h"
 #include "baton/comm/gloo_transport.h"
 #include "baton/comm/host_identity.h"
+#include "baton/comm/huge_pages.h"
 #include "baton/comm/shm_transport.h"
 #include "baton/core/error.h"
 
@@ -50,6 +51,9 @@ void add_transports(detail::CommState& comm, TransportKind kind) {
   detail::Transport* gloo = comm.transports.back().get();
   detail::Transport* shm = nullptr;
   if (any_shm) {
+    // Large payloads cross by one copy out of the sender's buffer, at twice
+    // the speed when that buffer is on huge pages (huge_pages.h).
+    install_huge_page_allocator(HugePageOptions::from_env());
     comm.transports.push_back(
         detail::make_shm_transport(*comm.store, "baton/shm/", comm.rank, comm.world_size, shm_peers,
                                    comm.backend, comm.timeout, detail::ShmOptions::from_env()));

@@ -1,7 +1,9 @@
 // One-way point-to-point latency and bandwidth between two local ranks (two
 // processes), 64 B to 64 MiB: baton's Communicator over shared memory and
 // over Gloo, against raw c10d Gloo send/recv of the same tensors (the
-// receiver told the size in advance), all in one run.
+// receiver told the size in advance), and against one memcpy of the same
+// bytes into a reused buffer in one process (the limit of any copy), all
+// in one run.
 //
 //   ./build/bench/p2p_latency_bench [max_bytes]
 //
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -78,6 +81,20 @@ double raw_gloo_one_way_us(Communicator& comm, const at::Tensor& tensor) {
   return median_us(rtt) / 2;
 }
 
+// Median microseconds of one copy of `tensor` into a reused buffer, 1 thread.
+double memcpy_us(const at::Tensor& tensor) {
+  at::Tensor buffer = at::empty_like(tensor);
+  std::vector<double> times;
+  const int n = iterations_for(tensor.nbytes());
+  for (int i = 0; i < n + 3; ++i) {
+    const auto start = Clock::now();
+    std::memcpy(buffer.data_ptr(), tensor.data_ptr(), tensor.nbytes());
+    if (i >= 3)
+      times.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  return median_us(times);
+}
+
 int run_rank(const RankEnv& env, int64_t max_bytes) {
   at::set_num_threads(1);
   auto connect_with = [&](TransportKind kind, int port_offset) {
@@ -91,8 +108,9 @@ int run_rank(const RankEnv& env, int64_t max_bytes) {
   Communicator shm = connect_with(TransportKind::kShm, 0);
   Communicator gloo = connect_with(TransportKind::kGloo, 1);
   if (env.rank == 0) {
-    std::printf("%10s %12s %12s %12s %10s %10s %12s %12s\n", "bytes", "shm us", "gloo us",
-                "raw gloo us", "shm/raw", "gloo/raw", "shm GB/s", "raw GB/s");
+    std::printf("%10s %12s %12s %12s %12s %10s %10s %12s %12s %12s\n", "bytes", "shm us", "gloo us",
+                "raw gloo us", "memcpy us", "shm/raw", "gloo/raw", "shm/memcpy", "shm GB/s",
+                "raw GB/s");
   }
   for (int64_t bytes = 64; bytes <= max_bytes; bytes *= 4) {
     const at::Tensor tensor = torch::rand({bytes / 4}, torch::kFloat32);
@@ -100,8 +118,9 @@ int run_rank(const RankEnv& env, int64_t max_bytes) {
     const double g = baton_one_way_us(gloo, tensor);
     const double r = raw_gloo_one_way_us(gloo, tensor);
     if (env.rank == 0) {
-      std::printf("%10lld %12.2f %12.2f %12.2f %9.2fx %9.2fx %12.3f %12.3f\n",
-                  static_cast<long long>(bytes), s, g, r, r / s, r / g, bytes / s / 1e3,
+      const double c = memcpy_us(tensor);
+      std::printf("%10lld %12.2f %12.2f %12.2f %12.2f %9.2fx %9.2fx %11.2fx %12.3f %12.3f\n",
+                  static_cast<long long>(bytes), s, g, r, c, r / s, r / g, c / s, bytes / s / 1e3,
                   bytes / r / 1e3);
       std::fflush(stdout);
     }
