@@ -55,7 +55,9 @@ class HugePageAllocator final : public c10::Allocator {
     void* data = instance()->take(n);
     return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
-  c10::DataPtr allocate(std::size_t n) { return static_cast<const HugePageAllocator*>(this)->allocate(n); }
+  c10::DataPtr allocate(std::size_t n) {
+    return static_cast<const HugePageAllocator*>(this)->allocate(n);
+  }
   c10::DeleterFnPtr raw_deleter() const { return &release; }
   // LibTorch 2.x's Allocator::copy_data (absent from 1.13).
   void copy_data(void* dest, const void* src, std::size_t count) const {
@@ -152,9 +154,8 @@ HugePageAllocator* HugePageAllocator::instance_ = nullptr;
 HugePageOptions HugePageOptions::from_env() {
   HugePageOptions options;
   options.enabled = env_size("BATON_HUGE_PAGES", 1, 1) == 1 && thp_mode() != "never";
-  options.cache_bytes = env_size("BATON_HUGE_PAGE_CACHE_MB", options.cache_bytes >> 20,
-                                 std::size_t{1} << 30)
-                        << 20;
+  options.cache_bytes =
+      env_size("BATON_HUGE_PAGE_CACHE_MB", options.cache_bytes >> 20, std::size_t{1} << 30) << 20;
   return options;
 }
 

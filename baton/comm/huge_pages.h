@@ -31,7 +31,7 @@
 namespace baton::comm {
 
 struct HugePageOptions {
-  std::size_t threshold = std::size_t{2} << 20;     // from here on, huge pages
+  std::size_t threshold = std::size_t{2} << 20;    // from here on, huge pages
   std::size_t cache_bytes = std::size_t{1} << 30;  // env BATON_HUGE_PAGE_CACHE_MB
   // BATON_HUGE_PAGES (0 or 1, default 1) and BATON_HUGE_PAGE_CACHE_MB;
   // throws on bad values. `enabled` is false also where the kernel's

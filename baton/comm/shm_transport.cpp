@@ -1,5 +1,6 @@
 #include "baton/comm/shm_transport.h"
 
+#include <ATen/Parallel.h>
 #include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "baton/comm/buffer_cache.h"
 #include "baton/comm/gloo_transport.h"
 #include "baton/comm/shm_inbox.h"
+#include "baton/comm/spin_policy.h"
 #include "baton/comm/tensor_header.h"
 #include "baton/core/error.h"
 
@@ -129,7 +131,11 @@ class ShmTransport : public Transport {
         peer_inboxes_(static_cast<size_t>(world_size)),
         peer_pids_(static_cast<size_t>(world_size), 0),
         tails_(static_cast<size_t>(world_size), 0),
-        heads_(static_cast<size_t>(world_size), 0) {}
+        heads_(static_cast<size_t>(world_size), 0),
+        spin_(world_size, options_.spin, SpinPolicy::affinity_cores()) {
+    local_ranks_ = 1;
+    for (int r = 0; r < world_size_; ++r) local_ranks_ += r != rank_ && peers_[r] ? 1 : 0;
+  }
 
   ~ShmTransport() override {
     // A receiver may still be copying a large payload out of this process.
@@ -190,6 +196,10 @@ class ShmTransport : public Transport {
   std::vector<std::uint64_t> heads_;
   std::vector<std::shared_ptr<RemoteSend>> outstanding_;
   std::int64_t probe_ = 0;
+
+  std::mutex spin_mutex_;  // the spin policy
+  SpinPolicy spin_;
+  int local_ranks_ = 1;  // this rank and its same-host peers
 };
 
 void ShmTransport::setup(c10d::Store& store, const std::string& prefix) {
@@ -392,15 +402,22 @@ void ShmTransport::check_alive(int peer) {
 
 template <typename Done>
 bool ShmTransport::progress_until(int peer, Clock::time_point deadline, Done done) {
-  auto next_check = Clock::now() + std::chrono::milliseconds(10);
+  const auto start = Clock::now();
+  auto next_check = start + std::chrono::milliseconds(10);
   InboxHeader& bell = inbox_.header();
+  const auto finished = [&] {
+    const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+    std::lock_guard<std::mutex> lock(spin_mutex_);
+    spin_.record(peer, waited);
+    return true;
+  };
   for (;;) {
     const std::uint32_t seen = bell.doorbell.load(std::memory_order_acquire);
     {
       std::lock_guard<std::mutex> lock(recv_mutex_);
       drain_locked();
     }
-    if (done()) return true;
+    if (done()) return finished();
     const auto now = Clock::now();
     if (now >= deadline) return false;
     if (now >= next_check) {
@@ -412,13 +429,23 @@ bool ShmTransport::progress_until(int peer, Clock::time_point deadline, Done don
           std::lock_guard<std::mutex> lock(recv_mutex_);
           drain_locked();
         }
-        if (done()) return true;
+        if (done()) return finished();
         throw;
       }
       next_check = now + std::chrono::milliseconds(10);
     }
-    // Spin briefly, yielding: a peer waiting for this core gets it at once.
-    const auto spin_end = now + options_.spin;
+    std::chrono::microseconds spin;
+    {
+      std::lock_guard<std::mutex> lock(spin_mutex_);
+      if (spin_.sample_due(now)) {
+        spin_.set_job_threads(local_ranks_ * at::get_num_threads());
+        spin_.sample_runnable(SpinPolicy::read_runnable());
+      }
+      spin = spin_.budget(peer);
+    }
+    // Spin briefly, yielding, while the machine has a core to spare
+    // (spin_policy.h): a peer waiting for this core gets it at once.
+    const auto spin_end = now + spin;
     while (bell.doorbell.load(std::memory_order_acquire) == seen && Clock::now() < spin_end) {
       sched_yield();
     }

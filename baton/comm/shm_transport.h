@@ -8,9 +8,9 @@
 // is refused (ptrace restrictions), large payloads go over Gloo instead.
 //
 // No thread is started: a receiver drains its rings whenever it waits, spins
-// briefly, then sleeps on its inbox's futex doorbell, checking every 10 ms
-// that the peer is alive. A sender never waits for a small message; a large
-// one completes when the receiver has copied it.
+// briefly while the machine has a core to spare (spin_policy.h), then sleeps
+// on its inbox's futex doorbell, checking every 10 ms that the peer is alive. A sender never waits
+// for a small message; a large one completes when the receiver has copied it.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -28,7 +28,7 @@ namespace baton::comm::detail {
 struct ShmOptions {
   std::uint64_t ring_bytes = 1 << 20;      // per source; env BATON_SHM_RING_KB
   std::uint64_t inline_bytes = 256 << 10;  // larger payloads go by CMA
-  std::chrono::microseconds spin{1000};    // yielding; env BATON_SHM_SPIN_US
+  std::chrono::microseconds spin{1000};    // the most a wait spins; env BATON_SHM_SPIN_US
   bool remote_copy = true;                 // CMA where allowed; env BATON_SHM_CMA=0 turns it off
   // Reads BATON_SHM_RING_KB, BATON_SHM_SPIN_US and BATON_SHM_CMA; throws on
   // bad values.
