@@ -7,9 +7,9 @@
 namespace baton::comm::detail {
 namespace {
 
-constexpr double kAverage = 0.25;     // weight of a new reading or wait
-constexpr double kLongShare = 0.5;    // above it, a peer's waits are mostly long
-constexpr int kLongWaitDivisor = 8;   // the cap is cut to an eighth for such a peer
+constexpr double kAverage = 0.25;    // weight of a new reading or wait
+constexpr double kLongShare = 0.5;   // above it, a peer's waits are mostly long
+constexpr int kLongWaitDivisor = 8;  // the cap is cut to an eighth for such a peer
 
 }  // namespace
 

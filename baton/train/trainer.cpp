@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "baton/comm/p2p_probe.h"
 #include "baton/core/error.h"
@@ -223,17 +224,19 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   const int64_t per_epoch = data->steps_per_epoch();
   const int64_t total =
       c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
+  const char* omp_policy = std::getenv("OMP_WAIT_POLICY");
+  const bool omp_passive = omp_policy != nullptr && std::string(omp_policy) == "PASSIVE";
   if (leader) {
     const std::string dp = (c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string()) +
                            (c.tp > 1 ? detail::concat("tp=", c.tp, ", ") : std::string()) +
                            (c.zero > 0 ? detail::concat("zero=", c.zero, ", ") : std::string());
     std::printf(
         "baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
-        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank, %lld steps\n",
+        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank%s, %lld steps\n",
         c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp,
         pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
         pipeline.partition().to_string().c_str(), c.recompute.c_str(), threads,
-        static_cast<long long>(total));
+        omp_passive ? " (OpenMP waits passive)" : "", static_cast<long long>(total));
     flush_stdout("[train]");
   }
   const int64_t first = resume_if_asked(c, pipeline, *optimizer, total);

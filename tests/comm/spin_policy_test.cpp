@@ -12,7 +12,7 @@ using std::chrono::microseconds;
 TEST(SpinPolicyTest, SpinsTheCapOnAnIdleMachine) {
   SpinPolicy policy(2, microseconds(1000), 2);
   EXPECT_EQ(policy.budget(1), microseconds(1000));  // no reading yet: assume idle
-  policy.sample_runnable(2);                          // both ranks running, nothing else
+  policy.sample_runnable(2);                        // both ranks running, nothing else
   EXPECT_FALSE(policy.machine_busy());
   EXPECT_EQ(policy.budget(1), microseconds(1000));
 }

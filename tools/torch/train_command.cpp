@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -265,6 +266,17 @@ int run(TrainFlags& f) {
   options.outcome = &outcome;
   setenv(kWarnedVariable, "1", 1);
   setenv(kLauncherVariable, std::to_string(getpid()).c_str(), 1);
+  // Decision: more intra-op threads than cores over all ranks, and LibTorch's
+  // OpenMP threads would spin between parallel regions on the cores the
+  // other ranks need (2 ranks x --threads 2 on 2 cores: 1.9 s a step against
+  // 0.25 s, bench/RESULTS.md "Waiting under load"); they sleep instead,
+  // unless the user chose a policy. libgomp reads it once at start-up, so
+  // the launcher sets it; the transport stops spinning too (spin_policy.h).
+  const int cores = train::available_cores();
+  const int threads = config.threads > 0 ? config.threads : std::max(1, cores / nproc);
+  if (nproc * threads > cores && std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  }
   // A failed write of the ranks' lines the launcher reports itself.
   int rc = comm::launch_local(nproc, argv, options);
   // --max-restarts: a rank died (not the launcher stopped, not a refused
