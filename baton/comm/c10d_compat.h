@@ -45,4 +45,17 @@ using Work = ::c10d::ProcessGroup::Work;
 using BackendPtr = c10::intrusive_ptr<Backend>;
 using WorkPtr = c10::intrusive_ptr<Work>;
 
+// Runs `done` (on c10d's thread) when `work` completes, where the work has a
+// future (Gloo's and NCCL's do in 1.13 and 2.x); else does nothing, and the
+// caller notes the completion when its wait returns.
+template <typename Done>
+void on_completion(const WorkPtr& work, Done done) {
+  if (!work) return;
+  try {
+    auto future = work->getFuture();
+    if (future) future->addCallback([done](c10::ivalue::Future&) { done(); });
+  } catch (...) {
+  }
+}
+
 }  // namespace baton::comm::compat

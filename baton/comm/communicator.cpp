@@ -1,5 +1,7 @@
 #include "baton/comm/communicator.h"
 
+#include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "baton/comm/comm_state.h"
@@ -24,6 +26,10 @@ struct ReduceState {
   std::vector<std::vector<at::Tensor>> flats;
   std::vector<compat::WorkPtr> works;  // null where the sum is already done
   bool waited = false;
+  // Per group: when its sum finished, ns on the steady clock (0: not yet
+  // known). Set at once for sums done at once, else by the work's completion
+  // callback (on c10d's threads) or, where it has not run, by wait().
+  std::vector<std::shared_ptr<std::atomic<std::int64_t>>> finished_ns;
 };
 
 struct RecvState {
@@ -36,6 +42,19 @@ struct RecvState {
 }  // namespace detail
 
 using detail::Clock;
+
+namespace {
+
+// Notes `at` as the finish time unless one is noted already (the first
+// notice is the earliest: a callback's, before wait() saw the work done).
+void note_finished(std::atomic<std::int64_t>& finished, Clock::time_point at) {
+  std::int64_t unset = 0;
+  finished.compare_exchange_strong(
+      unset, std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count(),
+      std::memory_order_acq_rel);
+}
+
+}  // namespace
 
 TransportKind parse_transport(std::string_view text) {
   if (text == "auto") return TransportKind::kAuto;
@@ -215,15 +234,19 @@ ReduceHandle Communicator::all_reduce_sum_async(std::vector<torch::Tensor> tenso
     }
     std::vector<at::Tensor> flat{at::cat(flat_parts)};
     compat::WorkPtr work;
+    auto finished = std::make_shared<std::atomic<std::int64_t>>(0);
     if (comm.world_size > 1 && small_on_one_host(flat[0])) {
       flat[0] = reduce_through_rank0(flat[0], what);
+      note_finished(*finished, Clock::now());
     } else {
       try {
         work = comm.backend->allreduce(flat);
       } catch (...) {
         comm.fail(std::current_exception(), what, -1);
       }
+      compat::on_completion(work, [finished] { note_finished(*finished, Clock::now()); });
     }
+    state->finished_ns.push_back(std::move(finished));
     state->groups.push_back(std::move(group));
     state->flats.push_back(std::move(flat));
     state->works.push_back(std::move(work));
@@ -243,7 +266,11 @@ void ReduceHandle::wait() {
   at::NoGradGuard no_grad;
   const auto deadline = Clock::now() + comm.timeout;
   for (size_t g = 0; g < state.groups.size(); ++g) {
-    if (state.works[g]) comm.wait_work(state.works[g], deadline, state.what, -1);
+    if (state.works[g]) {
+      comm.wait_work(state.works[g], deadline, state.what, -1);
+      // Its callback may not have run yet: the sum is done by now in any case.
+      note_finished(*state.finished_ns[g], Clock::now());
+    }
     const at::Tensor& flat = state.flats[g][0];
     int64_t offset = 0;
     for (size_t i : state.groups[g]) {
@@ -255,6 +282,15 @@ void ReduceHandle::wait() {
   }
   state.flats.clear();
   state.tensors.clear();
+}
+
+Clock::time_point ReduceHandle::finished_at() const {
+  BATON_CHECK(state_ != nullptr && state_->waited,
+              "[comm] finished_at before wait on a ReduceHandle");
+  std::int64_t ns = 0;
+  for (const auto& finished : state_->finished_ns)
+    ns = std::max(ns, finished->load(std::memory_order_acquire));
+  return Clock::time_point(std::chrono::nanoseconds(ns));
 }
 
 bool Communicator::small_on_one_host(const torch::Tensor& flat) const {

@@ -100,6 +100,11 @@ class ReduceHandle {
   // REQUIRES: valid(), and wait() not called before.
   void wait();
   bool valid() const { return state_ != nullptr; }
+  // When the collective finished (not when wait() returned): what the
+  // executor records as the end of a REDUCE_GRAD, to tell the reduction time
+  // hidden behind compute from the time waited for. REQUIRES: wait() has
+  // returned.
+  std::chrono::steady_clock::time_point finished_at() const;
 
  private:
   friend class Communicator;

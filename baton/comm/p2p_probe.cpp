@@ -63,4 +63,35 @@ P2pCost measure_p2p_cost(Communicator& comm, int rounds) {
   return cost;
 }
 
+AllReduceCost measure_allreduce_cost(Communicator& group, double bytes, int rounds) {
+  const int d = group.world_size();
+  if (d < 2) return {};
+  const auto median_ms = [&](int64_t numel, int count) {
+    std::vector<double> samples;
+    for (int i = 0; i <= count; ++i) {  // the first round is not counted
+      std::vector<torch::Tensor> tensors{torch::zeros({numel}, torch::kFloat32)};
+      const auto start = Clock::now();
+      group.all_reduce_sum(tensors, "the all-reduce probe");
+      if (i > 0)
+        samples.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+    return samples[samples.size() / 2];
+  };
+  const int64_t numel = std::max<int64_t>(16 << 10, static_cast<int64_t>(bytes / 4));
+  const double small_ms = median_ms(16, std::max(3, rounds * 2));
+  const double large_ms = median_ms(numel, std::max(1, rounds));
+  // Every member reports the mean of all members' figures.
+  std::vector<torch::Tensor> sums{torch::tensor({small_ms, large_ms}, torch::kFloat64)};
+  group.all_reduce_sum(sums, "the all-reduce probe's average");
+  const auto* v = sums[0].data_ptr<double>();
+  const double steps = 2.0 * (d - 1);
+  const double small = v[0] / d, large = v[1] / d;
+  AllReduceCost cost;
+  cost.step_latency_ms = small / steps;
+  const double moving = large - small;
+  cost.bytes_per_ms = moving > 0 ? steps / d * static_cast<double>(numel * 4) / moving : 0;
+  return cost;
+}
+
 }  // namespace baton::comm

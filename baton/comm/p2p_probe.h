@@ -17,4 +17,15 @@ struct P2pCost {
 // and returned on every rank. With one rank, returns zeros.
 P2pCost measure_p2p_cost(Communicator& comm, int rounds = 20);
 
+// A ring all-reduce's cost over `group` (sim/cost_model.h's formula): the
+// latency of one of its 2 (d - 1) steps, from all-reduces of 64 bytes, and
+// the bandwidth that makes `bytes` take what they took, from all-reduces of
+// that many bytes (at least 64 KiB). Medians of `rounds`; collective over the
+// group, the same result on every member. A group of one: zeros.
+struct AllReduceCost {
+  double step_latency_ms = 0;
+  double bytes_per_ms = 0;
+};
+AllReduceCost measure_allreduce_cost(Communicator& group, double bytes, int rounds = 5);
+
 }  // namespace baton::comm

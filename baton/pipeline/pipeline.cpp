@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "baton/comm/device_choice.h"
 #include "baton/comm/nccl.h"
@@ -242,13 +243,15 @@ StagePlan plan_stages(const nn::ModelSpec& model, const PipelineOptions& o,
   return plan;
 }
 
-// Every stage's gradient bucket count (a collective over the world): each
-// rank knows its own stages' parameters, so the first replica's lowest
-// holder of each stage contributes its count, and a sum gives every rank all.
-std::vector<int> buckets_per_stage(const std::vector<std::shared_ptr<runtime::Stage>>& built,
-                                   const schedule::Placement& placement, int stages,
-                                   const comm::RankLayout& layout, double bucket_bytes) {
-  std::vector<torch::Tensor> counts{torch::zeros({stages}, torch::kFloat64)};
+// Every stage's gradient buckets' bytes, in reduction order (a collective
+// over the world): each rank knows its own stages' parameters, so the first
+// replica's lowest holder of each stage contributes them, and sums give every
+// rank all: first the counts, then the bytes. A stage without parameters
+// still gets one (empty) bucket.
+std::vector<std::vector<double>> bucket_bytes_per_stage(
+    const std::vector<std::shared_ptr<runtime::Stage>>& built, const schedule::Placement& placement,
+    int stages, const comm::RankLayout& layout, double bucket_bytes) {
+  std::map<int, std::vector<double>> mine;
   for (const auto& stage : built) {
     const std::vector<int> holders = placement.ranks_of_stage(stage->index());
     if (layout.here.dp != 0 || layout.here.tp != 0 ||
@@ -257,14 +260,25 @@ std::vector<int> buckets_per_stage(const std::vector<std::shared_ptr<runtime::St
     }
     std::vector<double> bytes;
     for (const auto& p : stage->parameters()) bytes.push_back(static_cast<double>(p.nbytes()));
-    counts[0][stage->index()] =
-        static_cast<double>(schedule::gradient_buckets(bytes, bucket_bytes).size());
+    mine[stage->index()] = schedule::gradient_buckets(bytes, bucket_bytes);
   }
+  std::vector<torch::Tensor> counts{torch::zeros({stages}, torch::kFloat64)};
+  for (const auto& [stage, buckets] : mine) counts[0][stage] = static_cast<double>(buckets.size());
   layout.world->all_reduce_sum(counts, "the gradient bucket counts");
-  std::vector<int> out;
+  int64_t most = 1;
+  for (int stage = 0; stage < stages; ++stage)
+    most = std::max<int64_t>(most, std::lround(counts[0][stage].item<double>()));
+  std::vector<torch::Tensor> table{torch::zeros({stages, most}, torch::kFloat64)};
+  for (const auto& [stage, buckets] : mine) {
+    for (size_t k = 0; k < buckets.size(); ++k)
+      table[0][stage][static_cast<int64_t>(k)] = buckets[k];
+  }
+  layout.world->all_reduce_sum(table, "the gradient bucket sizes");
+  std::vector<std::vector<double>> out;
   for (int stage = 0; stage < stages; ++stage) {
-    // A stage without parameters still gets one (empty) bucket.
-    out.push_back(std::max(1, static_cast<int>(std::lround(counts[0][stage].item<double>()))));
+    const int64_t n = std::max<int64_t>(1, std::lround(counts[0][stage].item<double>()));
+    out.emplace_back();
+    for (int64_t k = 0; k < n; ++k) out.back().push_back(table[0][stage][k].item<double>());
   }
   return out;
 }
@@ -349,9 +363,13 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   executor_options.precision = precision;
   executor_options.whole_inputs = options.whole_inputs();
   if (options.clip_grad_norm() > 0) executor_options.clip_grad_norm = options.clip_grad_norm();
+  std::vector<std::vector<double>> bucket_bytes;
   if (dp > 1) {
-    reductions.set_buckets_per_stage(buckets_per_stage(built, placement, plan.schedule.stages,
-                                                       layout, executor_options.bucket_bytes));
+    bucket_bytes = bucket_bytes_per_stage(built, placement, plan.schedule.stages, layout,
+                                          executor_options.bucket_bytes);
+    std::vector<int> counts;
+    for (const auto& buckets : bucket_bytes) counts.push_back(static_cast<int>(buckets.size()));
+    reductions.set_buckets_per_stage(counts);
   }
   // Tied weights and replicated stages sum their copies' gradients.
   for (const auto& copies : model.tied) {
@@ -369,6 +387,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   s.layout = std::move(joined.layout);
   s.device = joined.device;
   s.partition = std::move(plan.partition);
+  s.bucket_bytes = std::move(bucket_bytes);
   s.schedule = schedule::add_reductions(plan.schedule, reductions);
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.layout, std::move(built),
                                                    std::move(loss), executor_options);
@@ -574,6 +593,10 @@ const runtime::StepResult& Pipeline::last_step() const {
 const comm::RankLayout& Pipeline::layout() const {
   return state_->layout;
 }
+const std::vector<std::vector<double>>& Pipeline::gradient_bucket_bytes() const {
+  return state_->bucket_bytes;
+}
+
 comm::Communicator& Pipeline::communicator() const {
   return *state_->layout.world;
 }

@@ -205,6 +205,9 @@ class Pipeline {
   const comm::RankLayout& layout() const;
   // The world's communicator (a solo one when the Pipeline runs alone).
   comm::Communicator& communicator() const;
+  // With dp > 1: every stage's gradient buckets, bytes in reduction order (the
+  // REDUCE_GRADs the schedule holds); empty with dp = 1.
+  const std::vector<std::vector<double>>& gradient_bucket_bytes() const;
   // The steps run so far.
   int64_t steps() const;
 

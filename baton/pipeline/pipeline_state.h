@@ -27,6 +27,7 @@ struct Pipeline::State {
   torch::Device device = torch::kCPU;
   schedule::Schedule schedule;  // with its reductions
   partition::Partition partition;
+  std::vector<std::vector<double>> bucket_bytes;  // per stage, with dp > 1
   std::unique_ptr<runtime::Executor> executor;
   runtime::StepResult last;
   int64_t steps = 0;

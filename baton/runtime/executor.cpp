@@ -174,6 +174,7 @@ StepResult Executor::run(const nn::Tensors& inputs, const torch::Tensor& targets
   }
   for (auto& send : step.sends) send.wait(baton::detail::concat("a send of step ", steps_run_ + 1));
   wait_reductions(step);
+  measure_reductions(step.result);
   carries_->end_step(step);
   if (!drain_only) ++steps_run_;
   step.result.step_ms =
@@ -244,7 +245,7 @@ void Executor::run_action(Step& step, size_t index) {
       }
       return;
     case ActionKind::REDUCE_GRAD:
-      reduce_grad(step, a);
+      reduce_grad(step, a, started);
       return;
     case ActionKind::REDUCE_TIED:
       reduce_tied(step, a, index);
@@ -549,11 +550,19 @@ void Executor::receive(Step& step, const Action& a) {
   }
 }
 
-void Executor::reduce_grad(Step& step, const Action& a) {
+void Executor::reduce_grad(Step& step, const Action& a, Clock::time_point started) {
   // The bucket index rides in the micro-batch slot. Without a dp group
   // (dp = 1) reducing is the identity; PyTorch's CSVs carry REDUCE_GRAD even so.
   if (auto handle = buckets_->start(a.stage, a.microbatch)) {
     step.reductions.push_back(std::move(*handle));
+    // Ends for now when the start returns; wait_reductions() moves the end
+    // to the all-reduce's finish.
+    const auto ms = [&](Clock::time_point t) {
+      return std::chrono::duration<double, std::milli>(t - step.start).count();
+    };
+    step.reduction_events.push_back(step.result.events.size());
+    step.result.events.push_back(
+        {rank_, a.stage, a.microbatch, a.kind, ms(started), ms(Clock::now())});
   }
 }
 
@@ -585,7 +594,22 @@ double Executor::clip_grad_norm(double max_norm) {
 }
 
 void Executor::wait_reductions(Step& step) {
+  if (step.reductions.empty()) return;
+  const std::vector<comm::ReduceHandle> handles = step.reductions;  // wait_all clears them
   step.result.reduction_wait_ms += wait_all(step.reductions);
+  for (size_t k = 0; k < handles.size(); ++k) {
+    trace::Event& event = step.result.events[step.reduction_events[k]];
+    const double finished =
+        std::chrono::duration<double, std::milli>(handles[k].finished_at() - step.start).count();
+    event.end = std::max(event.end, finished);
+  }
+  step.reduction_events.clear();
+}
+
+void Executor::measure_reductions(StepResult& result) const {
+  const trace::Reductions reductions = trace::reductions_of_rank(result.events, rank_);
+  result.reduction_ms = reductions.total;
+  result.exposed_reduction_ms = reductions.exposed;
 }
 
 void Executor::send_loss(Step& step) {

@@ -140,8 +140,15 @@ struct StepResult {
   // (p - r on rank r).
   int weight_versions = 1;
   // dp > 1: how long the step waited at its end for its REDUCE_GRADs to
-  // finish, ms: the part of the gradient all-reduces no compute hid.
+  // finish, ms.
   double reduction_wait_ms = 0;
+  // dp > 1: the time this rank's REDUCE_GRADs were in flight, ms (the union
+  // of their events, from each start to its all-reduce's finish), and how
+  // much of it was exposed: the end of the last one past the end of the
+  // rank's last compute action (0 when none ends later), as the simulator's
+  // Stats::exposed_reduction counts it. The rest was hidden behind compute.
+  double reduction_ms = 0;
+  double exposed_reduction_ms = 0;
   // The global L2 norm of the step's gradients before the clip, the same on
   // every rank: NaN unless the schedule has a CLIP_NORM (or infinite, or NaN,
   // when a gradient was: the caller then skips the update).
@@ -151,7 +158,9 @@ struct StepResult {
   bool skip_update = false;
   // fp16: the loss scale this step's backward used (1 otherwise).
   double loss_scale = 1;
-  // This rank's compute actions, ms from the step's start.
+  // This rank's compute actions, REDUCE_TIED and CLIP_NORM, and its
+  // REDUCE_GRADs (from the action's start to its all-reduce's finish), ms
+  // from the step's start.
   std::vector<trace::Event> events;
   // When the step started on this rank: ms on the steady clock, which ranks
   // of one host share (to put every rank's events on one time axis).
@@ -245,7 +254,8 @@ class Executor {
   void compute_backward(Step& step, const schedule::Action& a);
   void send(Step& step, const schedule::Action& a);
   void receive(Step& step, const schedule::Action& a);
-  void reduce_grad(Step& step, const schedule::Action& a);
+  void reduce_grad(Step& step, const schedule::Action& a,
+                   std::chrono::steady_clock::time_point started);
   void reduce_tied(Step& step, const schedule::Action& a, size_t index);
   void clip_norm(Step& step);
   // The stage's forward of a's micro-batch; on the last stage of a training
@@ -270,7 +280,11 @@ class Executor {
   void receive_skip(Step& step, const schedule::Action& a);
   // `tensor` on this rank's device (itself when it is there already).
   torch::Tensor on_device(const torch::Tensor& tensor) const;
+  // Waits for the REDUCE_GRADs in flight and ends their events at their
+  // all-reduces' finish.
   void wait_reductions(Step& step);
+  // StepResult::reduction_ms and exposed_reduction_ms from the step's events.
+  void measure_reductions(StepResult& result) const;
 
   schedule::Schedule schedule_;
   schedule::Placement placement_;

@@ -78,6 +78,9 @@ struct Step {
   std::map<int, comm::RecvHandle> recv_loss;  // by sending rank
   std::vector<comm::SendHandle> sends;
   std::vector<comm::ReduceHandle> reductions;  // REDUCE_GRADs in flight
+  // For each of them, its event in result.events, whose end becomes the
+  // all-reduce's finish once waited for.
+  std::vector<size_t> reduction_events;
   // On a CUDA device the scaled losses add up on the device, read once at the
   // end of the step (on the CPU they go straight into result.loss).
   torch::Tensor device_loss;

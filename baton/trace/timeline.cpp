@@ -1,6 +1,7 @@
 #include "baton/trace/timeline.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace baton::trace {
 
@@ -25,6 +26,34 @@ double bubble_fraction(const Timeline& timeline) {
   double busy = 0;
   for (double b : busy_time(timeline)) busy += b;
   return 1.0 - busy / (timeline.ranks * span);
+}
+
+Reductions reductions_of_rank(const std::vector<Event>& events, int rank) {
+  std::vector<std::pair<double, double>> spans;
+  double last_compute = 0, last_reduction = 0;
+  for (const Event& e : events) {
+    if (e.rank != rank) continue;
+    if (e.kind == schedule::ActionKind::REDUCE_GRAD) {
+      spans.emplace_back(e.start, e.end);
+      last_reduction = std::max(last_reduction, e.end);
+    } else if (schedule::is_compute(e.kind)) {
+      last_compute = std::max(last_compute, e.end);
+    }
+  }
+  Reductions out;
+  if (spans.empty()) return out;
+  std::sort(spans.begin(), spans.end());
+  double from = spans[0].first, to = spans[0].second;
+  for (const auto& [start, end] : spans) {
+    if (start > to) {
+      out.total += to - from;
+      from = start;
+    }
+    to = std::max(to, end);
+  }
+  out.total += to - from;
+  out.exposed = std::max(0.0, last_reduction - last_compute);
+  return out;
 }
 
 }  // namespace baton::trace

@@ -33,4 +33,14 @@ std::vector<double> busy_time(const Timeline& timeline);
 // 1 - busy time summed over ranks / (ranks * makespan); 0 when empty.
 double bubble_fraction(const Timeline& timeline);
 
+// A rank's gradient all-reduces in a timeline: `total`, the time REDUCE_GRAD
+// events cover (their union); `exposed`, how far the last one ends past the
+// rank's last compute event (0 when none ends later), as the simulator's
+// Stats::exposed_reduction counts it. Zeros without REDUCE_GRAD events.
+struct Reductions {
+  double total = 0;
+  double exposed = 0;
+};
+Reductions reductions_of_rank(const std::vector<Event>& events, int rank);
+
 }  // namespace baton::trace

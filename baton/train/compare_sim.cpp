@@ -1,5 +1,6 @@
 #include "baton/train/compare_sim.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -10,10 +11,12 @@
 
 namespace baton::train {
 
-void compare_with_simulation(const schedule::Schedule& schedule, const trace::Timeline& measured,
-                             const std::map<int, double>& stage_bytes,
-                             const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
-                             double measured_peak_bytes, int rank_of_peak) {
+namespace {
+
+void compare_pipeline(const schedule::Schedule& schedule, const trace::Timeline& measured,
+                      const trace::Timeline& world, const std::map<int, double>& stage_bytes,
+                      const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
+                      double measured_peak_bytes, int rank_of_peak, const DataParallelCosts* dp) {
   // Mean measured time of each kind (F, B, I, W) per stage.
   std::vector<std::array<double, 4>> sum(schedule.stages, {0, 0, 0, 0}), count = sum;
   for (const auto& e : measured.events) {
@@ -42,6 +45,12 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
     cost.activation_bytes = it == stage_bytes.end() ? 0 : it->second;
     const auto boundary = boundary_bytes.find(s);
     cost.boundary_bytes = boundary == boundary_bytes.end() ? 0 : boundary->second;
+  }
+  if (dp != nullptr && dp->dp > 1) {
+    costs.dp = dp->dp;
+    costs.dp_link = sim::Link{dp->link.step_latency_ms, dp->link.bytes_per_ms};
+    for (int s = 0; s < schedule.stages && static_cast<size_t>(s) < dp->bucket_bytes.size(); ++s)
+      costs.stages[s].bucket_bytes = dp->bucket_bytes[s];
   }
   const sim::Result predicted = sim::simulate(schedule, costs);
   const double measured_ms = trace::makespan(measured);
@@ -81,6 +90,54 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
   std::printf("compare-sim: peak activation bytes on rank %d: measured %.0f, simulated %.0f\n",
               rank_of_peak, measured_peak_bytes,
               predicted.stats.peak_activation_bytes[rank_of_peak]);
+  if (dp == nullptr || dp->dp <= 1) return;
+  std::printf(
+      "compare-sim: dp all-reduce probed at %.1f us a ring step + %.2f GB/s (%d replicas)\n",
+      dp->link.step_latency_ms * 1000, dp->link.bytes_per_ms / 1e6, dp->dp);
+  const auto hidden = [](double total, double exposed) {
+    return total > 0 ? 100.0 * std::max(0.0, 1 - exposed / total) : 0.0;
+  };
+  for (int r = 0; r < world.ranks; ++r) {
+    const trace::Reductions got = trace::reductions_of_rank(world.events, r);
+    const int pipeline_rank = r / std::max(1, dp->world_per_pipeline_rank);
+    if (pipeline_rank >= static_cast<int>(predicted.stats.reduce_grad.size())) continue;
+    const double total = predicted.stats.reduce_grad[pipeline_rank];
+    const double exposed = predicted.stats.exposed_reduction[pipeline_rank];
+    std::printf(
+        "compare-sim: rank %d all-reduce measured %.2f ms, exposed %.2f ms (hidden %.1f%%); "
+        "simulated %.2f ms, exposed %.2f ms (hidden %.1f%%)\n",
+        r, got.total, got.exposed, hidden(got.total, got.exposed), total, exposed,
+        hidden(total, exposed));
+  }
+}
+
+}  // namespace
+
+void compare_with_simulation(const schedule::Schedule& schedule, const trace::Timeline& measured,
+                             const std::map<int, double>& stage_bytes,
+                             const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
+                             double measured_peak_bytes, int rank_of_peak,
+                             const DataParallelCosts* dp) {
+  // With dp > 1 the step, bubble and start comparisons are of the first
+  // replica's pipeline (world ranks r with r % (dp x tp) == 0, as pipeline
+  // rank r / (dp x tp)); the all-reduces are compared on every world rank.
+  const trace::Timeline& all = measured;
+  if (dp != nullptr && dp->world_per_pipeline_rank > 1) {
+    const trace::Timeline& world = all;
+    trace::Timeline first;
+    first.title = world.title;
+    first.time_unit = world.time_unit;
+    first.ranks = schedule.ranks;
+    for (trace::Event e : world.events) {
+      if (e.rank % dp->world_per_pipeline_rank != 0) continue;
+      e.rank /= dp->world_per_pipeline_rank;
+      first.events.push_back(e);
+    }
+    return compare_pipeline(schedule, first, all, stage_bytes, boundary_bytes, link,
+                            measured_peak_bytes, rank_of_peak, dp);
+  }
+  return compare_pipeline(schedule, all, all, stage_bytes, boundary_bytes, link,
+                          measured_peak_bytes, rank_of_peak, dp);
 }
 
 }  // namespace baton::train

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
 #include "baton/comm/p2p_probe.h"
 #include "baton/schedule/schedule.h"
@@ -15,9 +16,20 @@ namespace baton::train {
 // link, and prints measured against simulated: step time, bubble, the
 // largest start-time deviation of any action, and `rank_of_peak`'s peak
 // activation bytes.
+// With `dp` (data parallelism), the simulation also charges each REDUCE_GRAD
+// its bucket's ring all-reduce over the probed dp link, and prints per world
+// rank the all-reduce time, exposed and hidden, measured against simulated.
+struct DataParallelCosts {
+  int dp = 1;
+  int world_per_pipeline_rank = 1;  // dp x tp: world rank r is pipeline rank r / this
+  comm::AllReduceCost link;
+  std::vector<std::vector<double>> bucket_bytes;  // per stage, in reduction order
+};
+
 void compare_with_simulation(const schedule::Schedule& schedule, const trace::Timeline& measured,
                              const std::map<int, double>& stage_bytes,
                              const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
-                             double measured_peak_bytes, int rank_of_peak);
+                             double measured_peak_bytes, int rank_of_peak,
+                             const DataParallelCosts* dp = nullptr);
 
 }  // namespace baton::train

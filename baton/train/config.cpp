@@ -306,8 +306,6 @@ void check_config(const TrainConfig& c) {
               c.batch / c.dp, " of the batch's ", c.batch, " samples, fewer than its ",
               c.microbatches, " micro-batches; use a batch of at least ", c.dp * c.microbatches,
               ", a smaller --dp or fewer micro-batches");
-  BATON_CHECK(c.dp == 1 || !c.compare_sim, "[train.config] --compare-sim with dp=", c.dp,
-              " is not supported yet (it compares one pipeline); use --dp 1");
 }
 
 }  // namespace baton::train

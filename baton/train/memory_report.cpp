@@ -10,7 +10,7 @@
 namespace baton::train {
 namespace {
 
-constexpr int kFields = 6;
+constexpr int kFields = 8;
 
 // "512 B", "5.25 kB", "1.20 MB", "8.07 GB".
 std::string format_bytes(double bytes) {
@@ -22,6 +22,13 @@ std::string format_bytes(double bytes) {
   }
   char text[32];
   std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.2f %s", bytes, units[unit]);
+  return text;
+}
+
+// "12.30 ms".
+std::string format_ms(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f ms", ms);
   return text;
 }
 
@@ -49,10 +56,10 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
   if (comm.world_size() == 1) return {local};
   const int world = comm.world_size();
   std::vector<torch::Tensor> table{torch::zeros({world, kFields}, torch::kFloat64)};
-  const double values[kFields] = {
-      local.parameter_bytes, local.gradient_bytes,
-      local.optimizer_bytes, local.peak_activation_bytes,
-      local.peak_rss_bytes,  static_cast<double>(local.weight_versions)};
+  const double values[kFields] = {local.parameter_bytes, local.gradient_bytes,
+                                  local.optimizer_bytes, local.peak_activation_bytes,
+                                  local.peak_rss_bytes,  static_cast<double>(local.weight_versions),
+                                  local.reduction_ms,    local.exposed_reduction_ms};
   for (int i = 0; i < kFields; ++i) table[0][local.rank][i] = values[i];
   comm.all_reduce_sum(table, "the memory report gather");
   std::vector<RankMemory> out(world);
@@ -64,7 +71,9 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
                         row[2].item<double>(),
                         row[3].item<double>(),
                         row[4].item<double>(),
-                        static_cast<int>(row[5].item<double>())};
+                        static_cast<int>(row[5].item<double>()),
+                        row[6].item<double>(),
+                        row[7].item<double>()};
   }
   return out;
 }
@@ -73,11 +82,15 @@ std::string format_memory(const RankMemory& m) {
   const std::string versions = m.weight_versions > 1
                                    ? detail::concat(", weight versions ", m.weight_versions)
                                    : std::string();
-  return detail::concat("rank ", m.rank, ": parameters ", format_bytes(m.parameter_bytes), versions,
-                        ", gradients ", format_bytes(m.gradient_bytes), ", optimizer ",
-                        format_bytes(m.optimizer_bytes), ", peak activations ",
-                        format_bytes(m.peak_activation_bytes), ", peak RSS ",
-                        format_bytes(m.peak_rss_bytes));
+  return detail::concat(
+      "rank ", m.rank, ": parameters ", format_bytes(m.parameter_bytes), versions, ", gradients ",
+      format_bytes(m.gradient_bytes), ", optimizer ", format_bytes(m.optimizer_bytes),
+      ", peak activations ", format_bytes(m.peak_activation_bytes), ", peak RSS ",
+      format_bytes(m.peak_rss_bytes),
+      m.reduction_ms > 0
+          ? detail::concat(", all-reduce ", format_ms(m.reduction_ms), " a step (exposed ",
+                           format_ms(m.exposed_reduction_ms), ")")
+          : std::string());
 }
 
 nlohmann::json to_json(const RankMemory& m) {
@@ -87,7 +100,9 @@ nlohmann::json to_json(const RankMemory& m) {
           {"optimizer_bytes", m.optimizer_bytes},
           {"peak_activation_bytes", m.peak_activation_bytes},
           {"peak_rss_bytes", m.peak_rss_bytes},
-          {"weight_versions", m.weight_versions}};
+          {"weight_versions", m.weight_versions},
+          {"reduction_ms", m.reduction_ms},
+          {"exposed_reduction_ms", m.exposed_reduction_ms}};
 }
 
 }  // namespace baton::train

@@ -1,5 +1,6 @@
 #include "baton/train/timeline_output.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -23,12 +24,25 @@ void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm:
       gather_stage_bytes(comm, last.stage_activation_bytes, lowered.stages);
   const std::map<int, double> boundary_bytes =
       gather_stage_bytes(comm, last.stage_boundary_bytes, lowered.stages);
+  // The dp all-reduce's cost, probed now (collective over each dp group)
+  // with the largest bucket, for the simulator to charge REDUCE_GRAD.
+  DataParallelCosts dp;
+  const comm::RankLayout& layout = pipeline.layout();
+  if (c.compare_sim && layout.grid.dp() > 1) {
+    dp.dp = layout.grid.dp();
+    dp.world_per_pipeline_rank = layout.grid.dp() * layout.grid.tp();
+    dp.bucket_bytes = pipeline.gradient_bucket_bytes();
+    double largest = 0;
+    for (const auto& buckets : dp.bucket_bytes)
+      for (double bytes : buckets) largest = std::max(largest, bytes);
+    dp.link = comm::measure_allreduce_cost(*layout.dp, largest);
+  }
   if (pipeline.rank() != 0) return;
   if (!c.trace.empty()) trace::write_file(c.trace, trace::to_chrome_trace(timeline));
   if (!c.svg.empty()) trace::write_file(c.svg, trace::to_svg(timeline));
   if (c.compare_sim) {
     compare_with_simulation(lowered, timeline, stage_bytes, boundary_bytes, link,
-                            last.peak_activation_bytes, 0);
+                            last.peak_activation_bytes, 0, dp.dp > 1 ? &dp : nullptr);
   }
   flush_stdout("[train]");
 }

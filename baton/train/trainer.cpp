@@ -34,6 +34,13 @@
 namespace baton::train {
 namespace {
 
+// The median of `values` (the upper one of an even count); 0 when empty.
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
 using Clock = std::chrono::steady_clock;
 
 nn::ModelOptions model_options(const TrainConfig& c) {
@@ -251,6 +258,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   double loss = 0;
   double peak_activation_bytes = 0;
   int weight_versions = 1;
+  std::vector<double> reduction_ms, exposed_reduction_ms;  // per step, dp > 1
   for (int64_t step = first; step < total; ++step) {
     auto [inputs, targets] = data->batch(step);
     set_learning_rate(*optimizer, learning_rate(c, step, total));
@@ -279,7 +287,13 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     peak_activation_bytes = std::max(peak_activation_bytes, done.peak_activation_bytes);
     weight_versions = std::max(weight_versions, done.weight_versions);
     StepExtras extras;
-    if (c.dp > 1) extras.reduction_wait_ms = done.reduction_wait_ms;
+    if (c.dp > 1) {
+      extras.reduction_wait_ms = done.reduction_wait_ms;
+      extras.reduction_ms = done.reduction_ms;
+      extras.exposed_reduction_ms = done.exposed_reduction_ms;
+      reduction_ms.push_back(done.reduction_ms);
+      exposed_reduction_ms.push_back(done.exposed_reduction_ms);
+    }
     extras.grad_norm = done.grad_norm;
     extras.skipped = skipped;
     if (c.precision == "fp16") extras.loss_scale = done.loss_scale;
@@ -298,8 +312,11 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   // the share its optimizer steps).
   std::vector<torch::Tensor> held;
   for (auto& [name, p] : pipeline.named_parameters()) held.push_back(p);
-  const std::vector<RankMemory> memory = gather_memory(
-      comm, measure_memory(ctx.rank, held, *optimizer, peak_activation_bytes, weight_versions));
+  RankMemory local =
+      measure_memory(ctx.rank, held, *optimizer, peak_activation_bytes, weight_versions);
+  local.reduction_ms = median(reduction_ms);
+  local.exposed_reduction_ms = median(exposed_reduction_ms);
+  const std::vector<RankMemory> memory = gather_memory(comm, local);
   progress.finish(loss, accuracy, memory);
   write_timelines(c, pipeline, link);
   comm.barrier("the end of training");

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -45,6 +47,34 @@ TEST(GroupTest, DpGroupsOfATwoByTwoGridSumOverTheirMembersOnly) {
   EXPECT_EQ(async_sums, (std::vector<double>{32, 32, 72, 72}));
   EXPECT_EQ(group_ranks, (std::vector<int>{0, 1, 0, 1}));
   EXPECT_EQ(group_sizes, (std::vector<int>{2, 2, 2, 2}));
+}
+
+TEST(GroupTest, AnAsyncSumNotesWhenItFinishedNotWhenItWasWaitedFor) {
+  // Rank 1 waits for the sum at once; rank 0 only after rank 1's wait has
+  // returned and another 500 ms: its finish time comes before its wait.
+  std::atomic<bool> rank1_done{false};
+  std::vector<double> finished_before_wait_ms(2), sums(2);
+  run_local_group(2, kTimeout, [&](Communicator& world) {
+    const int r = world.rank();
+    Communicator dp = world.new_group({0, 1}, "dp");
+    std::vector<torch::Tensor> big{torch::full({100000}, r + 1.0, torch::kFloat32)};
+    const auto started = std::chrono::steady_clock::now();
+    ReduceHandle handle = dp.all_reduce_sum_async(big, "the timed sum");
+    if (r == 0) {
+      while (!rank1_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    const auto waiting = std::chrono::steady_clock::now();
+    handle.wait();
+    if (r == 1) rank1_done = true;
+    EXPECT_GE(handle.finished_at(), started);
+    EXPECT_LE(handle.finished_at(), std::chrono::steady_clock::now());
+    finished_before_wait_ms[r] =
+        std::chrono::duration<double, std::milli>(waiting - handle.finished_at()).count();
+    sums[r] = big[0][7].item<double>();
+  });
+  EXPECT_EQ(sums, (std::vector<double>{3, 3}));
+  EXPECT_GT(finished_before_wait_ms[0], 0);  // about 500 ms
 }
 
 TEST(GroupTest, AGroupSumsWhileRanksOutsideItHaveNotMadeTheirs) {
