@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -173,11 +174,18 @@ void print_row(const std::array<std::string, kColumnCount>& cells,
   std::cout << line << "\n";
 }
 
+// "312", "19.5": as the user would write it (std::to_string gives "312.000000").
+std::string format_tflops(double tflops) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", tflops);
+  return text;
+}
+
 void print_table(const plan::PlanResult& r, const PlanFlags& f) {
   const auto& req = f.request;
   std::cout << model_title(f) << " on " << req.cluster.gpus << " GPUs ("
             << req.cluster.gpus_per_node << " per node, " << req.cluster.memory_gb << " GB"
-            << (req.profile ? "" : ", " + std::to_string(req.cluster.peak_tflops) + " TFLOPs")
+            << (req.profile ? "" : ", " + format_tflops(req.cluster.peak_tflops) + " TFLOPs")
             << "), batch " << req.batch << "\n";
   std::vector<std::array<std::string, kColumnCount>> rows;
   for (size_t i = 0; i < r.plans.size() && static_cast<int>(i) < f.top; ++i)

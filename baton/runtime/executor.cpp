@@ -266,11 +266,8 @@ void Executor::run_action(Step& step, size_t index) {
   }
   // Compute actions, every REDUCE_TIED (where its group sums or not) and
   // CLIP_NORM record their span.
-  const auto ms = [&](Clock::time_point t) {
-    return std::chrono::duration<double, std::milli>(t - step.start).count();
-  };
   step.result.events.push_back(
-      {rank_, a.stage, a.microbatch, a.kind, ms(started), ms(Clock::now())});
+      {rank_, a.stage, a.microbatch, a.kind, step.ms_at(started), step.ms_at(Clock::now())});
 }
 
 bool Executor::recomputes(int microbatch) const {
@@ -494,22 +491,30 @@ void Executor::send_skip(Step& step, const Action& a) {
       comm_.isend(comm::pack_tensors({tp_scatter(payload, a)}), peer_of(step, a), tag_of(a)));
 }
 
-void Executor::receive_skip(Step& step, const Action& a) {
-  const size_t slot = step.skip_cell(a.skip, a.microbatch);
-  const bool forward = a.kind == ActionKind::RECV_F;
-  auto& handle = (forward ? step.recv_skip_forward : step.recv_skip_backward)[slot];
+nn::Tensors Executor::take_received(Step& step, const Action& a,
+                                    std::optional<comm::RecvHandle>& handle) {
   const std::string what = describe(a, peer_of(step, a));
   nn::Tensors x = comm::unpack_tensors(on_device(handle->wait(what)), what);
   handle.reset();
-  BATON_CHECK(x.size() == 1 && (x.front().defined() || !forward), "[runtime] ", what,
-              ": expected one tensor");
-  torch::Tensor t = tp_gather(x.front(), a);
-  if (forward) {
-    if (!step.forward_only && t.is_floating_point()) t.requires_grad_(true);
-    step.skip_in[slot] = t;
-  } else {
-    step.skip_grad_out[slot] = t;
+  for (auto& t : x) t = tp_gather(t, a);
+  // In training, a forward's floating-point inputs are leaves whose
+  // gradients the matching SEND_B sends back.
+  if (a.kind == ActionKind::RECV_F && !step.forward_only) {
+    for (auto& t : x) {
+      if (t.defined() && t.is_floating_point()) t.requires_grad_(true);
+    }
   }
+  return x;
+}
+
+void Executor::receive_skip(Step& step, const Action& a) {
+  const size_t slot = step.skip_cell(a.skip, a.microbatch);
+  const bool forward = a.kind == ActionKind::RECV_F;
+  nn::Tensors x =
+      take_received(step, a, (forward ? step.recv_skip_forward : step.recv_skip_backward)[slot]);
+  BATON_CHECK(x.size() == 1 && (x.front().defined() || !forward), "[runtime] ",
+              describe(a, peer_of(step, a)), ": expected one tensor");
+  (forward ? step.skip_in : step.skip_grad_out)[slot] = std::move(x.front());
 }
 
 void Executor::send(Step& step, const Action& a) {
@@ -532,22 +537,8 @@ void Executor::send(Step& step, const Action& a) {
 void Executor::receive(Step& step, const Action& a) {
   const size_t c = step.cell(a.stage, a.microbatch);
   const bool forward = a.kind == ActionKind::RECV_F;
-  auto& handle = (forward ? step.recv_forward : step.recv_backward)[c];
-  const std::string what = describe(a, peer_of(step, a));
-  nn::Tensors x = comm::unpack_tensors(on_device(handle->wait(what)), what);
-  handle.reset();
-  for (auto& t : x) t = tp_gather(t, a);
-  if (!forward) {
-    step.grad_output[c] = std::move(x);
-  } else {
-    // In training leaves, whose gradients SEND_B sends back.
-    if (!step.forward_only) {
-      for (auto& t : x) {
-        if (t.defined() && t.is_floating_point()) t.requires_grad_(true);
-      }
-    }
-    step.input[c] = std::move(x);
-  }
+  nn::Tensors x = take_received(step, a, (forward ? step.recv_forward : step.recv_backward)[c]);
+  (forward ? step.input : step.grad_output)[c] = std::move(x);
 }
 
 void Executor::reduce_grad(Step& step, const Action& a, Clock::time_point started) {
@@ -557,12 +548,9 @@ void Executor::reduce_grad(Step& step, const Action& a, Clock::time_point starte
     step.reductions.push_back(std::move(*handle));
     // Ends for now when the start returns; wait_reductions() moves the end
     // to the all-reduce's finish.
-    const auto ms = [&](Clock::time_point t) {
-      return std::chrono::duration<double, std::milli>(t - step.start).count();
-    };
     step.reduction_events.push_back(step.result.events.size());
     step.result.events.push_back(
-        {rank_, a.stage, a.microbatch, a.kind, ms(started), ms(Clock::now())});
+        {rank_, a.stage, a.microbatch, a.kind, step.ms_at(started), step.ms_at(Clock::now())});
   }
 }
 
@@ -599,9 +587,7 @@ void Executor::wait_reductions(Step& step) {
   step.result.reduction_wait_ms += wait_all(step.reductions);
   for (size_t k = 0; k < handles.size(); ++k) {
     trace::Event& event = step.result.events[step.reduction_events[k]];
-    const double finished =
-        std::chrono::duration<double, std::milli>(handles[k].finished_at() - step.start).count();
-    event.end = std::max(event.end, finished);
+    event.end = std::max(event.end, step.ms_at(handles[k].finished_at()));
   }
   step.reduction_events.clear();
 }

@@ -277,6 +277,10 @@ class Executor {
   comm::Tag tag_of(const schedule::Action& a) const;
   // A skip connection's transfers (Action::skip >= 0).
   void send_skip(Step& step, const schedule::Action& a);
+  // Waits for a RECV's message, unpacks and gathers it, and makes a
+  // training forward's floating-point inputs leaves that need a gradient.
+  nn::Tensors take_received(Step& step, const schedule::Action& a,
+                            std::optional<comm::RecvHandle>& handle);
   void receive_skip(Step& step, const schedule::Action& a);
   // `tensor` on this rank's device (itself when it is there already).
   torch::Tensor on_device(const torch::Tensor& tensor) const;

@@ -87,6 +87,10 @@ struct Step {
   double stashed_bytes = 0;
   StepResult result;
   Clock::time_point start = Clock::now();
+  // ms from the step's start to `t` (the time axis of result.events).
+  double ms_at(Clock::time_point t) const {
+    return std::chrono::duration<double, std::milli>(t - start).count();
+  }
 };
 
 }  // namespace baton::runtime::detail

@@ -31,6 +31,8 @@ PY
 "$baton" plan "${GPT3[@]}" --top 3 --svg "$tmp/plan.svg" > "$tmp/table.txt" || fail "table exit $?"
 [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ ' "$tmp/table.txt")" -eq 3 ] || fail "top 3: $(cat "$tmp/table.txt")"
 grep -q "wrote $tmp/plan.svg" "$tmp/table.txt" || fail "no wrote line"
+grep -qF "on 3072 GPUs (8 per node, 80 GB, 312 TFLOPs), batch 1536" "$tmp/table.txt" \
+  || fail "table title: $(head -1 "$tmp/table.txt")"
 grep -q "<svg" "$tmp/plan.svg" || fail "no svg"
 grep -q "chosen: t=" "$tmp/plan.svg" || fail "svg marks no chosen plan"
 grep -q "limit 80 GB" "$tmp/plan.svg" || fail "svg draws no memory limit"

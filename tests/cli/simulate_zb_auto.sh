@@ -16,6 +16,9 @@ python3 -c "import sys; sys.exit(0 if $auto7 <= $h2 else 1)" || fail "zb-auto at
 expect_bad_input_of simulate "--memory-limit is zb-auto's; --schedule 1f1b sets its own memory" \
   --schedule 1f1b --memory-limit 3
 expect_bad_input_of simulate "--memory-limit" --schedule zb-auto --memory-limit 0
-out=$("$baton" train "${T[@]}" --schedule zb-auto 2>&1) || fail "train zb-auto: $out"
-printf '%s' "$out" | grep -q "final loss" || fail "train zb-auto printed no final loss: $out"
+# The training half needs the torch build; without it only the simulator's is checked.
+if ! "$baton" train 2>&1 | grep -q "built without LibTorch"; then
+  out=$("$baton" train "${T[@]}" --schedule zb-auto 2>&1) || fail "train zb-auto: $out"
+  printf '%s' "$out" | grep -q "final loss" || fail "train zb-auto printed no final loss: $out"
+fi
 echo "1 passed, 0 failed"

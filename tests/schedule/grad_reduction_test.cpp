@@ -134,6 +134,34 @@ TEST(AddGradReductions, RefusesBadCountsAndASecondPass) {
               HasSubstr("already has REDUCE_GRAD"));
 }
 
+// Issue 20: on the multi-chunk schedules, a rank's chunk that finishes its
+// backwards first reduces its buckets while the rank's other chunk still
+// computes: some compute action of the rank follows that chunk's first
+// REDUCE_GRAD.
+TEST(AddGradReductions, AFinishedChunkReducesWhileTheRanksOtherChunkComputes) {
+  for (const std::string name : {"interleaved", "interleaved-zb", "zb-v", "dualpipev"}) {
+    for (int p : {2, 4}) {
+      const Schedule plain =
+          lower(generate(name, GeneratorOptions().set_ranks(p).set_microbatches(2 * p)));
+      const Schedule s =
+          add_grad_reductions(plain, 2, std::vector<int>(static_cast<size_t>(plain.stages), 2));
+      for (int r = 0; r < p; ++r) {
+        const auto& actions = s.actions[static_cast<size_t>(r)];
+        const auto first_reduce = std::find_if(actions.begin(), actions.end(), [](const Action& a) {
+          return a.kind == ActionKind::REDUCE_GRAD;
+        });
+        ASSERT_NE(first_reduce, actions.end()) << name << " p=" << p << " rank " << r;
+        const int chunk = first_reduce->stage;
+        const bool other_computes_after =
+            std::any_of(first_reduce, actions.end(),
+                        [&](const Action& a) { return is_compute(a.kind) && a.stage != chunk; });
+        EXPECT_TRUE(other_computes_after) << name << " p=" << p << " rank " << r << ": stage "
+                                          << chunk << "'s reduction overlaps nothing";
+      }
+    }
+  }
+}
+
 // Every generator's schedule, reduced and lowered in either order, validates.
 class EveryGenerator : public ::testing::TestWithParam<std::string> {};
 

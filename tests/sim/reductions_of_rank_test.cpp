@@ -52,7 +52,7 @@ TEST(ReductionsOfRankTest, UnionOfOverlappingSpansAndNoneWithoutReductions) {
                                      {0, 0, 2, schedule::ActionKind::REDUCE_GRAD, 10, 11},
                                      {1, 1, 0, schedule::ActionKind::REDUCE_GRAD, 0, 100}};
   const Reductions got = reductions_of_rank(events, 0);
-  EXPECT_DOUBLE_EQ(got.total, 5 + 1);   // [4, 9] and [10, 11]
+  EXPECT_DOUBLE_EQ(got.total, 5 + 1);  // [4, 9] and [10, 11]
   EXPECT_DOUBLE_EQ(got.exposed, 11 - 5);
   EXPECT_DOUBLE_EQ(reductions_of_rank(events, 2).total, 0);
 }
