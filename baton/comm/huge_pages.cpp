@@ -2,6 +2,7 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -10,7 +11,6 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <new>
 #include <string>
 #include <unordered_map>
 
@@ -75,11 +75,19 @@ class HugePageAllocator final : public c10::Allocator {
  private:
   static void release(void* data) { instance()->give_back(data); }
 
+  // The error LibTorch's own allocator raises, with the same words, which
+  // callers (nn/layer_spec.cpp) read the bytes from.
+  [[noreturn]] static void out_of_memory(std::size_t n, int error) {
+    TORCH_CHECK(false, "HugePageAllocator: can't allocate memory: you tried to allocate ", n,
+                " bytes. Error code ", error, " (", std::strerror(error), ")");
+  }
+
   void* take(std::size_t n) {
     if (n < options_.threshold) {
       void* data = nullptr;
       // posix_memalign(0) may return nullptr; LibTorch's allocator asks for 1 byte too.
-      if (posix_memalign(&data, kSmallAlignment, n == 0 ? 1 : n) != 0) throw std::bad_alloc();
+      const int error = posix_memalign(&data, kSmallAlignment, n == 0 ? 1 : n);
+      if (error != 0) out_of_memory(n, error);
       return data;
     }
     // Whole 4 KiB pages: the kernel backs the 2 MiB-aligned ranges that lie
@@ -102,7 +110,7 @@ class HugePageAllocator final : public c10::Allocator {
     // buffer starts on a 2 MiB boundary.
     const std::size_t span = size + kHugePage;
     void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) throw std::bad_alloc();
+    if (raw == MAP_FAILED) out_of_memory(n, errno);
     const auto start = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
     if (aligned > start) munmap(raw, aligned - start);
