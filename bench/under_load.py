@@ -47,10 +47,10 @@ def baton_over(binary, hidden, m, steps, transport):
     return peers.baton(wrapper, hidden, m, "1f1b", steps, "cpu")
 
 
-def main_job(binary):
+def main_job(binary, steps=300):
     out = subprocess.run([binary, "train", "--config", os.path.join(HERE, "..", "examples",
                                                                      "fashion_mnist.toml"),
-                          "--nproc", "2", "--compare-sim"],
+                          "--nproc", "2", "--compare-sim", "--steps", str(steps)],
                          check=True, capture_output=True, text=True).stdout
     b = re.search(r"bubble measured ([0-9.]+)%, simulated ([0-9.]+)%", out)
     return (float(b.group(1)), float(b.group(2))) if b else (float("nan"), float("nan"))
