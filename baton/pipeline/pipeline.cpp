@@ -58,6 +58,7 @@ void check_options(const PipelineOptions& o) {
   BATON_CHECK(std::isfinite(o.clip_grad_norm()) && o.clip_grad_norm() >= 0,
               "[pipeline] clip_grad_norm must be a finite norm, or 0 for no clipping, got ",
               o.clip_grad_norm());
+  runtime::check_pipemare_options(o.pipemare());
 }
 
 // Where this rank runs: the world it joins (the given communicator; the one
@@ -362,6 +363,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   reductions.set_clip(schedules_clip_norm(options));
   executor_options.precision = precision;
   executor_options.whole_inputs = options.whole_inputs();
+  executor_options.pipemare = options.pipemare();
   if (options.clip_grad_norm() > 0) executor_options.clip_grad_norm = options.clip_grad_norm();
   std::vector<std::vector<double>> bucket_bytes;
   if (dp > 1) {
@@ -552,7 +554,21 @@ std::vector<std::pair<std::string, torch::Tensor>> Pipeline::named_parameters() 
 
 void Pipeline::set_optimizer(torch::optim::Optimizer* optimizer) {
   BATON_CHECK(optimizer != nullptr, "[pipeline] set_optimizer needs an optimizer, got null");
-  state_->executor->set_update([optimizer] { optimizer->step(); });
+  state_->executor->set_update([optimizer](double lr_scale) {
+    if (lr_scale == 1) {
+      optimizer->step();
+      return;
+    }
+    // PipeMare's warm-up scales this one update's learning rate.
+    std::vector<double> lrs;
+    for (auto& group : optimizer->param_groups()) {
+      lrs.push_back(group.options().get_lr());
+      group.options().set_lr(lrs.back() * lr_scale);
+    }
+    optimizer->step();
+    size_t i = 0;
+    for (auto& group : optimizer->param_groups()) group.options().set_lr(lrs[i++]);
+  });
 }
 
 bool Pipeline::updates_inside_step() const {

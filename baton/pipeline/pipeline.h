@@ -125,9 +125,12 @@ class Pipeline {
   // Pipeline your optimizer (built on parameters()) once, and do not step it
   // yourself; flush() runs the last updates. Ignored by other schedules.
   // async (AMPNet-style) likewise, without stashing: a backward runs on the
-  // weights as they are when it runs.
+  // weights as they are when it runs. pipemare as async, with PipeMare's
+  // techniques (PipelineOptions::pipemare, runtime/pipemare.h): during its
+  // warm-up an update scales the optimizer's learning rate (every param
+  // group's) by the stage's factor and puts it back after.
   void set_optimizer(torch::optim::Optimizer* optimizer);
-  // Whether step() runs the optimizer itself (pipedream, async).
+  // Whether step() runs the optimizer itself (pipedream, async, pipemare).
   bool updates_inside_step() const;
 
   // Clips the gradients step() left by their global norm, as

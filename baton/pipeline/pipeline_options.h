@@ -20,13 +20,15 @@
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_env.h"
 #include "baton/comm/rank_layout.h"
+#include "baton/runtime/pipemare.h"
 
 namespace baton {
 
 struct PipelineOptions {
   // A generator of schedule::schedule_names(): naive, gpipe, 1f1b, interleaved,
   // looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, chimera, dualpipev, v-half, v-min,
-  // zb-auto (which needs `sample`: it searches with the profiled layer costs).
+  // zb-auto (which needs `sample`: it searches with the profiled layer costs),
+  // and without a flush 2bw, pipedream, async, pipemare (see Pipeline::step).
   TORCH_ARG(std::string, schedule) = "1f1b";
   // A schedule file (baton's text format, or PyTorch's CSV when the name ends
   // in ".csv"; schedule::lowered_schedule) instead of a generator: it
@@ -112,7 +114,7 @@ struct PipelineOptions {
   // last_step().grad_norm is the norm before the clip. A norm that is not
   // finite scales nothing: do not step the optimizer on that step. Refused
   // (baton::Error) for a value not finite or below 0, and for schedules
-  // without a flush (2bw, pipedream, async), whose updates never see a
+  // without a flush (2bw, pipedream, async, pipemare), whose updates never see a
   // step's whole gradient.
   TORCH_ARG(double, clip_grad_norm) = 0;
   // The layers' compute dtype: "fp32", "bf16" or "fp16" (runtime/precision.h:
@@ -121,6 +123,11 @@ struct PipelineOptions {
   // step: last_step().skip_update). Refused for schedules without a flush,
   // and fp16 on the CPU under LibTorch 1.13.
   TORCH_ARG(std::string, precision) = "fp32";
+  // Schedule "pipemare": PipeMare's learning-rate warm-up (warmup_steps; 0:
+  // off) and discrepancy correction (correction, decay), runtime/pipemare.h.
+  // Ignored by other schedules; a warm-up below 0 or a decay outside [0, 1)
+  // is refused (baton::Error).
+  TORCH_ARG(runtime::PipeMareOptions, pipemare);
   // Models with several inputs (Pipeline::step's list form): the indices of
   // the inputs every micro-batch shares as they are (a sequence x sequence
   // mask); the others are cut along dim 0 and must agree on it. With dp > 1

@@ -59,7 +59,7 @@ const char* not_searched_because(const std::string& name) {
   if (name == "looped-bfs") return "it holds every micro-batch of every chunk (GPipe's memory)";
   if (name == "chimera") return "its replicated stages' gradient exchange is not modelled";
   if (name == "zb-auto") return "its order is built from measured costs; zb-h2 and zb-v cover it";
-  if (name == "2bw" || name == "pipedream" || name == "async")
+  if (name == "2bw" || name == "pipedream" || name == "async" || name == "pipemare")
     return "it has no flush (asynchronous weights)";
   return nullptr;
 }

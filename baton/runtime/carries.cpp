@@ -6,6 +6,7 @@
 
 #include "baton/core/error.h"
 #include "baton/schedule/unroll.h"
+#include "baton/schedule/update_delays.h"
 
 namespace baton::runtime {
 
@@ -13,7 +14,8 @@ using schedule::Action;
 using schedule::ActionKind;
 
 Carries::Carries(const schedule::Schedule& schedule, int rank,
-                 const std::map<int, std::shared_ptr<Stage>>& stages, Recompute recompute)
+                 const std::map<int, std::shared_ptr<Stage>>& stages, Recompute recompute,
+                 const PipeMareOptions& pipemare)
     : carries_(schedule.carries),
       carried_(schedule::carried_actions(schedule)[static_cast<size_t>(rank)]) {
   if (!carries_) return;
@@ -29,19 +31,25 @@ Carries::Carries(const schedule::Schedule& schedule, int rank,
                 "never");
   }
   carried_cells_.assign(cells.begin(), cells.end());
+  // pipedream (generated, or a file whose header names it) stashes a version
+  // per micro-batch and updates after each backward, async updates alike
+  // without stashing, pipemare as async with PipeMare's techniques; any other
+  // window double-buffers per step (2bw).
+  using Updates = WeightVersions::Updates;
+  const auto updates = schedule.name == "pipedream"  ? Updates::PerMicrobatch
+                       : schedule.name == "async"    ? Updates::PerMicrobatchUnstashed
+                       : schedule.name == "pipemare" ? Updates::PipeMare
+                                                     : Updates::PerStep;
+  PipeMarePlan plan{pipemare, {}, schedule.microbatches};
+  const std::vector<int> delays =
+      updates == Updates::PipeMare ? schedule::update_delays(schedule) : std::vector<int>{};
   std::vector<std::vector<torch::Tensor>> groups;
   for (const auto& [index, stage] : stages) {
     version_group_[index] = groups.size();
     groups.push_back(stage->parameters());
+    if (!delays.empty()) plan.delays.push_back(delays.at(static_cast<size_t>(index)));
   }
-  // pipedream (generated, or a file whose header names it) stashes a version
-  // per micro-batch and updates after each backward, async updates alike
-  // without stashing; any other window double-buffers per step (2bw).
-  using Updates = WeightVersions::Updates;
-  const auto updates = schedule.name == "pipedream" ? Updates::PerMicrobatch
-                       : schedule.name == "async"   ? Updates::PerMicrobatchUnstashed
-                                                    : Updates::PerStep;
-  versions_ = std::make_unique<WeightVersions>(std::move(groups), updates);
+  versions_ = std::make_unique<WeightVersions>(std::move(groups), updates, plan);
 }
 
 void Carries::restore(detail::Step& step) {

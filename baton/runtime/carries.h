@@ -1,5 +1,5 @@
 // The carries between steps of a schedule without a flush (Schedule::carries:
-// 2bw, pipedream, async). The micro-batches whose backwards a rank carries
+// 2bw, pipedream, async, pipemare). The micro-batches whose backwards a rank carries
 // into the next step keep their stage input and output (and autograd graph)
 // here between steps, and the weight versions (runtime/weight_versions.h)
 // they run on live here: parameters() are then the masters the caller's
@@ -27,8 +27,10 @@ class Carries {
  public:
   // Throws baton::Error when the schedule carries the last stage's backward
   // and `recompute` is not Never (the loss cannot be recomputed a step later).
+  // `pipemare` is read by schedule "pipemare" only.
   Carries(const schedule::Schedule& schedule, int rank,
-          const std::map<int, std::shared_ptr<Stage>>& stages, Recompute recompute);
+          const std::map<int, std::shared_ptr<Stage>>& stages, Recompute recompute,
+          const PipeMareOptions& pipemare = {});
 
   // Whether a step skips this rank's action `index`: a carried one when
   // nothing was carried in, and in a drain every action but a carried one.
@@ -44,7 +46,8 @@ class Carries {
   // and sets step.carried_in.
   void restore(detail::Step& step);
   // Around compute action `index` (action `a`) of this rank: points its
-  // stage at the version the micro-batch runs on; a B's update (pipedream, async).
+  // stage at the version the micro-batch runs on; a B's update (pipedream,
+  // async, pipemare).
   void before(const detail::Step& step, const schedule::Action& a, size_t index);
   void after(const detail::Step& step, const schedule::Action& a);
   // At a training step's end (after its reductions): keeps the carried cells

@@ -84,7 +84,8 @@ Executor::Executor(schedule::Schedule schedule, comm::RankLayout layout,
       std::make_unique<BucketReducer>(schedule_, rank_, stages_, layout_.dp, options_.bucket_bytes);
   tie_groups_ = std::make_unique<TiedReducer>(schedule_, placement_, layout_, stages_,
                                               options_.tied, options_.device);
-  carries_ = std::make_unique<Carries>(schedule_, rank_, stages_, options_.recompute);
+  carries_ =
+      std::make_unique<Carries>(schedule_, rank_, stages_, options_.recompute, options_.pipemare);
   clipper_ = std::make_unique<NormClipper>(placement_, layout_, stages_, options_.tied);
   BATON_CHECK(options_.precision != Precision::Fp16 || schedule_.has_clip_norm(),
               "[runtime.executor] fp16 needs a CLIP_NORM in schedule \"", schedule_.name,
@@ -101,7 +102,7 @@ WeightVersions* Executor::versions() const {
   return carries_->versions();
 }
 
-void Executor::set_update(std::function<void()> update) {
+void Executor::set_update(std::function<void(double lr_scale)> update) {
   if (versions()) versions()->set_update(std::move(update));
 }
 

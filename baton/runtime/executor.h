@@ -31,10 +31,10 @@
 // carries into the next step keep their state between run_step() calls, and
 // the executor keeps weight versions (runtime/carries.h): parameters() are
 // then the masters the caller's optimizer steps. 2bw: after step t their
-// gradients are step t - 1's; pipedream and async: the executor runs the
-// optimizer step given to set_update() after every backward. drain() runs the
-// carried backwards of the last step (every rank calls it), leaving 2bw's
-// last gradients (pipedream's and async's last updates).
+// gradients are step t - 1's; pipedream, async and pipemare: the executor
+// runs the optimizer step given to set_update() after every backward. drain()
+// runs the carried backwards of the last step (every rank calls it), leaving
+// 2bw's last gradients (the others' last updates).
 //
 // Evaluation is a schedule too: evaluate() runs the lowered
 // schedule::forward_only() of the training schedule through the same
@@ -58,6 +58,7 @@
 #include "baton/nn/layer_call.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/runtime/clip.h"
+#include "baton/runtime/pipemare.h"
 #include "baton/runtime/precision.h"
 #include "baton/runtime/reducers.h"
 #include "baton/runtime/stage.h"
@@ -124,6 +125,9 @@ struct ExecutorOptions {
   // they are, by index (a mask of sequence x sequence); the others are cut
   // along dim 0 (runtime/microbatch.h).
   std::vector<int> whole_inputs;
+  // Schedule "pipemare": PipeMare's learning-rate warm-up and discrepancy
+  // correction (runtime/pipemare.h); ignored by every other schedule.
+  PipeMareOptions pipemare;
 };
 
 struct StepResult {
@@ -137,7 +141,8 @@ struct StepResult {
   // Weight versions this rank held at most during the step, measured as
   // distinct parameter storages at its start and end: 1; with 2bw 2 while
   // backwards are carried; with pipedream one per micro-batch in flight
-  // (p - r on rank r).
+  // (p - r on rank r); with pipemare 2 on a rank whose stage corrects (a
+  // delay above 0), the masters and the copy it computes on.
   int weight_versions = 1;
   // dp > 1: how long the step waited at its end for its REDUCE_GRADs to
   // finish, ms.
@@ -214,11 +219,13 @@ class Executor {
   StepResult drain();
   // Whether backwards of the last step wait for the next step or drain().
   bool carrying() const;
-  // pipedream and async: the optimizer step to run after each micro-batch's
-  // backward (runtime/weight_versions.h); ignored by every other schedule.
-  void set_update(std::function<void()> update);
-  // Whether the schedule updates inside the step (pipedream, async), and
-  // whether it still lacks its update.
+  // pipedream, async and pipemare: the optimizer step to run after each
+  // micro-batch's backward, with a factor to apply to its learning rate
+  // (pipemare's warm-up; 1 otherwise) (runtime/weight_versions.h); ignored
+  // by every other schedule.
+  void set_update(std::function<void(double lr_scale)> update);
+  // Whether the schedule updates inside the step (pipedream, async,
+  // pipemare), and whether it still lacks its update.
   bool updates_per_microbatch() const;
   bool needs_update() const { return updates_per_microbatch() && !versions()->has_update(); }
 

@@ -8,8 +8,11 @@
 namespace baton::runtime {
 
 WeightVersions::WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters,
-                               Updates updates)
+                               Updates updates, const PipeMarePlan& pipemare)
     : updates_(updates) {
+  BATON_ASSERT(updates != Updates::PipeMare || pipemare.delays.size() == stage_parameters.size(),
+               "PipeMare with ", pipemare.delays.size(), " delays for ", stage_parameters.size(),
+               " stages");
   torch::NoGradGuard no_grad;
   for (auto& params : stage_parameters) {
     Group g;
@@ -25,6 +28,14 @@ WeightVersions::WeightVersions(std::vector<std::vector<torch::Tensor>> stage_par
     g.stashed.resize(g.module.size());
     g.grad_previous.resize(g.module.size());
     if (updates_ != Updates::PerStep) g.grad_current.resize(g.module.size());
+    if (updates_ == Updates::PipeMare) {
+      const int delay = pipemare.delays[groups_.size()];
+      g.pipemare = std::make_unique<PipeMareStage>(
+          g.master, delay, pipemare.options.warmup_steps() * pipemare.microbatches,
+          pipemare.options);
+      if (g.pipemare->corrects())
+        g.corrected = std::make_shared<std::vector<torch::Tensor>>(g.pipemare->forward_weights());
+    }
     groups_.push_back(std::move(g));
   }
 }
@@ -54,6 +65,17 @@ void WeightVersions::before(size_t group, bool forward, size_t cell, bool carrie
     for (size_t i = 0; i < g.module.size(); ++i) g.module[i].mutable_grad() = grads[i];
     return;
   }
+  if (g.corrected) {
+    // PipeMare's T2: P computes on a copy, the masters' values for a forward
+    // and the extrapolated ones for a backward (runtime/pipemare.h).
+    point(g, forward ? g.pipemare->forward_weights() : g.pipemare->backward_weights());
+    if (forward) {
+      g.in_flight[cell] = g.corrected;
+    } else {
+      for (size_t i = 0; i < g.module.size(); ++i) g.module[i].mutable_grad() = g.grad[i];
+    }
+    return;
+  }
   if (forward) {
     if (!g.current) {
       g.current = std::make_shared<std::vector<torch::Tensor>>();
@@ -73,7 +95,8 @@ void WeightVersions::move_masters_if_shared(Group& g) {
   // Some micro-batch in flight still runs on the masters' storage: the
   // masters move to a copy, the micro-batches keep the old one (weight
   // stashing; async does not stash).
-  if (updates_ == Updates::PerMicrobatchUnstashed || !g.current || g.current.use_count() == 1)
+  if (updates_ == Updates::PerMicrobatchUnstashed || updates_ == Updates::PipeMare || !g.current ||
+      g.current.use_count() == 1)
     return;
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> free;
@@ -107,7 +130,9 @@ void WeightVersions::after_backward(size_t group, size_t cell) {
   for (auto& other : groups_)
     for (auto& m : other.master) m.mutable_grad() = torch::Tensor();
   for (size_t i = 0; i < g.master.size(); ++i) g.master[i].mutable_grad() = g.grad[i];
-  update_();
+  const double lr_scale = g.pipemare ? g.pipemare->begin_update() : 1;
+  update_(lr_scale);
+  if (g.pipemare) g.pipemare->end_update();
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < g.master.size(); ++i) {
     g.master[i].mutable_grad() = torch::Tensor();
@@ -161,6 +186,8 @@ int WeightVersions::held() const {
       for (const auto& t : *version) storages.insert(t.storage().data());
     for (const auto& spare : g.pool)  // held as well, though no micro-batch needs them
       for (const auto& t : spare) storages.insert(t.storage().data());
+    if (g.corrected)  // PipeMare's computed-with copy, always held
+      for (const auto& t : *g.corrected) storages.insert(t.storage().data());
     // Each parameter holds one storage per version.
     most = std::max(most, storages.size() / g.master.size());
   }

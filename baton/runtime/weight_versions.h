@@ -28,6 +28,9 @@
 // gradient (its share of the mini-batch's mean loss, as in every schedule)
 // and `update` (the caller's optimizer step) runs. Rank r of p holds up to
 // p - r versions, one per micro-batch in flight.
+//
+// The update is called with a factor on the learning rate: 1, except under
+// PipeMare's warm-up.
 #pragma once
 
 #include <torch/types.h>
@@ -37,7 +40,18 @@
 #include <memory>
 #include <vector>
 
+#include "baton/runtime/pipemare.h"
+
 namespace baton::runtime {
+
+// What PipeMare needs besides its options: each group's delay (its stage's,
+// schedule/update_delays.h), in the order of the groups given, and the
+// micro-batches per step (T1's warm-up is given in steps).
+struct PipeMarePlan {
+  PipeMareOptions options;
+  std::vector<int> delays;
+  int microbatches = 1;
+};
 
 class WeightVersions {
  public:
@@ -45,17 +59,26 @@ class WeightVersions {
   // move: a backward reads the weights as they are when it runs (through P
   // and through the views its graph saved, which share the masters' storage),
   // so there is one version.
-  enum class Updates { PerStep, PerMicrobatch, PerMicrobatchUnstashed };
+  // PipeMare (pipemare, runtime/pipemare.h): as PerMicrobatchUnstashed, with
+  // each update's learning rate scaled by T1's factor, and, on a stage with
+  // T2 and a delay, P pointing at a copy of the weights that holds the
+  // masters' values during a forward and the masters extrapolated back by
+  // the delay times the velocity during a backward (two versions: that copy
+  // and the masters).
+  enum class Updates { PerStep, PerMicrobatch, PerMicrobatchUnstashed, PipeMare };
 
   // Takes the stages' parameters (module parameters, in Executor::parameters()
-  // order, grouped by stage) and makes their masters.
-  WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters, Updates updates);
+  // order, grouped by stage) and makes their masters. `pipemare` is read by
+  // Updates::PipeMare only (its delays: one per group).
+  WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters, Updates updates,
+                 const PipeMarePlan& pipemare = {});
 
   Updates updates() const { return updates_; }
   // The masters, in the order given.
   std::vector<torch::Tensor> masters() const;
-  // PerMicrobatch(Unstashed): the optimizer step run after each backward.
-  void set_update(std::function<void()> update) { update_ = std::move(update); }
+  // Per micro-batch updates: the optimizer step run after each backward,
+  // given a factor on its learning rate (lr_scale; 1 but under PipeMare's T1).
+  void set_update(std::function<void(double lr_scale)> update) { update_ = std::move(update); }
   bool has_update() const { return static_cast<bool>(update_); }
 
   // Before a compute action of stage `group` (index into the groups given) on
@@ -92,13 +115,16 @@ class WeightVersions {
     // Storages of versions no micro-batch needs any more, reused by the next
     // move (no allocation or page faults per update).
     std::vector<std::vector<torch::Tensor>> pool;
+    // PipeMare: the stage's state, and its computed-with copy as a version.
+    std::unique_ptr<PipeMareStage> pipemare;
+    Version corrected;
   };
   void point(Group& g, const std::vector<torch::Tensor>& data);
   void move_masters_if_shared(Group& g);
 
   Updates updates_;
   std::vector<Group> groups_;
-  std::function<void()> update_;
+  std::function<void(double)> update_;
 };
 
 }  // namespace baton::runtime

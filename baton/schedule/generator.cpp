@@ -37,6 +37,7 @@ constexpr Entry kGenerators[] = {
     {"2bw", two_bw, 1, false, 2},
     {"pipedream", pipedream, 1, false, 2},
     {"async", async, 1, false, 2},
+    {"pipemare", pipemare, 1, false, 2},
 };
 
 // Refuses a shape whose lowered schedule could exceed kMaxActions, before the

@@ -59,6 +59,7 @@ Schedule zb_auto(const GeneratorOptions& options);         // "zb-auto"
 Schedule two_bw(const GeneratorOptions& options);          // "2bw" (no flush: Schedule::carries)
 Schedule pipedream(const GeneratorOptions& options);  // "pipedream" (2bw's order, weight stashing)
 Schedule async(const GeneratorOptions& options);      // "async" (2bw's order, no stashing)
+Schedule pipemare(const GeneratorOptions& options);   // "pipemare" (async's, PipeMare's updates)
 
 // The step time zb-auto predicts for the order it picks (its own timing of
 // the costs in options.zb_auto), for tests and the planner.
@@ -92,8 +93,8 @@ Schedule generate(const std::string& name, const GeneratorOptions& options);
 namespace detail {
 // `allowed_v` value for generators that take any v >= 1.
 inline constexpr int kAnyVirtualStages = -1;
-// 1F1B without a flush (Schedule::carries) named `name`: 2bw's and
-// pipedream's and async's order. Throws for m < p.
+// 1F1B without a flush (Schedule::carries) named `name`: the order of 2bw,
+// pipedream, async and pipemare. Throws for m < p.
 Schedule no_flush_1f1b(const char* name, const GeneratorOptions& options);
 // Shared argument checks: p >= 1, m >= 1, and v (unset: `default_v`) one of
 // `allowed_v` (empty: {1}; {kAnyVirtualStages}: any v >= 1). Returns the v.

@@ -108,6 +108,9 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"microbatches", field(&TrainConfig::microbatches, "microbatches")},
       {"balance", field(&TrainConfig::balance, "balance")},
       {"recompute", field(&TrainConfig::recompute, "recompute")},
+      {"pipemare_warmup", field(&TrainConfig::pipemare_warmup, "pipemare_warmup", 0)},
+      {"pipemare_correction", field(&TrainConfig::pipemare_correction, "pipemare_correction")},
+      {"pipemare_decay", field(&TrainConfig::pipemare_decay, "pipemare_decay")},
       {"checkpoint", field(&TrainConfig::recompute, "checkpoint")},  // deprecated
       {"batch", field(&TrainConfig::batch, "batch")},
       {"steps", field(&TrainConfig::steps, "steps", 1)},
@@ -249,6 +252,12 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(std::isfinite(c.clip_grad_norm) && c.clip_grad_norm >= 0,
               "[train.config] clip-grad-norm must be a finite norm above 0, got ",
               c.clip_grad_norm);
+  BATON_CHECK(c.pipemare_warmup >= 0,
+              "[train.config] pipemare-warmup must be a number of steps, at least 0 (0: no "
+              "warm-up), got ",
+              c.pipemare_warmup);
+  BATON_CHECK(std::isfinite(c.pipemare_decay) && c.pipemare_decay >= 0 && c.pipemare_decay < 1,
+              "[train.config] pipemare-decay must be in [0, 1), got ", c.pipemare_decay);
   for (const std::string& key : resume_change_keys(c)) {
     BATON_CHECK(key == "batch" || key == "seed" || key == "lr-schedule" ||
                     key == "clip-grad-norm" || key == "precision",

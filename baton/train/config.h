@@ -59,6 +59,13 @@ struct TrainConfig {
   int microbatches = 4;
   std::string balance = "uniform";  // uniform|params|time|memory|optimal|"3,5,..."
   std::string recompute = "never";  // never | except_last | always (runtime::Recompute)
+  // Schedule pipemare only (runtime/pipemare.h; a value other than these
+  // defaults with another schedule is refused): T1's learning-rate warm-up in
+  // steps (0: off), T2's discrepancy correction on or off, and T2's decay D
+  // in [0, 1).
+  int pipemare_warmup = 100;
+  bool pipemare_correction = true;
+  double pipemare_decay = 0.5;
   // Optimisation
   int batch = 64;
   int steps = 0;   // 0: not given; run `epochs` epochs (or 100 steps without a dataset)

@@ -22,6 +22,7 @@
 #include "baton/runtime/precision.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/runnable.h"
+#include "baton/schedule/update_delays.h"
 #include "baton/train/checkpoint_flags.h"
 #include "baton/train/data_source.h"
 #include "baton/train/evaluate.h"
@@ -102,7 +103,22 @@ void check_stage_count(const TrainConfig& c, const nn::ModelSpec& model, int sta
       " layers; every stage needs at least one layer (raise --layers or lower --pp/--virtual)");
 }
 
-// A schedule without a flush (2bw, pipedream, async, or a file with
+// PipeMare's flags belong to schedule pipemare (generated or a file's):
+// elsewhere they would change nothing, so a value other than the default is
+// a mistake.
+void check_pipemare_flags(const TrainConfig& c, const schedule::Schedule& s) {
+  if (s.name == "pipemare") return;
+  const TrainConfig defaults;
+  const char* given = c.pipemare_warmup != defaults.pipemare_warmup ? "--pipemare-warmup"
+                      : c.pipemare_correction != defaults.pipemare_correction
+                          ? "--pipemare-correction"
+                      : c.pipemare_decay != defaults.pipemare_decay ? "--pipemare-decay"
+                                                                    : nullptr;
+  BATON_CHECK(given == nullptr, "[train.config] ", given, " applies to --schedule pipemare only; ",
+              "schedule ", schedule_label(c), " would ignore it");
+}
+
+// A schedule without a flush (2bw, pipedream, async, pipemare, or a file with
 // carries=1; runtime/weight_versions.h) and what it cannot run with.
 void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule& s) {
   if (!s.carries) return;
@@ -156,6 +172,10 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
       .clip_grad_norm(c.clip_grad_norm)
       .precision(c.precision)
       .zero(c.zero)
+      .pipemare(runtime::PipeMareOptions()
+                    .warmup_steps(c.pipemare_warmup)
+                    .correction(c.pipemare_correction)
+                    .decay(c.pipemare_decay))
       .rank_env(env);
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
   if (balance_profiles(c.balance) || c.schedule == "zb-auto") {
@@ -175,6 +195,7 @@ void check_setup(const TrainConfig& c) {
   check_config(c);
   const schedule::Schedule lowered = make_schedule(c);
   check_no_flush_combinations(c, lowered);
+  check_pipemare_flags(c, lowered);
   const nn::ModelSpec model = make_model(c);
   check_stage_count(c, model, lowered.stages);
   // The reductions as the ranks add them, so that a file the ranks would
@@ -224,7 +245,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   // What a message costs, for the simulator to charge (collective; nothing alone).
   const comm::P2pCost link = c.compare_sim ? comm::measure_p2p_cost(comm) : comm::P2pCost{};
   auto optimizer = make_optimizer(c, pipeline.parameters());
-  // pipedream and async update inside the step, after each micro-batch's backward.
+  // pipedream, async and pipemare update inside the step, after each micro-batch's backward.
   const bool updates_inside = pipeline.updates_inside_step();
   if (updates_inside) pipeline.set_optimizer(optimizer.get());
 
@@ -244,6 +265,19 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
         pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
         pipeline.partition().to_string().c_str(), c.recompute.c_str(), threads,
         omp_passive ? " (OpenMP waits passive)" : "", static_cast<long long>(total));
+    if (pipeline.schedule().name == "pipemare") {
+      std::string delays;
+      for (int d : schedule::update_delays(pipeline.schedule()))
+        delays += (delays.empty() ? "" : ",") + std::to_string(d);
+      std::printf(
+          "baton train: pipemare: stage delays %s (updates between a forward and its "
+          "backward); lr warm-up %s; discrepancy correction %s\n",
+          delays.c_str(),
+          c.pipemare_warmup > 0 ? detail::concat("over ", c.pipemare_warmup, " steps").c_str()
+                                : "off",
+          c.pipemare_correction ? detail::concat("on (decay ", c.pipemare_decay, ")").c_str()
+                                : "off");
+    }
     flush_stdout("[train]");
   }
   const int64_t first = resume_if_asked(c, pipeline, *optimizer, total);
@@ -267,7 +301,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     loss = pipeline.step(inputs, targets);
     // Every rank sees the mini-batch loss (no barrier: step() returns it on
     // every rank, runtime/executor.h), so every rank stops at this step,
-    // before an update from non-finite gradients (pipedream and async have
+    // before an update from non-finite gradients (pipedream, async and pipemare have
     // updated inside the step already; they stop after it).
     BATON_CHECK(std::isfinite(loss), "[train] rank ", ctx.rank, ": the loss of step ", step + 1,
                 " is ", loss, "; training diverged (lower --lr, now ", c.lr, ")");

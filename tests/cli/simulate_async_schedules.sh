@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# `baton simulate` with the schedules without a flush (2bw, pipedream): one
+# `baton simulate` with the schedules without a flush (2bw, pipedream, pipemare): one
 # step from an empty pipeline is 1F1B's ((m + p - 1)(F + B), p - r in flight on
 # rank r) and back to back a step costs m (F + B), PipeDream's bubble-free
 # steady state; they draw and print, a text schedule file round-trips with
 # carries=1, and PyTorch's CSV (which has no such schedule) is refused.
 source "$(dirname "$0")/lib/common.sh"
 
-for s in 2bw pipedream; do
+for s in 2bw pipedream pipemare; do
   "$baton" simulate --schedule "$s" --pp 4 --microbatches 8 --tf 1 --tb 2 --json > "$tmp/$s.json" \
     || fail "$s --json"
   python3 - "$tmp/$s.json" <<'PY' || fail "$s statistics"

@@ -281,7 +281,7 @@ TEST(ClipGradNormCall, RefusesBadValuesAndSchedulesWithoutAFlush) {
   };
   for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()})
     refused(PipelineOptions().clip_grad_norm(bad), "clip_grad_norm must be a finite norm");
-  for (const char* schedule : {"2bw", "pipedream", "async"})
+  for (const char* schedule : {"2bw", "pipedream", "async", "pipemare"})
     refused(PipelineOptions().schedule(schedule).pp(1).clip_grad_norm(1), "has no flush");
   Pipeline pipe(tied_gpt(), nullptr, PipelineOptions().microbatches(2));
   EXPECT_THROW(pipe.clip_grad_norm(0), Error);

@@ -1,7 +1,8 @@
 // Every schedule trains exactly like one device: after 3 SGD steps on the same
 // batches, each parameter equals single-process training of the same model on
-// the whole mini-batch within 1e-5 relative (float32; 2bw, pipedream and
-// async: with their staleness replayed by hand, then their drain; on this
+// the whole mini-batch within 1e-5 relative (float32; 2bw, pipedream, async
+// and pipemare: with their staleness (and pipemare's learning-rate warm-up and
+// corrected backward weights) replayed by hand, then their drain; on this
 // small model stashing or not changes the result by less than 1e-5, which
 // tests/pipeline/pipedream_test.cpp tells apart), for every schedule,
 // p in {1, 2, 4}, m in {1, 2, 3, 8} (where the schedule is defined) and every
@@ -14,6 +15,8 @@
 #include <gtest/gtest.h>
 #include <torch/optim.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <thread>
@@ -25,6 +28,7 @@
 #include "baton/partition/balance.h"
 #include "baton/runtime/executor.h"
 #include "baton/runtime/microbatch.h"
+#include "baton/runtime/pipemare.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/tied_reduction.h"
@@ -104,12 +108,17 @@ using Params = std::map<std::string, torch::Tensor>;
 using MicrobatchGradients = std::function<Params(
     int j, const torch::Tensor& x, const torch::Tensor& y, double scale, const History& history)>;
 
+// The factor on lr of stage s's update k (0-based); 1 but for pipemare.
+using LrFactor = std::function<double(int s, int k)>;
+
 // A schedule that updates after every backward, replayed on one device: over
 // all steps' micro-batches j in order, each stage's (j + 1)-th parameters are
-// its j-th less lr times micro-batch j's gradient (its share of the
-// mini-batch's mean loss). Returns the parameters after the last update.
-Params replay_per_microbatch(int p, int m, const partition::Partition& part,
-                             const MicrobatchGradients& gradients) {
+// its j-th less lr (times `lr_factor`) times micro-batch j's gradient (its
+// share of the mini-batch's mean loss). Returns the parameters after the last
+// update.
+Params replay_per_microbatch(
+    int p, int m, const partition::Partition& part, const MicrobatchGradients& gradients,
+    const LrFactor& lr_factor = [](int, int) { return 1.0; }) {
   History history = initial_history(nn::build_sequential(small_mlp(), kSeed), p, part);
   int j = 0;
   for (int step = 0; step < kSteps; ++step) {
@@ -120,8 +129,9 @@ Params replay_per_microbatch(int p, int m, const partition::Partition& part,
       const Params grads = gradients(j, xs[k], ys[k], scales[k], history);
       for (int s = 0; s < p; ++s) history[s].push_back(history[s].back());
       for (const auto& [name, grad] : grads) {
-        auto& next = history[stage_of_parameter(part, name)].back()[name];
-        next = next - kLr * grad;
+        const int s = stage_of_parameter(part, name);
+        auto& next = history[s].back()[name];
+        next = next - kLr * lr_factor(s, j) * grad;
       }
     }
   }
@@ -156,41 +166,86 @@ Params train_single_device_pipedream(int p, int m, const partition::Partition& p
       });
 }
 
-// async (no stashing): as pipedream, but micro-batch j's backward on stage s
-// runs on the weights as they are then, after j updates (its backwards of
-// 0 .. j - 1), while its forward ran on those after max(0, j - (p - 1 - s)).
-// Replayed layer by layer on small_mlp's Linear(+ReLU) layers with a
-// straight-through product: x W_b^T + (x (W_f - W_b)^T).detach() has the
-// forward's value and the backward's gradients, g W_b for the input and
-// g^T x for the weight.
-Params train_single_device_async(int p, int m, const partition::Partition& part) {
+// The backward's weights of a parameter ("3.0.weight") of stage s for
+// micro-batch j, from the history so far.
+using BackwardWeight =
+    std::function<torch::Tensor(int s, int j, const std::string& name, const History& history)>;
+
+// A schedule without stashing (async, pipemare): micro-batch j's forward on
+// stage s ran on its weights after max(0, j - (p - 1 - s)) updates, its
+// backward on `backward_weight`. Replayed layer by layer on small_mlp's
+// Linear(+ReLU) layers with a straight-through product:
+// x W_b^T + (x (W_f - W_b)^T).detach() has the forward's value and the
+// backward's gradients, g W_b for the input and g^T x for the weight.
+Params replay_unstashed(int p, int m, const partition::Partition& part,
+                        const BackwardWeight& backward_weight, const LrFactor& lr_factor) {
   const nn::ModelSpec model = small_mlp();
   const int L = model.num_layers();
-  return replay_per_microbatch(p, m, part,
-                               [&](int j, const torch::Tensor& x, const torch::Tensor& y,
-                                   double scale, const History& history) {
-                                 torch::Tensor h = x;
-                                 Params leaves;  // the backward's weights, by name
-                                 for (int i = 0; i < L; ++i) {
-                                   const int s = part.stage_of_layer(i);
-                                   const auto& f = history[s].at(std::max(0, j - (p - 1 - s)));
-                                   const auto& b = history[s].at(j);
-                                   const std::string w = std::to_string(i) + ".0.weight",
-                                                     bias = std::to_string(i) + ".0.bias";
-                                   torch::Tensor wb = b.at(w).clone().requires_grad_(true),
-                                                 bb = b.at(bias).clone().requires_grad_(true);
-                                   leaves[w] = wb;
-                                   leaves[bias] = bb;
-                                   h = torch::matmul(h, wb.t()) +
-                                       torch::matmul(h, (f.at(w) - b.at(w)).t()).detach() + bb +
-                                       (f.at(bias) - b.at(bias)).detach();
-                                   if (i + 1 < L) h = torch::relu(h);
-                                 }
-                                 (model.loss(h, y) * scale).backward();
-                                 Params grads;
-                                 for (const auto& [name, leaf] : leaves) grads[name] = leaf.grad();
-                                 return grads;
-                               });
+  return replay_per_microbatch(
+      p, m, part,
+      [&](int j, const torch::Tensor& x, const torch::Tensor& y, double scale,
+          const History& history) {
+        torch::Tensor h = x;
+        Params leaves;  // the backward's weights, by name
+        for (int i = 0; i < L; ++i) {
+          const int s = part.stage_of_layer(i);
+          const auto& f = history[s].at(std::max(0, j - (p - 1 - s)));
+          const std::string w = std::to_string(i) + ".0.weight",
+                            bias = std::to_string(i) + ".0.bias";
+          const torch::Tensor b_w = backward_weight(s, j, w, history),
+                              b_bias = backward_weight(s, j, bias, history);
+          torch::Tensor wb = b_w.clone().requires_grad_(true),
+                        bb = b_bias.clone().requires_grad_(true);
+          leaves[w] = wb;
+          leaves[bias] = bb;
+          h = torch::matmul(h, wb.t()) + torch::matmul(h, (f.at(w) - b_w).t()).detach() + bb +
+              (f.at(bias) - b_bias).detach();
+          if (i + 1 < L) h = torch::relu(h);
+        }
+        (model.loss(h, y) * scale).backward();
+        Params grads;
+        for (const auto& [name, leaf] : leaves) grads[name] = leaf.grad();
+        return grads;
+      },
+      lr_factor);
+}
+
+// async: micro-batch j's backward on stage s runs on the weights as they are
+// then, after j updates (its backwards of 0 .. j - 1).
+Params train_single_device_async(int p, int m, const partition::Partition& part) {
+  return replay_unstashed(
+      p, m, part,
+      [](int s, int j, const std::string& name, const History& history) {
+        return history[s].at(j).at(name);
+      },
+      [](int, int) { return 1.0; });
+}
+
+// pipemare with its default options (runtime/pipemare.h), written out here
+// from the paper's rules: stage s's delay is tau = p - 1 - s; its update k
+// runs at lr (tau + 1)^-(1 - min(1, k / (warm-up steps x m))); micro-batch
+// j's backward runs on W_j - tau v_j, W_j its weights after j updates and
+// v_j the velocity after them, v_{k+1} = g v_k + (1 - g)(W_{k+1} - W_k),
+// g = D^(1 / tau), v_0 = 0.
+Params train_single_device_pipemare(int p, int m, const partition::Partition& part) {
+  const PipeMareOptions defaults;
+  const double warmup = static_cast<double>(defaults.warmup_steps()) * m;
+  return replay_unstashed(
+      p, m, part,
+      [&](int s, int j, const std::string& name, const History& history) {
+        const int tau = p - 1 - s;
+        const torch::Tensor& w = history[s].at(j).at(name);
+        if (tau == 0) return w;
+        const double g = std::pow(defaults.decay(), 1.0 / tau);
+        torch::Tensor v = torch::zeros_like(w);
+        for (int k = 0; k < j; ++k)
+          v = g * v + (1 - g) * (history[s].at(k + 1).at(name) - history[s].at(k).at(name));
+        return w - tau * v;
+      },
+      [&](int s, int k) {
+        const int tau = p - 1 - s;
+        return std::pow(tau + 1.0, -(1 - std::min(1.0, k / warmup)));
+      });
 }
 
 struct Case {
@@ -249,12 +304,14 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
   static const std::map<std::string, torch::Tensor> stale = train_single_device(true);
   const schedule::Placement placement(lowered);
   const partition::Partition part = partition::uniform(model.num_layers(), lowered.stages);
-  const bool per_microbatch = c.schedule == "pipedream" || c.schedule == "async";
+  const bool per_microbatch =
+      c.schedule == "pipedream" || c.schedule == "async" || c.schedule == "pipemare";
   const std::map<std::string, torch::Tensor> reference =
-      c.schedule == "pipedream" ? train_single_device_pipedream(c.p, c.m, part)
-      : c.schedule == "async"   ? train_single_device_async(c.p, c.m, part)
-      : lowered.carries         ? stale
-                                : flushed;
+      c.schedule == "pipedream"  ? train_single_device_pipedream(c.p, c.m, part)
+      : c.schedule == "async"    ? train_single_device_async(c.p, c.m, part)
+      : c.schedule == "pipemare" ? train_single_device_pipemare(c.p, c.m, part)
+      : lowered.carries          ? stale
+                                 : flushed;
   auto store = comm::make_hash_store();
 
   std::vector<std::map<std::string, torch::Tensor>> results(c.p);
@@ -284,8 +341,14 @@ TEST_P(GradientEquivalence, ParametersAfterThreeStepsMatchSingleDeviceTraining) 
                           build_stages(model, part, placement.stages_of_rank(r), kSeed), model.loss,
                           options);
         torch::optim::SGD opt(executor.parameters(), torch::optim::SGDOptions(kLr));
-        // pipedream and async step the optimizer themselves, after every backward.
-        if (per_microbatch) executor.set_update([&opt] { opt.step(); });
+        // pipedream, async and pipemare step the optimizer themselves, after
+        // every backward (pipemare's warm-up scaling its lr).
+        if (per_microbatch) {
+          executor.set_update([&opt](double lr_scale) {
+            for (auto& group : opt.param_groups()) group.options().set_lr(kLr * lr_scale);
+            opt.step();
+          });
+        }
         for (int step = 0; step < kSteps; ++step) {
           auto [x, y] = batch(step);
           opt.zero_grad();

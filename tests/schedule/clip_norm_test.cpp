@@ -48,7 +48,7 @@ TEST(ClipNorm, EndsEveryRankWithOneNamedByItsLowestStage) {
 }
 
 TEST(ClipNorm, RefusesSchedulesWithoutAFlushForwardOnlyAndASecondPass) {
-  for (const char* name : {"2bw", "pipedream", "async"}) {
+  for (const char* name : {"2bw", "pipedream", "async", "pipemare"}) {
     EXPECT_THAT(error_of([&] { add_clip_norm(lowered(name, 2, 4)); }),
                 HasSubstr("has no flush between steps"))
         << name;

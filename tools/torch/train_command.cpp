@@ -110,6 +110,18 @@ const CLI::Validator kPositiveNorm(
     },
     "NORM");
 
+// A number in [0, 1) (PipeMare's decay).
+const CLI::Validator kDecay(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      errno = 0;
+      const double value = std::strtod(text.c_str(), &end);
+      const bool number = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+      if (number && value >= 0 && value < 1) return "";
+      return "must be a number in [0, 1), got " + text;
+    },
+    "DECAY");
+
 // True when `message` already names "rank <rank>" (not "rank <rank>0").
 bool names_rank(const std::string& message, int rank) {
   const std::string name = "rank " + std::to_string(rank);
@@ -357,7 +369,8 @@ Action add_train(CLI::App& app) {
   f->schedule_option =
       flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
            "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
-           "interleaved-zb, chimera, dualpipev, v-half, v-min, zb-auto, 2bw, pipedream, async");
+           "interleaved-zb, chimera, dualpipev, v-half, v-min, zb-auto, 2bw, pipedream, async, "
+           "pipemare");
   f->virtual_option = flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages,
                            "Stage chunks per rank (interleaved, looped-bfs, interleaved-zb)")
                           ->check(CLI::Range(1, 1024));
@@ -381,6 +394,17 @@ Action add_train(CLI::App& app) {
                              "Recompute activations in the backward: never | except_last | always");
   f->checkpoint_option =
       cmd->add_option("--checkpoint", f->checkpoint, "Deprecated: use --recompute");
+  flag(cmd, *f, "--pipemare-warmup", &train::TrainConfig::pipemare_warmup,
+       "--schedule pipemare: steps over which each stage's learning rate rises from 1/(delay+1) "
+       "of --lr to --lr (PipeMare's rescheduling; default 100, 0: off)")
+      ->check(count_at_least(0));
+  flag(cmd, *f, "--pipemare-correction", &train::TrainConfig::pipemare_correction,
+       "--schedule pipemare: run each backward on the weights extrapolated back by the stage's "
+       "delay times its velocity (PipeMare's discrepancy correction; on or off, default on)");
+  flag(cmd, *f, "--pipemare-decay", &train::TrainConfig::pipemare_decay,
+       "--schedule pipemare: the velocity's decay D in [0, 1), what an old weight delta still "
+       "counts one delay later (default 0.5)")
+      ->check(kDecay);
   flag(cmd, *f, "--threads", &train::TrainConfig::threads,
        "Intra-op threads per rank (default: cores / local ranks)");
   flag(cmd, *f, "--timeout", &train::TrainConfig::timeout_s,
