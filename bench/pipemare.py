@@ -33,7 +33,8 @@ def train(binary, args):
                              text=True)
         wall = time.time() - start
         if out.returncode != 0:
-            return None, out.stderr.strip().splitlines()[-1:] or ["failed"], wall
+            errors = [l for l in (out.stdout + out.stderr).splitlines() if "error:" in l]
+            return None, (errors or out.stderr.strip().splitlines()[-1:] or ["failed"])[:1], wall
         lines = [json.loads(line) for line in open(metrics)]
     return lines, out.stdout, wall
 
