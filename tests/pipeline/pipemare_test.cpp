@@ -20,114 +20,13 @@
 
 #include "baton/baton.h"
 #include "baton/comm/local_group.h"
+#include "tests/pipeline/async_replay.h"
 #include "tests/pipeline/reference_training.h"
 
 namespace baton {
 namespace {
 
-constexpr int kSteps = 3;
-constexpr int kMicrobatches = 4;
-constexpr int kBatch = 12;
-constexpr double kLr = 0.1;
-const auto kTimeout = std::chrono::seconds(60);
-
-using Params = std::map<std::string, torch::Tensor>;
-
-std::pair<torch::Tensor, torch::Tensor> batch(int step) {
-  return test::seeded_batch(700 + step, kBatch);
-}
-
-struct Record {
-  std::vector<double> losses;  // per step: the mini-batch's loss
-  Params final_params;
-};
-
-// What the replay runs: the backward's weights (stashed: the forward's, as
-// pipedream; corrected: extrapolated; neither: the latest, as async) and
-// T1's warm-up in updates (0: none).
-struct Rules {
-  bool stash = false;
-  bool correct = false;
-  double decay = 0.5;
-  int warmup_updates = 0;
-};
-
-// `stage_of_layer[i]`: the stage of child i of the model. The backward's
-// weights enter through a straight-through product on each Linear:
-// x W_b^T + (x (W_f - W_b)^T).detach() has the forward's value and the
-// backward's gradients (g W_b for the input).
-Record replay(const std::vector<int>& stage_of_layer, int pp, const Rules& rules) {
-  torch::nn::Sequential model = test::four_linear_mlp();
-  // history[s][k]: stage s's parameters after k updates ("<child>.<name>").
-  std::vector<std::vector<Params>> history(pp, std::vector<Params>(1));
-  auto stage_of = [&](const std::string& key) {
-    return stage_of_layer.at(std::stoi(key.substr(0, key.find('.'))));
-  };
-  for (const auto& item : model->named_parameters())
-    history[stage_of(item.key())][0][item.key()] = item.value().detach().clone();
-  auto backward_weights = [&](int s, int j, const std::string& key) {
-    const int tau = pp - 1 - s;
-    if (rules.stash) return history[s].at(std::max(0, j - tau)).at(key);
-    const torch::Tensor& w = history[s].at(j).at(key);
-    if (!rules.correct || tau == 0) return w;
-    const double g = std::pow(rules.decay, 1.0 / tau);
-    torch::Tensor v = torch::zeros_like(w);
-    for (int k = 0; k < j; ++k)
-      v = g * v + (1 - g) * (history[s].at(k + 1).at(key) - history[s].at(k).at(key));
-    return w - tau * v;
-  };
-  Record rec;
-  int j = 0;  // micro-batches over all steps
-  for (int t = 0; t < kSteps; ++t) {
-    auto [x, y] = batch(t);
-    const auto xs = x.chunk(kMicrobatches), ys = y.chunk(kMicrobatches);
-    double loss_sum = 0;
-    for (int k = 0; k < kMicrobatches; ++k, ++j) {
-      {
-        torch::NoGradGuard no_grad;
-        for (auto& item : model->named_parameters()) {
-          item.value().copy_(backward_weights(stage_of(item.key()), j, item.key()));
-          item.value().mutable_grad() = torch::Tensor();
-        }
-      }
-      const double share = static_cast<double>(xs[k].size(0)) / kBatch;
-      torch::Tensor h = xs[k];
-      size_t i = 0;
-      for (auto it = model->begin(); it != model->end(); ++it, ++i) {
-        auto* linear = it->ptr()->as<torch::nn::LinearImpl>();
-        if (linear == nullptr) {
-          h = it->forward(h);
-          continue;
-        }
-        const int s = stage_of_layer.at(i);
-        const Params& f = history[s].at(std::max(0, j - (pp - 1 - s)));
-        const std::string w = std::to_string(i) + ".weight", b = std::to_string(i) + ".bias";
-        h = torch::matmul(h, linear->weight.t()) +
-            torch::matmul(h, (f.at(w) - linear->weight.detach()).t()).detach() + linear->bias +
-            (f.at(b) - linear->bias.detach()).detach();
-      }
-      torch::Tensor loss = test::cross_entropy(h, ys[k]) * share;
-      loss.backward();
-      loss_sum += loss.item<double>();
-      for (int s = 0; s < pp; ++s) history[s].push_back(history[s].back());
-      for (const auto& item : model->named_parameters()) {
-        const int s = stage_of(item.key());
-        const int tau = pp - 1 - s;
-        const double factor =
-            rules.warmup_updates == 0
-                ? 1
-                : std::pow(tau + 1.0,
-                           -(1 - std::min(1.0, static_cast<double>(j) / rules.warmup_updates)));
-        auto& next = history[s].back()[item.key()];
-        next = next - kLr * factor * item.value().grad();
-      }
-    }
-    rec.losses.push_back(loss_sum);
-  }
-  for (int s = 0; s < pp; ++s)
-    for (const auto& [key, value] : history[s].back()) rec.final_params["layer." + key] = value;
-  return rec;
-}
+using namespace test::async_replay;  // NOLINT: the shared replay and its constants
 
 struct PipelineRun {
   std::vector<Record> ranks;
@@ -169,28 +68,6 @@ PipelineRun run_pipeline(int pp, const std::string& schedule,
   return run;
 }
 
-// Every rank's losses and final parameters equal the replay's; every
-// parameter is on exactly one rank.
-void expect_matches(const PipelineRun& run, const Record& want) {
-  size_t seen = 0;
-  for (size_t r = 0; r < run.ranks.size(); ++r) {
-    const Record& got = run.ranks[r];
-    for (int t = 0; t < kSteps; ++t)
-      EXPECT_NEAR(got.losses[t], want.losses[t], 1e-5 * std::abs(want.losses[t]))
-          << "rank " << r << " step " << t;
-    for (const auto& [name, p] : got.final_params)
-      test::expect_close(p, want.final_params.at(name), name);
-    seen += got.final_params.size();
-  }
-  EXPECT_EQ(seen, want.final_params.size());
-}
-
-double distance(const Params& a, const Params& b) {
-  double most = 0;
-  for (const auto& [name, t] : a) most = std::max(most, test::relative_difference(t, b.at(name)));
-  return most;
-}
-
 const auto kOff = runtime::PipeMareOptions().warmup_steps(0).correction(false);
 
 class PipeMare : public testing::TestWithParam<int> {};
@@ -224,7 +101,7 @@ TEST_P(PipeMare, CorrectionRunsEachBackwardOnTheExtrapolatedWeights) {
   EXPECT_LT(distance(want.final_params, stashed.final_params),
             distance(async.final_params, stashed.final_params))
       << "the corrected backwards should be nearer the forward's weights than async's";
-  expect_matches(run, want);
+  expect_matches(run.ranks, want);
   // The stages with a delay hold the masters and the copy they compute on.
   for (int r = 0; r < pp; ++r)
     EXPECT_EQ(run.weight_versions[r], r < pp - 1 ? 2 : 1) << "rank " << r;
@@ -238,14 +115,15 @@ TEST_P(PipeMare, WarmupScalesEachStagesLearningRateByItsDelay) {
   const Record want = replay(run.stage_of_layer, pp, Rules{false, false, 0.5, 2 * kMicrobatches});
   EXPECT_GT(distance(want.final_params, replay(run.stage_of_layer, pp, Rules{}).final_params), 1e-3)
       << "the warm-up should change the replay";
-  expect_matches(run, want);
+  expect_matches(run.ranks, want);
 }
 
 // Both, with the defaults' decay and a warm-up of 2 steps.
 TEST_P(PipeMare, BothTechniquesTogetherMatchTheReplay) {
   const int pp = GetParam();
   const PipelineRun run = run_pipeline(pp, "pipemare", runtime::PipeMareOptions().warmup_steps(2));
-  expect_matches(run, replay(run.stage_of_layer, pp, Rules{false, true, 0.5, 2 * kMicrobatches}));
+  expect_matches(run.ranks,
+                 replay(run.stage_of_layer, pp, Rules{false, true, 0.5, 2 * kMicrobatches}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, PipeMare, testing::Values(2, 3),
