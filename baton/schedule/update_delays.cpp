@@ -16,7 +16,10 @@ std::vector<int> update_delays(const Schedule& schedule) {
       if (a.kind == ActionKind::F) forward_at[{a.stage, a.microbatch}] = i;
       if (a.kind == ActionKind::B) backwards[a.stage].push_back(i);
     }
-    for (const auto& [stage, at] : backwards) {
+    for (const auto& entry : backwards) {
+      // A named reference, not a structured binding: C++17 lambdas cannot capture those.
+      const int stage = entry.first;
+      const std::vector<size_t>& at = entry.second;
       // The stage's B's strictly between positions lo and hi.
       auto between = [&at](size_t lo, size_t hi) {
         return static_cast<int>(std::lower_bound(at.begin(), at.end(), hi) -
