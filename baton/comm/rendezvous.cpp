@@ -9,6 +9,9 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <c10/util/Logging.h>
@@ -72,16 +75,19 @@ c10::intrusive_ptr<c10d::Store> make_store_within(const std::string& addr,
     std::condition_variable done_changed;
     bool done = false;
     c10::intrusive_ptr<c10d::Store> store;
-    std::exception_ptr error;
+    // The failure as text, not as an exception_ptr: the exception object's
+    // reference count lives in uninstrumented libstdc++, so whichever thread
+    // dropped it last would free it in a way ThreadSanitizer cannot order.
+    std::optional<std::string> error;
   };
   auto outcome = std::make_shared<Outcome>();
   std::thread([outcome, addr, options] {
     c10::intrusive_ptr<c10d::Store> store;
-    std::exception_ptr error;
+    std::optional<std::string> error;
     try {
       store = c10::make_intrusive<c10d::TCPStore>(addr, options);
     } catch (...) {
-      error = std::current_exception();
+      error = first_line(std::current_exception());
     }
     std::lock_guard<std::mutex> lock(outcome->mutex);
     outcome->store = std::move(store);
@@ -91,7 +97,7 @@ c10::intrusive_ptr<c10d::Store> make_store_within(const std::string& addr,
   }).detach();
   std::unique_lock<std::mutex> lock(outcome->mutex);
   if (!outcome->done_changed.wait_for(lock, deadline, [&] { return outcome->done; })) return {};
-  if (outcome->error) std::rethrow_exception(outcome->error);
+  if (outcome->error) throw std::runtime_error(*outcome->error);
   return outcome->store;
 }
 
