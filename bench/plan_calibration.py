@@ -8,12 +8,17 @@ with `--dp` for d > 1) as local ranks of 1 thread each, and prints the predicted
 against the measured median (steps after the first 3) and their ratio, and whether the plan's
 first choice measured fastest or within 5% of the fastest.
 
+The d = 2 plans price the all-reduce at baton's own measured collective: a `baton train --dp 2
+--compare-sim` run probes it (a ring step's latency and the bus bandwidth, at the model's gradient
+bytes) and the plan gets it as `--allreduce-gbps` and `--allreduce-latency-us`.
+
 It does this twice: with b free (the planner's own choice; linear scaling takes it to b = 1) and
 with b fixed at the profiled micro-batch (`--microbatch 32`: no extrapolation in b). The profile
-carries a fixed per-micro-batch part of each layer's time and the optimizer's (Adam's) time per
-parameter byte, which the plan adds. A first row runs the profiled configuration on one rank
-(p = 1, no pipeline), predicted as m (F + I + W) + the optimizer step: what the ranks lose to the
-machine's load and to the step's work outside the layers and the optimizer.
+carries a fixed per-micro-batch part of each layer's time, the optimizer's (Adam's) time per
+parameter byte, and what whole steps cost beyond both (action_overhead_s per F and per B of a
+stage, step_overhead_s per step), which the plan adds. A first row runs the profiled
+configuration on one rank (p = 1, no pipeline), predicted as the plan predicts it: m (F + I + W +
+2 action overheads) + the optimizer step + the step overhead.
 
 
 Usage: python3 bench/plan_calibration.py [--baton build/baton] [--steps 30]
@@ -21,6 +26,7 @@ Usage: python3 bench/plan_calibration.py [--baton build/baton] [--steps 30]
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -54,6 +60,21 @@ def train_step_ms(baton, tmp, plan, steps):
     sh(cmd)
     rows = [json.loads(line) for line in open(metrics)]
     return statistics.median([r["step_ms"] for r in rows if "step_ms" in r][3:])
+
+
+def measured_allreduce(baton):
+    """baton's dp all-reduce on 2 local ranks, as `--compare-sim` probes it: plan flags."""
+    out = sh([baton, "train", *MODEL, "--batch", str(BATCH), "--nproc", "2", "--pp", "1", "--dp",
+              "2", "--microbatches", "1", "--threads", "1", "--steps", "3", "--log-every", "1000",
+              "--compare-sim"])
+    m = re.search(r"dp all-reduce probed at ([0-9.]+) us a ring step \+ ([0-9.]+) GB/s \((\d+) replicas\)", out)
+    if not m:
+        raise SystemExit("no all-reduce probe in baton train --compare-sim's output:\n" + out)
+    step_us, gb_per_s, d = float(m.group(1)), float(m.group(2)), int(m.group(3))
+    print(f"baton's all-reduce on {d} ranks: {step_us:.1f} us a ring step, {gb_per_s:.2f} GB/s")
+    # The plan's ring: 2 (d - 1) steps of latency, the bus rate in Gbit/s.
+    return ["--allreduce-gbps", f"{gb_per_s * 8:.4f}",
+            "--allreduce-latency-us", f"{max(step_us, 0.1) * 2 * (d - 1):.2f}"]
 
 
 def calibrate(baton, tmp, profile, steps, extra, title):
@@ -97,16 +118,22 @@ def main():
                      for l in prof["layers"]) * 1e3
         optimizer_ms = prof.get("optimizer_s_per_parameter_byte", 0) * sum(
             l["parameter_bytes"] for l in prof["layers"]) * 1e3
+        action_ms = prof.get("action_overhead_s", 0) * 1e3
+        step_overhead_ms = prof.get("step_overhead_s", 0) * 1e3
         print(f"profiled micro-batch {b}: F+I+W of all layers {per_mb:.2f} ms, optimizer step "
-              f"{optimizer_ms:.2f} ms")
+              f"{optimizer_ms:.2f} ms, overheads {action_ms:.3f} ms per F and per B, "
+              f"{step_overhead_ms:.2f} ms per step (one process measured "
+              f"{prof.get('one_process_step_s', 0) * 1e3:.2f} ms a step)")
         # Reference with no pipeline: the profiled configuration on one rank, predicted m (F+I+W).
         one = {"p": 1, "schedule": "1f1b", "microbatches": PROFILED_MICROBATCHES, "virtual": 1}
         single = train_step_ms(baton, tmp, one, args.steps)
-        predicted = PROFILED_MICROBATCHES * per_mb + optimizer_ms
+        predicted = (PROFILED_MICROBATCHES * (per_mb + 2 * action_ms) + optimizer_ms +
+                     step_overhead_ms)
         print(f"reference, one rank, b={b} m={PROFILED_MICROBATCHES}: predicted "
               f"{predicted:.2f} ms, measured {single:.2f} ms, ratio {single / predicted:.2f}")
-        calibrate(baton, tmp, profile, args.steps, [], "b free")
-        calibrate(baton, tmp, profile, args.steps, ["--microbatch", str(b)], f"b = {b}")
+        allreduce = measured_allreduce(baton)
+        calibrate(baton, tmp, profile, args.steps, allreduce, "b free")
+        calibrate(baton, tmp, profile, args.steps, [*allreduce, "--microbatch", str(b)], f"b = {b}")
     print("load average after:", open("/proc/loadavg").read().split()[:3])
 
 

@@ -314,6 +314,15 @@ Action add_plan(CLI::App& app) {
                   "Latency between nodes, microseconds")
       ->capture_default_str()
       ->check(kPositive);
+  cmd->add_option("--allreduce-gbps", q.cluster.allreduce_gbps,
+                  "The dp all-reduce's measured bus bandwidth, Gb/s, in place of the link's "
+                  "(baton train --dp 2 --compare-sim prints it as GB/s)")
+      ->check(kPositive);
+  cmd->add_option("--allreduce-latency-us", q.cluster.allreduce_latency_us,
+                  "With --allreduce-gbps: the whole all-reduce's latency, microseconds "
+                  "(2 (d - 1) ring steps; default 0)")
+      ->needs("--allreduce-gbps")
+      ->check(kPositive);
   cmd->add_option("--efficiency", q.cluster.efficiency, "Fraction of peak that large GEMMs reach")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 1.0));

@@ -182,6 +182,9 @@ double tied_exchange_seconds(const ModelShape& shape, const Cluster& cluster, co
 }
 
 double gradient_allreduce_seconds(double bytes, const Cluster& cluster, const Config& c) {
+  if (cluster.allreduce_gbps > 0) {
+    return allreduce_seconds(bytes, c.d, cluster.allreduce_gbps, cluster.allreduce_latency_us);
+  }
   const Link dp = link(cluster, data_parallel_in_node(cluster, c));
   return allreduce_seconds(bytes, c.d, dp.gbps, dp.latency_us);
 }

@@ -43,6 +43,13 @@ struct Cluster {
   // (model.h state_bytes_per_parameter()): 12 for Adam's fp32 master
   // weights, momentum and variance; 16 for Megatron-LM's fp16 optimizer.
   double optimizer_bytes_per_parameter = 12;
+  // The data-parallel all-reduce's own measured rate, when given (above 0):
+  // its bus bandwidth in Gbit/s (what moves 2 (d - 1) / d of the bytes) and
+  // its whole latency in microseconds, in place of the link's. A collective
+  // need not run at the point-to-point link's rate (`baton plan
+  // --allreduce-gbps`; `baton train --dp 2 --compare-sim` prints the probe).
+  double allreduce_gbps = 0;
+  double allreduce_latency_us = 0;
 };
 
 struct Config {

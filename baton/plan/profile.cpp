@@ -47,6 +47,10 @@ Profile parse_profile(const std::string& text, const std::string& path) {
     profile.optimizer_s_per_parameter_byte =
         number(json, "optimizer_s_per_parameter_byte", "the file", path);
   }
+  if (json.contains("action_overhead_s"))
+    profile.action_overhead_s = number(json, "action_overhead_s", "the file", path);
+  if (json.contains("step_overhead_s"))
+    profile.step_overhead_s = number(json, "step_overhead_s", "the file", path);
   BATON_CHECK(json.contains("layers") && json["layers"].is_array() && !json["layers"].empty(),
               "[plan] --profile ", path, " has no \"layers\" array of at least one layer");
   for (size_t i = 0; i < json["layers"].size(); ++i) {
@@ -110,6 +114,11 @@ sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& clust
       cost.activation_bytes += scale * l.activation_bytes;
       cost.parameter_bytes += kAdamStatePerParameterByte * l.parameter_bytes;
     }
+    // The stage's own F and B pay the per-action overhead once each (a
+    // split backward's W is charged none: zero-bubble's W carries no loss,
+    // split or hand-off).
+    cost.forward += profile.action_overhead_s;
+    cost.input_backward += profile.action_overhead_s;
     cost.weight_stash_bytes = 0;
     cost.boundary_bytes = scale * profile.layers[cut.end_layer(s) - 1].output_bytes;
     model.stages.push_back(cost);

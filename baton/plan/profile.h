@@ -7,6 +7,7 @@
 //   {"baton_profile": 1, "model": {"model": "mlp", "layers": 8, ...},
 //    "microbatch": 32, "backward_split": "halved", ...,
 //    "optimizer_s_per_parameter_byte": ..,               (optional, default 0)
+//    "action_overhead_s": .., "step_overhead_s": ..,     (optional, default 0)
 //    "layers": [{"forward_s": .., "input_backward_s": .., "weight_backward_s": ..,
 //                "forward_fixed_s": .., "backward_fixed_s": .., (optional, default 0)
 //                "activation_bytes": .., "parameter_bytes": .., "output_bytes": ..}, ...]}
@@ -18,6 +19,13 @@
 // backward_fixed_s. `baton train --profile-out` fits the fixed part from
 // timings at b and b / 2. The optimizer's step costs
 // optimizer_s_per_parameter_byte per fp32 parameter byte a rank holds.
+//
+// What a step costs beyond its layers and the optimizer: each F and each B
+// of a stage action_overhead_s more (the loss, the micro-batch split, the
+// executor's bookkeeping, the autograd graph of a whole stage), and each step
+// step_overhead_s more (zeroing the gradients, the loss's reduction).
+// `baton train --profile-out` fits both from whole steps on one process at m
+// and m / 2 micro-batches, minus what the layers and the optimizer explain.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +52,8 @@ struct Profile {
   nlohmann::json model;  // the flags of the model profiled: {"model": "mlp", "layers": 8, ...}
   int microbatch = 1;    // sequences (samples) per micro-batch profiled
   double optimizer_s_per_parameter_byte = 0;
+  double action_overhead_s = 0;  // each F and each B of a stage, beyond its layers
+  double step_overhead_s = 0;    // each step of a rank, beyond the optimizer
   std::vector<ProfiledLayer> layers;
 };
 
@@ -67,7 +77,8 @@ inline constexpr double kAdamStatePerParameterByte = 4;
 // stages cut as `baton train --balance uniform` cuts them
 // (partition::uniform), each stage the sum of its layers; times and
 // activation and boundary bytes scaled by b / profile.microbatch; parameter
-// bytes times kAdamStatePerParameterByte; the pipeline link from `cluster`.
+// bytes times kAdamStatePerParameterByte; each stage's F and I
+// action_overhead_s more; the pipeline link from `cluster`.
 // REQUIRES: config.t == 1, 1 <= p v <= layers.
 sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& cluster,
                                     const Config& config);

@@ -91,7 +91,7 @@ double added_seconds(const PlanRequest& req, const Config& c, const sim::CostMod
   const double gradients = profiled_gradient_bytes(*req.profile, c);
   double added = exposed_seconds(gradient_allreduce_seconds(gradients, req.cluster, c), c, costs,
                                  req.cluster.overlap_grad_reduce) +
-                 profiled_optimizer_seconds(*req.profile, c);
+                 profiled_optimizer_seconds(*req.profile, c) + req.profile->step_overhead_s;
   // baton's ZeRO-1 gathers the parameters with an all-reduce (zeros where a
   // replica is not the owner).
   if (c.zero1 && c.d > 1) added += gradient_allreduce_seconds(gradients, req.cluster, c);

@@ -43,6 +43,8 @@ json config_json(const TrainConfig& c) {
               {"clip_grad_norm", c.clip_grad_norm},
               {"precision", c.precision},
               {"optimizer", c.optimizer},
+              {"weight_decay", c.weight_decay},
+              {"augment", c.augment},
               {"seed", c.seed}});
   return out;
 }

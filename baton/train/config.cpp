@@ -86,6 +86,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"text", field(&TrainConfig::text, "text")},
       {"data_dir", field(&TrainConfig::data_dir, "data_dir")},
       {"cache_dir", field(&TrainConfig::cache_dir, "cache_dir")},
+      {"augment", field(&TrainConfig::augment, "augment")},
       {"pp", field(&TrainConfig::pp, "pp")},
       {"dp", field(&TrainConfig::dp, "dp")},
       {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
@@ -118,6 +119,13 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"lr", field(&TrainConfig::lr, "lr")},
       {"lr_schedule", field(&TrainConfig::lr_schedule, "lr_schedule")},
       {"optimizer", field(&TrainConfig::optimizer, "optimizer")},
+      {"weight_decay",
+       [](const toml::node& node, TrainConfig& config) {
+         field(&TrainConfig::weight_decay, "weight_decay")(node, config);
+         BATON_CHECK(std::isfinite(config.weight_decay) && config.weight_decay >= 0,
+                     "key \"weight_decay\" must be finite and at least 0, got ",
+                     config.weight_decay);
+       }},
       {"seed", field(&TrainConfig::seed, "seed")},
       {"threads", field(&TrainConfig::threads, "threads")},
       {"timeout", field(&TrainConfig::timeout_s, "timeout")},
@@ -219,6 +227,11 @@ void check_config(const TrainConfig& c) {
       std::find(std::begin(optimizers), std::end(optimizers), c.optimizer) != std::end(optimizers),
       "[train.config] unknown optimizer \"", printable(c.optimizer),
       "\" (expected sgd, adam or adamw)");
+  BATON_CHECK(c.weight_decay == -1 || (std::isfinite(c.weight_decay) && c.weight_decay >= 0),
+              "[train.config] weight-decay must be finite and at least 0, got ", c.weight_decay);
+  BATON_CHECK(!c.augment || c.model == "cnn" || c.model == "resnet",
+              "[train.config] --augment moves and mirrors images; model ", c.model,
+              " has no images (use it with cnn or resnet)");
   BATON_CHECK(c.lr_schedule == "constant" || c.lr_schedule == "cosine",
               "[train.config] unknown lr schedule \"", printable(c.lr_schedule),
               "\" (expected constant or cosine)");

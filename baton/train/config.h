@@ -36,6 +36,9 @@ struct TrainConfig {
   std::string text;             // gpt corpus; empty: /usr/share/common-licenses/GPL-3
   std::string data_dir;         // cnn, resnet: Fashion-MNIST .gz folder; empty: Debian's
   std::string cache_dir;        // cache root, a folder per data_dir in it; empty: ~/.cache/baton
+  // cnn, resnet: each training image moved by up to 2 pixels and mirrored
+  // with probability 1/2, drawn from (seed, step) (data::augment_images).
+  bool augment = false;
   // Pipeline, data and tensor parallelism: dp * pp * tp ranks
   int pp = 2;
   int dp = 1;                       // replicas of the pipeline; batch is the global batch over them
@@ -73,6 +76,9 @@ struct TrainConfig {
   double lr = 0.001;
   std::string lr_schedule = "constant";  // constant | cosine (decays to 0 over the run)
   std::string optimizer = "adam";
+  // L2 penalty (sgd, adam) or decoupled decay (adamw), finite and >= 0.
+  // AdamW's default is LibTorch's 0.01; -1 stands for "not given".
+  double weight_decay = -1;
   uint64_t seed = 1;
   // Processes
   int threads = 0;                 // intra-op threads per rank; 0: cores / local ranks

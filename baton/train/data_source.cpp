@@ -1,6 +1,7 @@
 #include "baton/train/data_source.h"
 
 #include "baton/core/error.h"
+#include "baton/data/augment.h"
 #include "baton/data/batches.h"
 #include "baton/data/fashion_mnist.h"
 #include "baton/data/synthetic.h"
@@ -9,12 +10,17 @@
 namespace baton::train {
 namespace {
 
+// Offsets augmentation's generator seeds from the synthetic and text sources'.
+constexpr uint64_t kAugmentStream = uint64_t{1} << 40;
+
 // Shuffled batches over a fixed example set, epoch after epoch.
 class ExampleSource : public DataSource {
  public:
   ExampleSource(data::Examples train, data::Examples test, const TrainConfig& c)
       : batches_(std::move(train), data::BatchesOptions(c.batch).seed(c.seed).drop_last(true)),
-        test_(std::move(test)) {
+        test_(std::move(test)),
+        augment_(c.augment),
+        seed_(c.seed) {
     BATON_CHECK(batches_.size() > 0, "[train.data] batch ", c.batch,
                 " is larger than the training set");
   }
@@ -22,6 +28,13 @@ class ExampleSource : public DataSource {
     const int64_t epoch = step / batches_.size();
     if (epoch != batches_.epoch()) batches_.set_epoch(epoch);
     data::Examples b = batches_[step % batches_.size()];
+    if (augment_) {
+      // A function of (seed, step), as the batch itself: a resume sees the same images.
+      at::Generator gen = data::make_generator(seed_ * 1000003 + kAugmentStream + step);
+      data::AugmentOptions options;
+      options.fill = -data::kFashionMnistMean / data::kFashionMnistStd;  // black, normalised
+      b.inputs = data::augment_images(b.inputs, options, gen);
+    }
     return {b.inputs, b.targets};
   }
   int64_t steps_per_epoch() const override { return batches_.size(); }
@@ -32,6 +45,8 @@ class ExampleSource : public DataSource {
  private:
   data::Batches batches_;
   data::Examples test_;
+  bool augment_;
+  uint64_t seed_;
 };
 
 // Synthetic classification: a fresh batch per step, drawn from (seed, step).

@@ -14,13 +14,18 @@ double bytes_of(const torch::Tensor& t) {
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
                                                         std::vector<torch::Tensor> params) {
+  const bool given = c.weight_decay >= 0;
   if (c.optimizer == "sgd") {
-    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(c.lr));
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(c.lr).weight_decay(given ? c.weight_decay : 0));
   }
   if (c.optimizer == "adamw") {
-    return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(c.lr));
+    torch::optim::AdamWOptions options(c.lr);
+    if (given) options.weight_decay(c.weight_decay);
+    return std::make_unique<torch::optim::AdamW>(params, options);
   }
-  return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(c.lr));
+  return std::make_unique<torch::optim::Adam>(
+      params, torch::optim::AdamOptions(c.lr).weight_decay(given ? c.weight_decay : 0));
 }
 
 double learning_rate(const TrainConfig& c, int64_t step, int64_t total) {

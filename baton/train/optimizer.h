@@ -12,7 +12,7 @@
 
 namespace baton::train {
 
-// sgd, adam or adamw with config.lr. REQUIRES: check_config(config) passed.
+// sgd, adam or adamw with config.lr and config.weight_decay. REQUIRES: check_config(config) passed.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config,
                                                         std::vector<torch::Tensor> parameters);
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "baton/core/error.h"
+#include "baton/pipeline/pipeline.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/profile.h"
 #include "baton/train/data_source.h"
@@ -17,6 +18,9 @@
 namespace baton::train {
 
 constexpr int kRepeats = 5;
+// Whole steps on one process: not timed, then timed (the median counts).
+constexpr int kWarmSteps = 2;
+constexpr int kTimedSteps = 5;
 
 namespace {
 
@@ -48,6 +52,63 @@ double fixed_part(double at_b, double at_half, int64_t b, int64_t h) {
   return std::clamp(intercept, 0.0, at_b);
 }
 
+// Median seconds of a whole step on one process (pp 1, 1F1B): `microbatches`
+// micro-batches of the first rows of `inputs` and `targets`, zero_grad, step
+// and the optimizer's step, as `baton train` runs them.
+double one_process_step_seconds(const TrainConfig& c, const nn::ModelSpec& model,
+                                const torch::Tensor& inputs, const torch::Tensor& targets,
+                                int microbatches, int64_t rows) {
+  PipelineOptions options;
+  options.schedule("1f1b")
+      .microbatches(microbatches)
+      .pp(1)
+      .recompute(c.recompute)
+      .precision(c.precision)
+      .seed(c.seed);
+  Pipeline pipeline(model, model.loss, options);
+  auto optimizer = make_optimizer(c, pipeline.parameters());
+  const torch::Tensor in = inputs.narrow(0, 0, rows), target = targets.narrow(0, 0, rows);
+  std::vector<double> seconds;
+  for (int k = 0; k < kWarmSteps + kTimedSteps; ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    optimizer->zero_grad();
+    pipeline.step(in, target);
+    optimizer->step();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (k >= kWarmSteps) seconds.push_back(s);
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// What whole steps cost beyond the layers and the optimizer, as a part per
+// micro-batch (`per_microbatch`) and a part per step (`per_step`): the
+// line through the excess at m and at m / 2 micro-batches, both parts kept
+// at or above 0 (plan/profile.h).
+struct Overheads {
+  double per_microbatch = 0, per_step = 0;
+  double step_s = 0;  // the measured step at m micro-batches
+};
+Overheads fit_overheads(double at_m, double at_half, int m, double layers_s, double optimizer_s) {
+  Overheads out;
+  out.step_s = at_m;
+  const double excess_m = at_m - m * layers_s - optimizer_s;
+  if (m < 2) {
+    out.per_microbatch = std::max(0.0, excess_m);
+    return out;
+  }
+  const int h = m / 2;
+  const double excess_h = at_half - h * layers_s - optimizer_s;
+  out.per_microbatch = std::max(0.0, (excess_m - excess_h) / (m - h));
+  out.per_step = excess_m - m * out.per_microbatch;
+  if (out.per_step < 0) {  // the line crosses below 0: the excess is all per micro-batch
+    out.per_step = 0;
+    out.per_microbatch = std::max(0.0, excess_m / m);
+  }
+  return out;
+}
+
 }  // namespace
 
 void write_profile(const TrainConfig& c) {
@@ -67,6 +128,7 @@ void write_profile(const TrainConfig& c) {
 
   nlohmann::json layers = nlohmann::json::array();
   double parameter_bytes = 0;
+  double layers_s = 0;  // F + B of every layer, one micro-batch
   for (size_t i = 0; i < costs.size(); ++i) {
     const partition::LayerCost& l = costs[i];
     const double backward_s = l.backward_time / 1e3;
@@ -75,6 +137,7 @@ void write_profile(const TrainConfig& c) {
     const double backward_fixed =
         half.empty() ? 0 : fixed_part(l.backward_time, half[i].backward_time, b, h) / 1e3;
     parameter_bytes += l.parameter_bytes;
+    layers_s += (l.forward_time + l.backward_time) / 1e3;
     layers.push_back({{"name", model.layers[i].name},
                       {"forward_s", l.forward_time / 1e3},
                       {"input_backward_s", backward_s / 2},
@@ -85,6 +148,17 @@ void write_profile(const TrainConfig& c) {
                       {"parameter_bytes", l.parameter_bytes},
                       {"output_bytes", l.output_bytes}});
   }
+  // Whole steps at m and m / 2 micro-batches of the profiled size.
+  const double optimizer_per_byte = optimizer_seconds_per_byte(c, parameter_bytes);
+  const auto [inputs, targets] = data->batch(0);
+  const int m = c.microbatches;
+  const int64_t rows = std::min<int64_t>(m * b, inputs.size(0));
+  const double at_m = one_process_step_seconds(c, model, inputs, targets, m, rows);
+  const double at_half = m >= 2 ? one_process_step_seconds(c, model, inputs, targets, m / 2,
+                                                           std::min<int64_t>((m / 2) * b, rows))
+                                : 0;
+  const Overheads overheads =
+      fit_overheads(at_m, at_half, m, layers_s, optimizer_per_byte * parameter_bytes);
   const nlohmann::json out = {
       {"baton_profile", 1},
       {"model",
@@ -103,11 +177,17 @@ void write_profile(const TrainConfig& c) {
       {"repeats", kRepeats},
       {"backward_split", "halved"},
       {"optimizer", c.optimizer},
-      {"optimizer_s_per_parameter_byte", optimizer_seconds_per_byte(c, parameter_bytes)},
+      {"optimizer_s_per_parameter_byte", optimizer_per_byte},
+      {"action_overhead_s", overheads.per_microbatch / 2},
+      {"step_overhead_s", overheads.per_step},
+      {"one_process_step_s", overheads.step_s},
       {"note",
        "times in seconds per micro-batch, medians; the whole backward was timed and "
        "split evenly into input_backward_s and weight_backward_s; the *_fixed_s parts "
-       "do not scale with the micro-batch (fitted from a second profile at half of it)"},
+       "do not scale with the micro-batch (fitted from a second profile at half of it); "
+       "action_overhead_s (each F and each B of a stage) and step_overhead_s are what whole "
+       "steps on one process at m and m / 2 micro-batches took beyond the layers and the "
+       "optimizer; one_process_step_s is the step at m"},
       {"layers", layers}};
   std::ofstream file(c.profile_out);
   file << out.dump(1) << "\n";

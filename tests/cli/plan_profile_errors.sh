@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `baton plan --profile`: a missing or malformed profile, and model flags
 # that contradict it, are one line naming the file with exit 2; a valid
-# hand-written profile plans with t = 1 and p at most its layers.
+# hand-written profile plans with t = 1 and p at most its layers; a measured
+# all-reduce rate (--allreduce-gbps) prices the d = 2 plans.
 source "$(dirname "$0")/lib/common.sh"
 
 layer='{"forward_s": 0.001, "input_backward_s": 0.001, "weight_backward_s": 0.001,
@@ -43,6 +44,22 @@ sed 's/"output_bytes": 1000//; s/"parameter_bytes": 4000,/"parameter_bytes": 400
 expect_bad_input_of plan "layer 0 has no number \"output_bytes\"" --profile "$tmp/missing.json" "${C[@]}"
 sed 's/"layers": \[.*/"layers": []}/' "$tmp/good.json" | head -2 > "$tmp/empty.json"
 expect_bad_input_of plan "has no \"layers\" array" --profile "$tmp/empty.json" "${C[@]}"
+
+# The dp all-reduce's measured rate (issue 21): d = 2 plans take longer at a slower collective.
+C2=(--gpus 2 --gpus-per-node 2 --gpu-memory-gb 8 --batch 8 --dp 2 --pp 1 --microbatch 2 --json)
+slow=$("$baton" plan --profile "$tmp/good.json" "${C2[@]}" --allreduce-gbps 0.001 \
+  --allreduce-latency-us 100) || fail "--allreduce-gbps exit $?"
+fast=$("$baton" plan --profile "$tmp/good.json" "${C2[@]}") || fail "d 2 exit $?"
+python3 - "$slow" "$fast" <<'PY' || fail "--allreduce-gbps did not slow the d = 2 plan: $slow"
+import json, sys
+slow, fast = (json.loads(a)["plans"][0] for a in sys.argv[1:])
+# 3 layers x 4000 bytes over 2 ranks at 1 Mbit/s: 2 (d - 1) / d x 12000 x 8 / 1e6 = 0.096 s,
+# less the last backward it hides behind (6 ms).
+assert 0.08 < slow["step_s"] - fast["step_s"] < 0.1, (slow, fast)
+PY
+expect_bad_input_of plan "--allreduce-latency-us requires --allreduce-gbps" \
+  --profile "$tmp/good.json" "${C[@]}" --allreduce-latency-us 5
+expect_bad_input_of plan "--allreduce-gbps" --profile "$tmp/good.json" "${C[@]}" --allreduce-gbps -1
 
 expect_bad_input_of plan "--layers 4 conflicts with --profile $tmp/good.json, which has layers 3" \
   --profile "$tmp/good.json" "${C[@]}" --layers 4

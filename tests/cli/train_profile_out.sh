@@ -30,6 +30,15 @@ for l in p["layers"]:
 assert p["optimizer"] == "adam" and 0 < p["optimizer_s_per_parameter_byte"] < 1e-6, p
 assert p["layers"][1]["parameter_bytes"] == (16 * 16 + 16) * 4, p["layers"][1]
 assert p["layers"][1]["output_bytes"] == 4 * 16 * 4, p["layers"][1]
+# Whole steps on one process (issue 21): the step at m = 2 and the overheads fitted from it and
+# m = 1, which (unless a part was clamped at 0) add back up to that step.
+m, step = 2, p["one_process_step_s"]
+assert step > 0 and p["action_overhead_s"] >= 0 and p["step_overhead_s"] >= 0, p
+layers = sum(l["forward_s"] + l["input_backward_s"] + l["weight_backward_s"] for l in p["layers"])
+optimizer = p["optimizer_s_per_parameter_byte"] * sum(l["parameter_bytes"] for l in p["layers"])
+if p["action_overhead_s"] > 0 and p["step_overhead_s"] > 0:
+    fitted = m * (layers + 2 * p["action_overhead_s"]) + optimizer + p["step_overhead_s"]
+    assert abs(fitted - step) <= 1e-9 + 1e-6 * step, (fitted, step, p)
 PY
 plan=$("$baton" plan --profile "$tmp/p.json" --gpus 2 --gpus-per-node 2 --gpu-memory-gb 1 \
   --batch 8 --json) || fail "plan --profile exit $?"

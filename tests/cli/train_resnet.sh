@@ -2,7 +2,10 @@
 # `baton train --model resnet`: a tiny ResNet on Fashion-MNIST over 2 pipeline
 # ranks reports, step by step, the losses of one process (GroupNorm has no
 # batch statistics, so micro-batches change nothing: within 1e-5 for 3 steps,
-# 1e-3 for 12), and they fall below guessing's; --tp 2 is refused with one line and exit 2.
+# 1e-3 for 12), and they fall below guessing's; with --augment and AdamW's
+# --weight-decay, pp 2 is still one process (augmentation is drawn per step,
+# not per rank) and each changes the run; --tp 2, --augment on a model without
+# images and a negative weight decay are refused with one line and exit 2.
 source "$(dirname "$0")/lib/common.sh"
 src=/usr/share/datasets/fashion-mnist
 [ -f "$src/train-images-idx3-ubyte.gz" ] || { echo "apt-get install dataset-fashion-mnist; skipped"; exit 77; }
@@ -30,6 +33,35 @@ assert all(abs(a - b) <= 1e-3 * abs(b) for a, b in zip(pp2, one)), ("pp 2 drifts
 # Guessing is ln 10 = 2.303 nats; the last steps must do clearly better.
 assert sum(pp2[-3:]) / 3 < math.log(10) - 0.2, ("the loss does not fall", pp2)
 PY
+# Augmentation and weight decay: 3 steps, exact against one process, and each changes the losses.
+A=("${R[@]}" --steps 3 --optimizer adamw)
+timeout 120 "$baton" train "${A[@]}" --pp 1 --microbatches 1 --metrics "$tmp/plain.jsonl" \
+  > "$tmp/plain.out" 2>&1 || fail "plain: $(tail -5 "$tmp/plain.out")"
+timeout 120 "$baton" train "${A[@]}" --augment on --weight-decay 0.5 --pp 1 --microbatches 1 \
+  --metrics "$tmp/aug1.jsonl" > "$tmp/aug1.out" 2>&1 || fail "augment pp 1: $(tail -5 "$tmp/aug1.out")"
+timeout 120 "$baton" train "${A[@]}" --augment on --weight-decay 0.5 --pp 2 --nproc 2 \
+  --microbatches 4 --metrics "$tmp/aug2.jsonl" > "$tmp/aug2.out" 2>&1 \
+  || fail "augment pp 2: $(tail -5 "$tmp/aug2.out")"
+timeout 120 "$baton" train "${A[@]}" --augment on --pp 1 --microbatches 1 \
+  --metrics "$tmp/aug_wd.jsonl" > "$tmp/aug_wd.out" 2>&1 || fail "augment, default decay: $(tail -5 "$tmp/aug_wd.out")"
+python3 - "$tmp" <<'PY' || fail "augmentation or weight decay"
+import json, sys
+tmp = sys.argv[1]
+def losses(name):
+    return [json.loads(l)["loss"] for l in open(f"{tmp}/{name}.jsonl") if '"step"' in l]
+plain, aug1, aug2, aug_wd = losses("plain"), losses("aug1"), losses("aug2"), losses("aug_wd")
+assert len(plain) == len(aug1) == len(aug2) == len(aug_wd) == 3, (plain, aug1, aug2, aug_wd)
+assert all(abs(a - b) <= 1e-5 * abs(b) for a, b in zip(aug2, aug1)), ("pp 2 differs from one process", aug2, aug1)
+# The first step's images differ (augmented), so its loss does.
+assert abs(aug1[0] - plain[0]) > 1e-4 * abs(plain[0]), ("--augment changed nothing", aug1, plain)
+# The same images, another decay (0.5 against AdamW's 0.01): the first update differs.
+assert aug_wd[0] == aug1[0], (aug_wd, aug1)
+assert abs(aug_wd[1] - aug1[1]) > 1e-5 * abs(aug1[1]), ("--weight-decay changed nothing", aug_wd, aug1)
+PY
+expect_bad_input "--augment moves and mirrors images; model mlp has no images" "${T[@]}" --augment on
+expect_bad_input "--weight-decay: must be a finite number at least 0, got -1" "${T[@]}" --weight-decay -1
+printf 'weight_decay = -0.5\n' > "$tmp/wd.toml"
+expect_bad_input 'key "weight_decay" must be finite and at least 0' "${T[@]}" --config "$tmp/wd.toml"
 expect_bad_input "--tp 2 splits the blocks of gpt and llama and the Linear pairs of mlp; model resnet has none" \
   "${R[@]}" --pp 2 --tp 2 --nproc 4 --microbatches 2
 echo "1 passed, 0 failed"

@@ -43,6 +43,19 @@ TEST(PlanCosts, RingAllReduceMovesTwiceTheBytesLessAShare) {
   EXPECT_DOUBLE_EQ(allreduce_seconds(1e9, 1, 80, 20), 0);
 }
 
+TEST(PlanCosts, AMeasuredAllReduceRateReplacesTheLinks) {
+  Cluster c = cluster();
+  Config config;
+  config.d = 4;
+  const Cluster link_only = c;
+  c.allreduce_gbps = 80;  // 10 GB/s
+  c.allreduce_latency_us = 20;
+  EXPECT_DOUBLE_EQ(gradient_allreduce_seconds(1e9, c, config), allreduce_seconds(1e9, 4, 80, 20));
+  EXPECT_DOUBLE_EQ(
+      gradient_allreduce_seconds(1e9, link_only, config),
+      allreduce_seconds(1e9, 4, link_only.intra_node_gbps, link_only.intra_node_latency_us));
+}
+
 TEST(PlanCosts, StageTimesAreTheLayersWorkPlusTwoAllReducesEachWay) {
   const Cluster c = cluster();
   Config config;

@@ -126,6 +126,47 @@ TEST(PlanProfile, TwoChunkSchedulesCutPTimesVStages) {
   EXPECT_DOUBLE_EQ(profiled_gradient_bytes(five_layers(), c), 1000 + 2000 + 4000);
 }
 
+TEST(PlanProfile, TheActionOverheadChargesEachStagesFAndIButNotW) {
+  Profile p = five_layers();
+  p.action_overhead_s = 0.5e-3;
+  Config c;
+  c.p = 2;
+  c.microbatch = 4;
+  const sim::CostModel m = profiled_stage_costs(p, two_gpus(), c);
+  EXPECT_DOUBLE_EQ(m.stages[0].forward, (1 + 2 + 3) * 1e-3 + 0.5e-3);
+  EXPECT_DOUBLE_EQ(m.stages[0].input_backward, 2 * (1 + 2 + 3) * 1e-3 + 0.5e-3);
+  EXPECT_DOUBLE_EQ(m.stages[0].weight_backward, 3 * (1 + 2 + 3) * 1e-3);
+  // It does not scale with the micro-batch: at b = 8 the layers double, it stays.
+  c.microbatch = 8;
+  EXPECT_DOUBLE_EQ(profiled_stage_costs(p, two_gpus(), c).stages[1].forward,
+                   2 * (4 + 5) * 1e-3 + 0.5e-3);
+  // Two chunks a rank: each chunk is a stage and pays it (rank 0: stages 0 and 2).
+  c.microbatch = 4;
+  c.virtual_stages = 2;
+  c.schedule = "interleaved";
+  const sim::CostModel v = profiled_stage_costs(p, two_gpus(), c);
+  ASSERT_EQ(v.stages.size(), 4u);
+  EXPECT_DOUBLE_EQ(v.stages[2].forward, 4e-3 + 0.5e-3);
+}
+
+TEST(PlanProfile, TheStepOverheadAddsToEveryPlansStep) {
+  PlanRequest req;
+  req.profile = five_layers();
+  req.cluster = two_gpus();
+  req.batch = 8;
+  const PlanResult without = plan(req);
+  req.profile->step_overhead_s = 0.25;
+  const PlanResult with = plan(req);
+  ASSERT_FALSE(without.plans.empty());
+  ASSERT_EQ(with.plans.size(), without.plans.size());
+  // A constant per step changes no ranking: the same plans, each 0.25 s longer.
+  for (size_t i = 0; i < with.plans.size(); ++i) {
+    EXPECT_EQ(with.plans[i].config.schedule, without.plans[i].config.schedule);
+    EXPECT_EQ(with.plans[i].config.p, without.plans[i].config.p);
+    EXPECT_NEAR(with.plans[i].step_s - without.plans[i].step_s, 0.25, 1e-12);
+  }
+}
+
 TEST(PlanProfile, SearchKeepsTOneAndPAtMostTheLayers) {
   PlanRequest req;
   req.profile = five_layers();
@@ -165,6 +206,12 @@ TEST(PlanProfile, ParserNamesTheFileAndTheMissingField) {
   std::string negative = good;
   negative.replace(negative.find("\"microbatch\": 2"), 15, "\"microbatch\": 0");
   EXPECT_NE(message(negative).find("\"microbatch\" is 0"), std::string::npos);
+  std::string overhead = good;
+  overhead.replace(overhead.find("\"layers\""), 8, "\"action_overhead_s\": -1, \"layers\"");
+  EXPECT_NE(message(overhead).find("\"action_overhead_s\" is -1"), std::string::npos);
+  std::string step = good;
+  step.replace(step.find("\"layers\""), 8, "\"step_overhead_s\": 0.5, \"layers\"");
+  EXPECT_DOUBLE_EQ(parse_profile(step, "p.json").step_overhead_s, 0.5);
 }
 
 // Issue 16.9: a folder given as --profile was "not JSON".

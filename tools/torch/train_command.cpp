@@ -122,6 +122,18 @@ const CLI::Validator kDecay(
     },
     "DECAY");
 
+// A finite number at least 0 (weight decay).
+const CLI::Validator kNonNegative(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      errno = 0;
+      const double value = std::strtod(text.c_str(), &end);
+      const bool number = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+      if (number && std::isfinite(value) && value >= 0) return "";
+      return "must be a finite number at least 0, got " + text;
+    },
+    "X");
+
 // True when `message` already names "rank <rank>" (not "rank <rank>0").
 bool names_rank(const std::string& message, int rank) {
   const std::string name = "rank " + std::to_string(rank);
@@ -387,6 +399,13 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--lr", &train::TrainConfig::lr, "Learning rate");
   flag(cmd, *f, "--lr-schedule", &train::TrainConfig::lr_schedule, "constant | cosine");
   flag(cmd, *f, "--optimizer", &train::TrainConfig::optimizer, "sgd | adam | adamw");
+  flag(cmd, *f, "--weight-decay", &train::TrainConfig::weight_decay,
+       "L2 penalty (sgd, adam) or decoupled weight decay (adamw; default 0.01, as LibTorch); "
+       "finite, at least 0")
+      ->check(kNonNegative);
+  flag(cmd, *f, "--augment", &train::TrainConfig::augment,
+       "cnn, resnet: move each training image by up to 2 pixels and mirror it with "
+       "probability 1/2 (on or off, default off)");
   flag(cmd, *f, "--seed", &train::TrainConfig::seed, "Seed of weights and data")->check(kUint64);
   flag(cmd, *f, "--balance", &train::TrainConfig::balance,
        "uniform | params | time | memory | optimal | 3,5,...");
