@@ -488,8 +488,10 @@ void Executor::send_skip(Step& step, const Action& a) {
   }
   BATON_ASSERT(payload.defined() || a.kind == ActionKind::SEND_B, "no tensor for ",
                describe(a, peer_of(step, a)));
+  torch::Tensor part = tp_scatter(payload, a);
+  if (a.kind == ActionKind::SEND_F) step.result.skip_bytes[a.skip] = nn::bytes_of({part});
   step.sends.push_back(
-      comm_.isend(comm::pack_tensors({tp_scatter(payload, a)}), peer_of(step, a), tag_of(a)));
+      comm_.isend(comm::pack_tensors({std::move(part)}), peer_of(step, a), tag_of(a)));
 }
 
 nn::Tensors Executor::take_received(Step& step, const Action& a,

@@ -173,6 +173,9 @@ struct StepResult {
   // Bytes of the activation each stage of this rank sent forward (the last
   // micro-batch's): what the simulator charges to move a boundary.
   std::map<int, double> stage_boundary_bytes;
+  // Bytes of each skip connection's tensor this rank sent forward (by index
+  // in Schedule::skips; the last micro-batch's).
+  std::map<int, double> skip_bytes;
   // Activation bytes one forward stashed, per stage of this rank (mean over
   // the step's micro-batches): what the simulator's cost model takes.
   std::map<int, double> stage_activation_bytes;

@@ -15,6 +15,13 @@ double CostModel::comm_time(int stage) const {
   return t;
 }
 
+double CostModel::skip_time(int skip, int from) const {
+  if (skip < 0 || static_cast<size_t>(skip) >= skip_bytes.size() || skip_bytes[skip] < 0) {
+    return comm_time(from);
+  }
+  return comm_latency + (comm_bytes_per_time > 0 ? skip_bytes[skip] / comm_bytes_per_time : 0);
+}
+
 double ring_allreduce_time(int group_size, double bytes, const Link& link) {
   if (group_size <= 1) return 0;
   const double steps = 2.0 * (group_size - 1);

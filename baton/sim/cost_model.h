@@ -75,10 +75,16 @@ struct CostModel {
   int tp = 1;  // tensor-parallel ranks per stage
   Link tp_link;
   bool scatter_gather = false;  // see the header comment; only with tp > 1 and boundary bytes
+  // Bytes of each skip connection's tensor (Schedule::skips order); a skip
+  // beyond the vector, or below 0, moves its stashing stage's boundary bytes.
+  std::vector<double> skip_bytes;
 
   // Time to move the boundary between stage `stage` and `stage + 1` (with
   // scatter/gather: its slice over the pipeline link, then the tp gather).
   double comm_time(int stage) const;
+  // Time to move skip `skip` (stashed on stage `from`) straight to its
+  // popping stage, over the pipeline link, as one message.
+  double skip_time(int skip, int from) const;
   double backward(int stage) const {
     return stages[stage].input_backward + stages[stage].weight_backward;
   }

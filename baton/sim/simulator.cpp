@@ -104,7 +104,7 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
   std::vector<double> forward_end(cells, 0), backward_end(cells, 0);
   std::vector<double> sent_forward(cells, 0), sent_backward(cells, 0);
   // A skip connection's transfers, per (skip, micro-batch); each is charged
-  // as a boundary of its stashing stage.
+  // its own bytes (CostModel::skip_time).
   const size_t skip_cells = schedule.skips.size() * static_cast<size_t>(m);
   std::vector<double> skip_forward(skip_cells, 0), skip_backward(skip_cells, 0);
   std::vector<double> activations(p, 0);
@@ -124,7 +124,7 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
     const StageCost& cost = costs.stages[s];
     if (a.skip >= 0) {
       const size_t slot = static_cast<size_t>(a.skip) * m + mb;
-      const double transfer = costs.comm_time(schedule.skips[a.skip].from);
+      const double transfer = costs.skip_time(a.skip, schedule.skips[a.skip].from);
       switch (a.kind) {
         case ActionKind::SEND_F:
           skip_forward[slot] = free_at[r];

@@ -45,6 +45,7 @@ json config_json(const TrainConfig& c) {
               {"optimizer", c.optimizer},
               {"weight_decay", c.weight_decay},
               {"augment", c.augment},
+              {"augment_shift", c.augment_shift},
               {"seed", c.seed}});
   return out;
 }

@@ -16,7 +16,8 @@ namespace {
 void compare_pipeline(const schedule::Schedule& schedule, const trace::Timeline& measured,
                       const trace::Timeline& world, const std::map<int, double>& stage_bytes,
                       const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
-                      double measured_peak_bytes, int rank_of_peak, const DataParallelCosts* dp) {
+                      double measured_peak_bytes, int rank_of_peak, const DataParallelCosts* dp,
+                      const std::map<int, double>& skip_bytes) {
   // Mean measured time of each kind (F, B, I, W) per stage.
   std::vector<std::array<double, 4>> sum(schedule.stages, {0, 0, 0, 0}), count = sum;
   for (const auto& e : measured.events) {
@@ -45,6 +46,12 @@ void compare_pipeline(const schedule::Schedule& schedule, const trace::Timeline&
     cost.activation_bytes = it == stage_bytes.end() ? 0 : it->second;
     const auto boundary = boundary_bytes.find(s);
     cost.boundary_bytes = boundary == boundary_bytes.end() ? 0 : boundary->second;
+  }
+  // Each skip connection's own bytes (measured where it was sent).
+  costs.skip_bytes.assign(schedule.skips.size(), -1);
+  for (const auto& [skip, bytes] : skip_bytes) {
+    if (skip >= 0 && static_cast<size_t>(skip) < costs.skip_bytes.size())
+      costs.skip_bytes[skip] = bytes;
   }
   if (dp != nullptr && dp->dp > 1) {
     costs.dp = dp->dp;
@@ -117,7 +124,7 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
                              const std::map<int, double>& stage_bytes,
                              const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
                              double measured_peak_bytes, int rank_of_peak,
-                             const DataParallelCosts* dp) {
+                             const DataParallelCosts* dp, const std::map<int, double>& skip_bytes) {
   // With dp > 1 the step, bubble and start comparisons are of the first
   // replica's pipeline (world ranks r with r % (dp x tp) == 0, as pipeline
   // rank r / (dp x tp)); the all-reduces are compared on every world rank.
@@ -134,10 +141,10 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
       first.events.push_back(e);
     }
     return compare_pipeline(schedule, first, all, stage_bytes, boundary_bytes, link,
-                            measured_peak_bytes, rank_of_peak, dp);
+                            measured_peak_bytes, rank_of_peak, dp, skip_bytes);
   }
   return compare_pipeline(schedule, all, all, stage_bytes, boundary_bytes, link,
-                          measured_peak_bytes, rank_of_peak, dp);
+                          measured_peak_bytes, rank_of_peak, dp, skip_bytes);
 }
 
 }  // namespace baton::train

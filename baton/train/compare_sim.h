@@ -30,6 +30,7 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
                              const std::map<int, double>& stage_bytes,
                              const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
                              double measured_peak_bytes, int rank_of_peak,
-                             const DataParallelCosts* dp = nullptr);
+                             const DataParallelCosts* dp = nullptr,
+                             const std::map<int, double>& skip_bytes = {});
 
 }  // namespace baton::train

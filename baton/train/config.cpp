@@ -87,6 +87,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"data_dir", field(&TrainConfig::data_dir, "data_dir")},
       {"cache_dir", field(&TrainConfig::cache_dir, "cache_dir")},
       {"augment", field(&TrainConfig::augment, "augment")},
+      {"augment_shift", field(&TrainConfig::augment_shift, "augment_shift", 0)},
       {"pp", field(&TrainConfig::pp, "pp")},
       {"dp", field(&TrainConfig::dp, "dp")},
       {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
@@ -229,6 +230,8 @@ void check_config(const TrainConfig& c) {
       "\" (expected sgd, adam or adamw)");
   BATON_CHECK(c.weight_decay == -1 || (std::isfinite(c.weight_decay) && c.weight_decay >= 0),
               "[train.config] weight-decay must be finite and at least 0, got ", c.weight_decay);
+  BATON_CHECK(c.augment_shift >= 0 && c.augment_shift <= 8,
+              "[train.config] augment-shift must be 0 to 8 pixels, got ", c.augment_shift);
   BATON_CHECK(!c.augment || c.model == "cnn" || c.model == "resnet",
               "[train.config] --augment moves and mirrors images; model ", c.model,
               " has no images (use it with cnn or resnet)");

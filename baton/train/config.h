@@ -36,9 +36,11 @@ struct TrainConfig {
   std::string text;             // gpt corpus; empty: /usr/share/common-licenses/GPL-3
   std::string data_dir;         // cnn, resnet: Fashion-MNIST .gz folder; empty: Debian's
   std::string cache_dir;        // cache root, a folder per data_dir in it; empty: ~/.cache/baton
-  // cnn, resnet: each training image moved by up to 2 pixels and mirrored
-  // with probability 1/2, drawn from (seed, step) (data::augment_images).
+  // cnn, resnet: each training image moved by up to augment_shift pixels
+  // (0 to 8) and mirrored with probability 1/2, drawn from (seed, step)
+  // (data::augment_images).
   bool augment = false;
+  int augment_shift = 2;
   // Pipeline, data and tensor parallelism: dp * pp * tp ranks
   int pp = 2;
   int dp = 1;                       // replicas of the pipeline; batch is the global batch over them

@@ -20,6 +20,7 @@ class ExampleSource : public DataSource {
       : batches_(std::move(train), data::BatchesOptions(c.batch).seed(c.seed).drop_last(true)),
         test_(std::move(test)),
         augment_(c.augment),
+        shift_(c.augment_shift),
         seed_(c.seed) {
     BATON_CHECK(batches_.size() > 0, "[train.data] batch ", c.batch,
                 " is larger than the training set");
@@ -32,6 +33,7 @@ class ExampleSource : public DataSource {
       // A function of (seed, step), as the batch itself: a resume sees the same images.
       at::Generator gen = data::make_generator(seed_ * 1000003 + kAugmentStream + step);
       data::AugmentOptions options;
+      options.shift = shift_;
       options.fill = -data::kFashionMnistMean / data::kFashionMnistStd;  // black, normalised
       b.inputs = data::augment_images(b.inputs, options, gen);
     }
@@ -46,6 +48,7 @@ class ExampleSource : public DataSource {
   data::Batches batches_;
   data::Examples test_;
   bool augment_;
+  int shift_;
   uint64_t seed_;
 };
 

@@ -24,6 +24,10 @@ void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm:
       gather_stage_bytes(comm, last.stage_activation_bytes, lowered.stages);
   const std::map<int, double> boundary_bytes =
       gather_stage_bytes(comm, last.stage_boundary_bytes, lowered.stages);
+  const std::map<int, double> skip_bytes =
+      lowered.skips.empty()
+          ? std::map<int, double>{}
+          : gather_stage_bytes(comm, last.skip_bytes, static_cast<int>(lowered.skips.size()));
   // The dp all-reduce's cost, probed now (collective over each dp group)
   // with the largest bucket, for the simulator to charge REDUCE_GRAD.
   DataParallelCosts dp;
@@ -42,7 +46,7 @@ void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm:
   if (!c.svg.empty()) trace::write_file(c.svg, trace::to_svg(timeline));
   if (c.compare_sim) {
     compare_with_simulation(lowered, timeline, stage_bytes, boundary_bytes, link,
-                            last.peak_activation_bytes, 0, dp.dp > 1 ? &dp : nullptr);
+                            last.peak_activation_bytes, 0, dp.dp > 1 ? &dp : nullptr, skip_bytes);
   }
   flush_stdout("[train]");
 }

@@ -297,6 +297,11 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     auto [inputs, targets] = data->batch(step);
     set_learning_rate(*optimizer, learning_rate(c, step, total));
     optimizer->zero_grad();
+    // The step --compare-sim measures starts on every rank at once, as the
+    // simulator starts them: without the barrier a rank that finished the
+    // previous step early starts this one early, and its wait for the first
+    // stage (the previous step's tail) would count as this step's bubble.
+    if (c.compare_sim && step == total - 1) comm.barrier("the step --compare-sim measures");
     const auto t0 = Clock::now();
     loss = pipeline.step(inputs, targets);
     // Every rank sees the mini-batch loss (no barrier: step() returns it on

@@ -9,8 +9,8 @@
 source "$(dirname "$0")/lib/common.sh"
 src=/usr/share/datasets/fashion-mnist
 [ -f "$src/train-images-idx3-ubyte.gz" ] || { echo "apt-get install dataset-fashion-mnist; skipped"; exit 77; }
-R=(--model resnet --layers 3 --hidden 8 --batch 64 --steps 12 --lr 0.002 --threads 1
-   --cache-dir "$tmp/cache")
+B=(--model resnet --layers 3 --hidden 8 --batch 64 --lr 0.002 --threads 1 --cache-dir "$tmp/cache")
+R=("${B[@]}" --steps 12)
 timeout 120 "$baton" train "${R[@]}" --pp 1 --microbatches 1 --metrics "$tmp/one.jsonl" \
   > "$tmp/one.out" 2>&1 || fail "one process: $(tail -5 "$tmp/one.out")"
 timeout 120 "$baton" train "${R[@]}" --pp 2 --nproc 2 --microbatches 4 --metrics "$tmp/pp2.jsonl" \
@@ -34,7 +34,7 @@ assert all(abs(a - b) <= 1e-3 * abs(b) for a, b in zip(pp2, one)), ("pp 2 drifts
 assert sum(pp2[-3:]) / 3 < math.log(10) - 0.2, ("the loss does not fall", pp2)
 PY
 # Augmentation and weight decay: 3 steps, exact against one process, and each changes the losses.
-A=("${R[@]}" --steps 3 --optimizer adamw)
+A=("${B[@]}" --steps 3 --optimizer adamw)
 timeout 120 "$baton" train "${A[@]}" --pp 1 --microbatches 1 --metrics "$tmp/plain.jsonl" \
   > "$tmp/plain.out" 2>&1 || fail "plain: $(tail -5 "$tmp/plain.out")"
 timeout 120 "$baton" train "${A[@]}" --augment on --weight-decay 0.5 --pp 1 --microbatches 1 \

@@ -86,7 +86,8 @@ struct RankRun {
   std::vector<double> losses;
   std::map<std::string, torch::Tensor> params;
   torch::Tensor eval;
-  uint64_t messages = 0;  // point-to-point messages this rank sent in its last step
+  uint64_t messages = 0;             // point-to-point messages this rank sent in its last step
+  std::map<int, double> skip_bytes;  // its last step's StepResult::skip_bytes
 };
 
 RankRun one_process() {
@@ -122,6 +123,7 @@ RankRun pipelined(PipelineOptions options, comm::Communicator& comm) {
     run.messages = comm.p2p_messages_sent() - before;
     sgd.step();
   }
+  run.skip_bytes = pipe.last_step().skip_bytes;
   for (const auto& [name, value] : pipe.named_parameters()) run.params[name] = value.detach();
   run.eval = pipe.eval(batch(0).first);
   return run;
@@ -206,6 +208,11 @@ TEST(SkipConnectionsMessages, GoStraightToTheRankThatPops) {
   EXPECT_EQ(runs[1].messages, uint64_t{2 * m});
   EXPECT_EQ(runs[2].messages, uint64_t{2 * m});
   EXPECT_EQ(runs[3].messages, uint64_t{3 * m + 3});
+  // What the simulator charges each skip (sim::CostModel::skip_bytes): rank 0
+  // sent both, a micro-batch of kBatch / m rows of kWidth floats each.
+  const double bytes = kBatch / m * kWidth * 4.0;
+  EXPECT_EQ(runs[0].skip_bytes, (std::map<int, double>{{0, bytes}, {1, bytes}}));
+  for (int r = 1; r < 4; ++r) EXPECT_TRUE(runs[r].skip_bytes.empty()) << "rank " << r;
 }
 
 TEST(SkipConnectionsBadInput, AreRefusedNamingTheLayer) {

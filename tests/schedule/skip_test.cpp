@@ -154,6 +154,27 @@ TEST(SkipConnections, TheSimulatorWaitsForASkipSentLate) {
   EXPECT_DOUBLE_EQ(start_of_2f0(lowered), 3.0);
 }
 
+// A skip moves its own bytes: with a link of 1 byte per time unit and no
+// latency, a skip of 4 bytes arrives 4 after its stashing forward ends.
+TEST(SkipConnections, TheSimulatorChargesASkipItsOwnBytes) {
+  const Schedule lowered = lower(with_skips("gpipe", 3, 1, {{"x", 0, 2}}));
+  sim::CostModel costs = sim::uniform_cost_model(lowered, 1, 2, 0, 0);  // F = 1
+  costs.comm_bytes_per_time = 1;
+  for (auto& stage : costs.stages) stage.boundary_bytes = 0.5;  // each boundary 0.5
+  auto start_of_2f0 = [&] {
+    for (const auto& e : sim::simulate(lowered, costs).timeline.events)
+      if (e.kind == ActionKind::F && e.stage == 2 && e.microbatch == 0) return e.start;
+    return -1.0;
+  };
+  // Without its own bytes the skip moves stage 0's boundary (0.5): 2F0 waits
+  // only for 1F0, which starts at 1.5 and ends at 2.5, then its 0.5 transfer.
+  EXPECT_DOUBLE_EQ(start_of_2f0(), 3.0);
+  costs.skip_bytes = {4};  // 0F0 ends at 1, the skip lands at 5
+  EXPECT_DOUBLE_EQ(start_of_2f0(), 5.0);
+  costs.skip_bytes = {-1};  // below 0: the boundary's again
+  EXPECT_DOUBLE_EQ(start_of_2f0(), 3.0);
+}
+
 TEST(SkipConnections, TheTextFormatCarriesSkipsAndTheirTransfers) {
   const Schedule lowered = lower(with_skips("1f1b", 3, 3, {{"enc.0", 0, 2}, {"b-1", 1, 2}}));
   const std::string text = format_schedule(lowered);

@@ -404,8 +404,11 @@ Action add_train(CLI::App& app) {
        "finite, at least 0")
       ->check(kNonNegative);
   flag(cmd, *f, "--augment", &train::TrainConfig::augment,
-       "cnn, resnet: move each training image by up to 2 pixels and mirror it with "
-       "probability 1/2 (on or off, default off)");
+       "cnn, resnet: move each training image by up to --augment-shift pixels and mirror it "
+       "with probability 1/2 (on or off, default off)");
+  flag(cmd, *f, "--augment-shift", &train::TrainConfig::augment_shift,
+       "With --augment: the largest move, 0 to 8 pixels (default 2)")
+      ->check(CLI::Range(0, 8));
   flag(cmd, *f, "--seed", &train::TrainConfig::seed, "Seed of weights and data")->check(kUint64);
   flag(cmd, *f, "--balance", &train::TrainConfig::balance,
        "uniform | params | time | memory | optimal | 3,5,...");
