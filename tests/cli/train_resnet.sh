@@ -59,7 +59,7 @@ assert aug_wd[0] == aug1[0], (aug_wd, aug1)
 assert abs(aug_wd[1] - aug1[1]) > 1e-5 * abs(aug1[1]), ("--weight-decay changed nothing", aug_wd, aug1)
 PY
 expect_bad_input "--augment moves and mirrors images; model mlp has no images" "${T[@]}" --augment on
-expect_bad_input "--weight-decay: must be a finite number at least 0, got -1" "${T[@]}" --weight-decay -1
+expect_bad_input "--weight-decay: must be a finite number >= 0, got -1" "${T[@]}" --weight-decay -1
 printf 'weight_decay = -0.5\n' > "$tmp/wd.toml"
 expect_bad_input 'key "weight_decay" must be finite and at least 0' "${T[@]}" --config "$tmp/wd.toml"
 expect_bad_input "--tp 2 splits the blocks of gpt and llama and the Linear pairs of mlp; model resnet has none" \

@@ -122,18 +122,6 @@ const CLI::Validator kDecay(
     },
     "DECAY");
 
-// A finite number at least 0 (weight decay).
-const CLI::Validator kNonNegative(
-    [](std::string& text) -> std::string {
-      char* end = nullptr;
-      errno = 0;
-      const double value = std::strtod(text.c_str(), &end);
-      const bool number = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
-      if (number && std::isfinite(value) && value >= 0) return "";
-      return "must be a finite number at least 0, got " + text;
-    },
-    "X");
-
 // True when `message` already names "rank <rank>" (not "rank <rank>0").
 bool names_rank(const std::string& message, int rank) {
   const std::string name = "rank " + std::to_string(rank);
@@ -402,7 +390,7 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--weight-decay", &train::TrainConfig::weight_decay,
        "L2 penalty (sgd, adam) or decoupled weight decay (adamw; default 0.01, as LibTorch); "
        "finite, at least 0")
-      ->check(kNonNegative);
+      ->check(finite_number(false, "X"));
   flag(cmd, *f, "--augment", &train::TrainConfig::augment,
        "cnn, resnet: move each training image by up to --augment-shift pixels and mirror it "
        "with probability 1/2 (on or off, default off)");
