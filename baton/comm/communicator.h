@@ -192,6 +192,11 @@ struct ConnectOptions {
   int world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  // Nonzero: torchrun 2.x's agent hosts a store on master_addr at this port
+  // (RankEnv::agent_store_port). LibTorch 2.x builds then make every rank a
+  // client of it, so that no second port has to be free; 1.13 builds, which
+  // cannot speak to it, ignore it and use master_port.
+  int agent_store_port = 0;
   // Bounds every wait, and the rendezvous of the ranks at creation.
   std::chrono::milliseconds timeout = kDefaultTimeout;
   TransportKind transport = TransportKind::kAuto;
@@ -210,6 +215,10 @@ struct ConnectOptions {
   }
   ConnectOptions& set_master_port(int v) {
     master_port = v;
+    return *this;
+  }
+  ConnectOptions& set_agent_store_port(int v) {
+    agent_store_port = v;
     return *this;
   }
   ConnectOptions& set_timeout(std::chrono::milliseconds v) {

@@ -58,12 +58,14 @@ std::optional<RankEnv> rank_env_from_environment() {
   env.master_port = parse_int("MASTER_PORT", master_port, 1, 65535, "[1, 65535]");
   const char* agent_store = get("TORCHELASTIC_USE_AGENT_STORE");
   if (agent_store != nullptr && std::string(agent_store) == "True") {
-    // torchrun 2.x's agent hosts its own store on MASTER_PORT, in a wire
-    // format LibTorch 1.13's TCPStore client cannot speak: use the next port.
+    // torchrun 2.x's agent hosts its own store on MASTER_PORT. LibTorch 2.x
+    // builds join it; 1.13's TCPStore client cannot speak its wire format and
+    // hosts a store on the next port instead.
     BATON_CHECK(env.master_port < 65535,
                 "[comm.rank_env] MASTER_PORT must be below 65535 under "
                 "torchrun's agent store (baton's store takes MASTER_PORT + 1), got ",
                 env.master_port);
+    env.agent_store_port = env.master_port;
     env.master_port += 1;
   }
   return env;

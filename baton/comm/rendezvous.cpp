@@ -15,6 +15,8 @@
 #include <thread>
 
 #include <c10/util/Logging.h>
+#include <torch/version.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "baton/comm/comm_state.h"
 #include "baton/comm/communicator.h"
@@ -117,39 +119,47 @@ c10::intrusive_ptr<c10d::Store> connect_store(const ConnectOptions& options) {
               "[comm.connect] master port must be in [1, 65535], got ", options.master_port);
   quiet_c10d_logs();
   check_resolves(options);
+  // torchrun 2.x's agent already serves a store: on LibTorch 2.x every rank
+  // is its client, as PyTorch's own workers are, so no second port (which
+  // another program may have taken) has to be free. 1.13 cannot speak to it.
+  const bool joins_agent = TORCH_VERSION_MAJOR >= 2 && options.agent_store_port != 0;
+  const int port = joins_agent ? options.agent_store_port : options.master_port;
+  const bool hosts = options.rank == 0 && !joins_agent;
   c10d::TCPStoreOptions store_options;
-  store_options.port = static_cast<std::uint16_t>(options.master_port);
-  store_options.isServer = options.rank == 0;
+  store_options.port = static_cast<std::uint16_t>(port);
+  store_options.isServer = hosts;
   store_options.waitWorkers = false;  // the process group's rendezvous waits instead
   store_options.timeout = options.timeout;
   // The store's own connect retries for the timeout; past it and a margin, nobody answered.
   const auto deadline = options.timeout + std::chrono::seconds(5);
+  const std::string at = ::baton::detail::concat(options.master_addr, ":", port);
+  const std::string whose = joins_agent ? "torchrun's agent store" : "rank 0's rendezvous store";
   try {
     c10::intrusive_ptr<c10d::Store> store =
         make_store_within(options.master_addr, store_options, deadline);
+    // baton's keys get a prefix of their own in a store it shares.
+    if (store && joins_agent) return c10::make_intrusive<c10d::PrefixStore>("baton", store);
     if (store) return store;
   } catch (...) {
     const std::string why = first_line(std::current_exception());
-    const std::string at = ::baton::detail::concat(options.master_addr, ":", options.master_port);
     // LibTorch 1.13 says "Address already in use", 2.x "name: EADDRINUSE".
     const bool in_use = contains(why, "Address already in use") || contains(why, "EADDRINUSE");
-    if (options.rank == 0 && in_use) {
+    if (hosts && in_use) {
       throw Error(::baton::detail::concat("[comm] rank 0 could not host the rendezvous store on ",
-                                          at, ": port ", options.master_port,
+                                          at, ": port ", port,
                                           " is in use (set MASTER_PORT to a free port)"));
     }
-    if (options.rank == 0) {
+    if (hosts) {
       throw Error(::baton::detail::concat("[comm] rank 0 could not host the rendezvous store on ",
                                           at, " (", why, ")"));
     }
-    throw Error(::baton::detail::concat(
-        "[comm] rank ", options.rank, " could not reach rank 0's rendezvous store at ", at,
-        " within ", format_duration(options.timeout), " (", why, ")"));
+    throw Error(::baton::detail::concat("[comm] rank ", options.rank, " could not reach ", whose,
+                                        " at ", at, " within ", format_duration(options.timeout),
+                                        " (", why, ")"));
   }
   throw Error(::baton::detail::concat(
-      "[comm] rank ", options.rank, " got no answer from a rendezvous store at ",
-      options.master_addr, ":", options.master_port, " within ", format_duration(deadline),
-      " (is another program listening on that port?)"));
+      "[comm] rank ", options.rank, " got no answer from a rendezvous store at ", at, " within ",
+      format_duration(deadline), " (is another program listening on that port?)"));
 }
 
 }  // namespace baton::comm::detail

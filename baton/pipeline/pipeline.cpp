@@ -99,6 +99,7 @@ Joined join(const PipelineOptions& o) {
                                      .set_world_size(env->world_size)
                                      .set_master_addr(env->master_addr)
                                      .set_master_port(env->master_port)
+                                     .set_agent_store_port(env->agent_store_port)
                                      .set_timeout(o.timeout())
                                      .set_transport(comm::parse_transport(o.transport()));
     // Stages on a GPU talk over NCCL on that GPU; on the CPU, shared memory or Gloo.

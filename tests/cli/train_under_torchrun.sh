@@ -16,7 +16,8 @@ readme_line=$(grep -E '^torchrun .*--no-python .*baton train' "$(dirname "$0")/.
 timeout 300 python3 -m torch.distributed.run --standalone --nproc-per-node 2 --no-python \
   "$baton" train --model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --steps 3 --pp 2 \
   --threads 1 > "$tmp/out" 2> "$tmp/err"; rc=$?
-[ $rc -eq 0 ] || fail "torchrun exit $rc: $(tail -20 "$tmp/err")"
+# baton's own error lines first: torchrun's summary that follows them names no cause.
+[ $rc -eq 0 ] || fail "torchrun exit $rc: $(grep -m 5 -E 'error|\[comm\]' "$tmp/err"; tail -20 "$tmp/err")"
 grep -q "step 3/3" "$tmp/out" || fail "no progress from rank 0: $(cat "$tmp/out")"
 grep -q "final loss" "$tmp/out" || fail "no final loss: $(cat "$tmp/out")"
 echo "1 passed, 0 failed"

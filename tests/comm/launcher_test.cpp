@@ -303,7 +303,8 @@ TEST(RankEnvTest, ReadsTorchrunVariables) {
 }
 
 // Issue 7.17: torchrun 2.x's agent already serves MASTER_PORT, in a wire
-// format LibTorch 1.13's TCPStore cannot join.
+// format LibTorch 1.13's TCPStore cannot join (2.x builds join it:
+// agent_store_port).
 TEST(RankEnvTest, UnderTorchrunsAgentStoreBatonsStoreTakesTheNextPort) {
   ScopedEnv env({{"RANK", "0"},
                  {"WORLD_SIZE", "2"},
@@ -311,8 +312,10 @@ TEST(RankEnvTest, UnderTorchrunsAgentStoreBatonsStoreTakesTheNextPort) {
                  {"MASTER_PORT", "29500"},
                  {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
   EXPECT_EQ(rank_env_from_environment()->master_port, 29501);
+  EXPECT_EQ(rank_env_from_environment()->agent_store_port, 29500);
   setenv("TORCHELASTIC_USE_AGENT_STORE", "False", 1);
   EXPECT_EQ(rank_env_from_environment()->master_port, 29500);
+  EXPECT_EQ(rank_env_from_environment()->agent_store_port, 0);
 }
 
 TEST(RankEnvTest, LocalRankDefaultsToRankOnOneMachine) {

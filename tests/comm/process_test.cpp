@@ -1,8 +1,10 @@
 // Ranks as real processes talking over a TCPStore and Gloo, through the
 // comm_peer helper built next to this test.
 #include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -191,6 +194,48 @@ TEST(ProcessTest, MasterWhosePeersNeverShowUpFailsAfterTheTimeout) {
       testing::ThrowsMessage<Error>(
           HasSubstr("[comm] rank 0 timed out after 1 s waiting for the other 2 rank(s) to join")));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);
+}
+
+// CI saw torchrun's run fail now and then: baton's store on MASTER_PORT + 1
+// (next to torchrun's agent store) found that port taken. LibTorch 2.x
+// builds join the agent's store instead, as PyTorch's workers do: here the
+// "agent" is a TCPStore this test hosts, and master_port is a port a socket
+// holds, which a rank hosting its own store there would find in use. 1.13
+// builds cannot speak to the agent and use master_port (a free one here).
+TEST(ProcessTest, RanksUnderTorchrunsAgentStoreJoinItWhereLibTorchCan) {
+  c10d::TCPStoreOptions agent_options;
+  agent_options.port = 0;
+  agent_options.isServer = true;
+  agent_options.waitWorkers = false;
+  auto agent = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", agent_options);
+  const int agent_port = agent->getPort();
+  const int held = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(held, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(held, 1), 0);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const int busy_port = ntohs(address.sin_port);
+  const int master_port = TORCH_VERSION_MAJOR >= 2 ? busy_port : find_free_port();
+  auto rank = [&](int r) {
+    Communicator world = connect(ConnectOptions()
+                                     .set_rank(r)
+                                     .set_world_size(2)
+                                     .set_master_port(master_port)
+                                     .set_agent_store_port(agent_port)
+                                     .set_transport(TransportKind::kGloo)
+                                     .set_timeout(20s));
+    std::vector<torch::Tensor> sum = {torch::full({3}, static_cast<float>(r + 1))};
+    world.all_reduce_sum(sum);
+    return sum[0].sum().item<float>();
+  };
+  auto other = std::async(std::launch::async, rank, 1);
+  EXPECT_EQ(rank(0), 9.0f);
+  EXPECT_EQ(other.get(), 9.0f);
+  close(held);
 }
 
 }  // namespace
