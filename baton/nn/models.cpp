@@ -203,7 +203,9 @@ std::vector<std::string> model_names() {
   return {"mlp", "fashion_cnn", "gpt", "llama", "resnet"};
 }
 
-ModelSpec make_model(const std::string& name, const ModelOptions& options) {
+namespace {
+
+ModelSpec make_unsmoothed(const std::string& name, const ModelOptions& options) {
   const std::vector<std::string> known = model_names();
   BATON_CHECK(!options.tie_embeddings() || name == "gpt" || name == "llama" ||
                   std::find(known.begin(), known.end(), name) == known.end(),
@@ -230,6 +232,24 @@ ModelSpec make_model(const std::string& name, const ModelOptions& options) {
   BATON_CHECK(false, "[nn.make_model] unknown model '", name, "': known models are ",
               joined_model_names());
   return {};
+}
+
+}  // namespace
+
+ModelSpec make_model(const std::string& name, const ModelOptions& options) {
+  const double smoothing = options.label_smoothing();
+  BATON_CHECK(std::isfinite(smoothing) && smoothing >= 0 && smoothing < 1,
+              "[nn.make_model] label_smoothing must be in [0, 1), got ", smoothing);
+  ModelSpec spec = make_unsmoothed(name, options);
+  if (smoothing > 0) {
+    // Every zoo loss is a cross entropy over the last dimension's classes.
+    spec.loss = [smoothing](const torch::Tensor& logits, const torch::Tensor& target) {
+      return torch::nn::functional::cross_entropy(
+          logits.reshape({-1, logits.size(-1)}), target.reshape({-1}),
+          torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(smoothing));
+    };
+  }
+  return spec;
 }
 
 double parameter_count(const std::string& name, const ModelOptions& o) {

@@ -71,6 +71,9 @@ struct ModelOptions {
   TORCH_ARG(int, in_features) = 32;         // mlp
   TORCH_ARG(int, classes) = 10;             // mlp
   TORCH_ARG(bool, tie_embeddings) = false;  // gpt, llama: one matrix for embedding and LM head
+  // Every model's cross entropy against targets smoothed so: (1 - s) on the
+  // label and s / classes on every class (PyTorch's label_smoothing). In [0, 1).
+  TORCH_ARG(double, label_smoothing) = 0;
 };
 
 // The names make_model knows: "mlp", "fashion_cnn", "gpt", "llama", "resnet".

@@ -127,6 +127,13 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
                      "key \"weight_decay\" must be finite and at least 0, got ",
                      config.weight_decay);
        }},
+      {"label_smoothing",
+       [](const toml::node& node, TrainConfig& config) {
+         field(&TrainConfig::label_smoothing, "label_smoothing")(node, config);
+         BATON_CHECK(std::isfinite(config.label_smoothing) && config.label_smoothing >= 0 &&
+                         config.label_smoothing < 1,
+                     "key \"label_smoothing\" must be in [0, 1), got ", config.label_smoothing);
+       }},
       {"seed", field(&TrainConfig::seed, "seed")},
       {"threads", field(&TrainConfig::threads, "threads")},
       {"timeout", field(&TrainConfig::timeout_s, "timeout")},
@@ -230,6 +237,8 @@ void check_config(const TrainConfig& c) {
       "\" (expected sgd, adam or adamw)");
   BATON_CHECK(c.weight_decay == -1 || (std::isfinite(c.weight_decay) && c.weight_decay >= 0),
               "[train.config] weight-decay must be finite and at least 0, got ", c.weight_decay);
+  BATON_CHECK(std::isfinite(c.label_smoothing) && c.label_smoothing >= 0 && c.label_smoothing < 1,
+              "[train.config] label-smoothing must be in [0, 1), got ", c.label_smoothing);
   BATON_CHECK(c.augment_shift >= 0 && c.augment_shift <= 8,
               "[train.config] augment-shift must be 0 to 8 pixels, got ", c.augment_shift);
   BATON_CHECK(!c.augment || c.model == "cnn" || c.model == "resnet",

@@ -81,6 +81,8 @@ struct TrainConfig {
   // L2 penalty (sgd, adam) or decoupled decay (adamw), finite and >= 0.
   // AdamW's default is LibTorch's 0.01; -1 stands for "not given".
   double weight_decay = -1;
+  // Cross entropy against targets smoothed by this much (nn::ModelOptions), in [0, 1).
+  double label_smoothing = 0;
   uint64_t seed = 1;
   // Processes
   int threads = 0;                 // intra-op threads per rank; 0: cores / local ranks

@@ -47,7 +47,7 @@ using Clock = std::chrono::steady_clock;
 nn::ModelOptions model_options(const TrainConfig& c) {
   nn::ModelOptions options;
   options.layers(c.layers).hidden(c.hidden).heads(c.heads).context(c.context);
-  options.tie_embeddings(c.tie_embeddings);
+  options.tie_embeddings(c.tie_embeddings).label_smoothing(c.label_smoothing);
   options.in_features(c.in_features).classes(c.classes).vocab(256);
   return options;
 }

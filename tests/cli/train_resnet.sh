@@ -4,7 +4,7 @@
 # batch statistics, so micro-batches change nothing: within 1e-5 for 3 steps,
 # 1e-3 for 12), and they fall below guessing's; with --augment and AdamW's
 # --weight-decay, pp 2 is still one process (augmentation is drawn per step,
-# not per rank) and each changes the run; --tp 2, --augment on a model without
+# not per rank) and each changes the run, and so does --label-smoothing; --tp 2, --augment on a model without
 # images and a negative weight decay are refused with one line and exit 2.
 source "$(dirname "$0")/lib/common.sh"
 src=/usr/share/datasets/fashion-mnist
@@ -58,6 +58,24 @@ assert abs(aug1[0] - plain[0]) > 1e-4 * abs(plain[0]), ("--augment changed nothi
 assert aug_wd[0] == aug1[0], (aug_wd, aug1)
 assert abs(aug_wd[1] - aug1[1]) > 1e-5 * abs(aug1[1]), ("--weight-decay changed nothing", aug_wd, aug1)
 PY
+# --label-smoothing: the same first images, another loss; pp 2 is still one process.
+timeout 120 "$baton" train "${A[@]}" --label-smoothing 0.2 --pp 1 --microbatches 1 \
+  --metrics "$tmp/ls1.jsonl" > "$tmp/ls1.out" 2>&1 || fail "smoothing pp 1: $(tail -5 "$tmp/ls1.out")"
+timeout 120 "$baton" train "${A[@]}" --label-smoothing 0.2 --pp 2 --nproc 2 --microbatches 4 \
+  --metrics "$tmp/ls2.jsonl" > "$tmp/ls2.out" 2>&1 || fail "smoothing pp 2: $(tail -5 "$tmp/ls2.out")"
+python3 - "$tmp" <<'PY' || fail "label smoothing"
+import json, sys
+tmp = sys.argv[1]
+def losses(name):
+    return [r["loss"] for r in map(json.loads, open(f"{tmp}/{name}.jsonl")) if "loss" in r]
+plain, one, two = losses("plain"), losses("ls1"), losses("ls2")
+assert max(abs(a - b) / abs(b) for a, b in zip(one, plain)) > 1e-4, ("--label-smoothing changed nothing", one, plain)
+for a, b in zip(one, two):
+    assert abs(a - b) <= 1e-5 * abs(a), ("pp 2 differs from one process", one, two)
+PY
+expect_bad_input "label-smoothing must be in [0, 1), got 1" "${T[@]}" --label-smoothing 1
+printf 'label_smoothing = -0.5\n' > "$tmp/ls.toml"
+expect_bad_input 'key "label_smoothing" must be in [0, 1)' "${T[@]}" --config "$tmp/ls.toml"
 expect_bad_input "--augment moves and mirrors images; model mlp has no images" "${T[@]}" --augment on
 expect_bad_input "--weight-decay: must be a finite number >= 0, got -1" "${T[@]}" --weight-decay -1
 printf 'weight_decay = -0.5\n' > "$tmp/wd.toml"

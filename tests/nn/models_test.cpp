@@ -269,6 +269,47 @@ TEST(ModelsTest, MakeModelBuildsKnownNamesAndListsThemForUnknownOnes) {
   }
 }
 
+// Label smoothing: the loss equals (1 - s) times the cross entropy on the
+// label plus s times the mean over classes of -log softmax (Szegedy et al.,
+// "Rethinking the Inception Architecture", section 7), written out here.
+TEST(ModelsTest, LabelSmoothingMixesTheLabelsLossWithTheMeanOverClasses) {
+  torch::manual_seed(3);
+  const double s = 0.1;
+  auto by_hand = [s](const torch::Tensor& logits, const torch::Tensor& target) {
+    const auto log_p = torch::log_softmax(logits.reshape({-1, logits.size(-1)}), -1);
+    const auto on_label = -log_p.gather(1, target.reshape({-1, 1})).squeeze(1);
+    const auto uniform = -log_p.mean(1);
+    return ((1 - s) * on_label + s * uniform).mean();
+  };
+  // A classifier's logits [N, C] and a language model's [N, T, V].
+  const auto image_logits = torch::randn({6, 10});
+  const auto image_target = torch::randint(0, 10, {6});
+  const auto token_logits = torch::randn({2, 5, 32});
+  const auto token_target = torch::randint(0, 32, {2, 5});
+  for (const std::string name : {"resnet", "fashion_cnn", "mlp"}) {
+    const ModelSpec smoothed =
+        make_model(name, ModelOptions().layers(2).hidden(4).classes(10).label_smoothing(s));
+    const ModelSpec plain = make_model(name, ModelOptions().layers(2).hidden(4).classes(10));
+    EXPECT_NEAR(smoothed.loss(image_logits, image_target).item<double>(),
+                by_hand(image_logits, image_target).item<double>(), 1e-6)
+        << name;
+    EXPECT_GT(std::abs(smoothed.loss(image_logits, image_target).item<double>() -
+                       plain.loss(image_logits, image_target).item<double>()),
+              1e-3)
+        << name;
+  }
+  for (const std::string name : {"gpt", "llama"}) {
+    const ModelSpec smoothed =
+        make_model(name, ModelOptions().layers(1).hidden(8).heads(2).vocab(32).label_smoothing(s));
+    EXPECT_NEAR(smoothed.loss(token_logits, token_target).item<double>(),
+                by_hand(token_logits, token_target).item<double>(), 1e-6)
+        << name;
+  }
+  for (const double bad : {-0.1, 1.0, std::nan("")}) {
+    EXPECT_THROW(make_model("mlp", ModelOptions().label_smoothing(bad)), baton::Error) << bad;
+  }
+}
+
 TEST(ModelsTest, BuildLayerRejectsAnIndexOutsideTheModel) {
   try {
     build_layer(mlp(2, 4, 4, 2), 2, 0);

@@ -391,6 +391,10 @@ Action add_train(CLI::App& app) {
        "L2 penalty (sgd, adam) or decoupled weight decay (adamw; default 0.01, as LibTorch); "
        "finite, at least 0")
       ->check(finite_number(false, "X"));
+  flag(cmd, *f, "--label-smoothing", &train::TrainConfig::label_smoothing,
+       "Cross entropy against targets smoothed by this much: 1 - X on the label, X / classes on "
+       "every class (PyTorch's label_smoothing); in [0, 1), default 0")
+      ->check(finite_number(false, "X"));
   flag(cmd, *f, "--augment", &train::TrainConfig::augment,
        "cnn, resnet: move each training image by up to --augment-shift pixels and mirror it "
        "with probability 1/2 (on or off, default off)");
