@@ -14,7 +14,8 @@ bytes) and the plan gets it as `--allreduce-gbps` and `--allreduce-latency-us`.
 
 It does this twice: with b free (the planner's own choice; linear scaling takes it to b = 1) and
 with b fixed at the profiled micro-batch (`--microbatch 32`: no extrapolation in b). The profile
-carries a fixed per-micro-batch part of each layer's time, the optimizer's (Adam's) time per
+carries a fixed per-micro-batch part of each layer's time, each layer's times at the whole
+mini-batch (which the plan follows above b = 32), the optimizer's (Adam's) time per
 parameter byte, and what whole steps cost beyond both (action_overhead_s per F and per B of a
 stage, step_overhead_s per step), which the plan adds. A first row runs the profiled
 configuration on one rank (p = 1, no pipeline), predicted as the plan predicts it: m (F + I + W +

@@ -20,6 +20,40 @@ double number(const nlohmann::json& object, const char* key, const std::string& 
   return value;
 }
 
+struct LayerTimes {
+  double forward = 0, input_backward = 0, weight_backward = 0;
+};
+
+// A layer's times at micro-batch b: affine in b up to the profiled
+// micro-batch b0 (and past it when nothing larger was timed), else along the
+// line through the timings at b0 and above it, the last segment extended.
+LayerTimes layer_times(const ProfiledLayer& l, double b0, double b) {
+  LayerTimes out;
+  if (b <= b0 || l.larger.empty()) {
+    const double scale = b / b0;
+    const double half_fixed = l.backward_fixed_s / 2;
+    out.forward = l.forward_fixed_s + scale * (l.forward_s - l.forward_fixed_s);
+    out.input_backward = half_fixed + scale * std::max(0.0, l.input_backward_s - half_fixed);
+    out.weight_backward = half_fixed + scale * std::max(0.0, l.weight_backward_s - half_fixed);
+    return out;
+  }
+  const double backward_at_b0 = l.input_backward_s + l.weight_backward_s;
+  ProfiledPoint from{b0, l.forward_s, backward_at_b0};
+  ProfiledPoint to = l.larger.front();
+  for (size_t k = 1; k < l.larger.size() && b > to.microbatch; ++k) {
+    from = to;
+    to = l.larger[k];
+  }
+  const double t = (b - from.microbatch) / (to.microbatch - from.microbatch);
+  // Noisy timings may fall along a segment; a time never drops below 0.
+  out.forward = std::max(0.0, from.forward_s + t * (to.forward_s - from.forward_s));
+  const double backward = std::max(0.0, from.backward_s + t * (to.backward_s - from.backward_s));
+  const double input_share = backward_at_b0 > 0 ? l.input_backward_s / backward_at_b0 : 0.5;
+  out.input_backward = backward * input_share;
+  out.weight_backward = backward - out.input_backward;
+  return out;
+}
+
 }  // namespace
 
 Profile parse_profile(const std::string& text, const std::string& path) {
@@ -68,6 +102,26 @@ Profile parse_profile(const std::string& text, const std::string& path) {
       layer.forward_fixed_s = number(l, "forward_fixed_s", where, path);
     if (l.contains("backward_fixed_s"))
       layer.backward_fixed_s = number(l, "backward_fixed_s", where, path);
+    if (l.contains("larger")) {
+      BATON_CHECK(l["larger"].is_array(), "[plan] --profile ", path, ": ", where,
+                  "'s \"larger\" is not an array");
+      double below = profile.microbatch;
+      for (size_t k = 0; k < l["larger"].size(); ++k) {
+        const nlohmann::json& point = l["larger"][k];
+        const std::string at = where + "'s larger[" + std::to_string(k) + "]";
+        BATON_CHECK(point.is_object(), "[plan] --profile ", path, ": ", at, " is not an object");
+        ProfiledPoint timed;
+        timed.microbatch = number(point, "microbatch", at, path);
+        timed.forward_s = number(point, "forward_s", at, path);
+        timed.backward_s = number(point, "backward_s", at, path);
+        BATON_CHECK(timed.microbatch > below, "[plan] --profile ", path, ": ", at,
+                    " has \"microbatch\" ", timed.microbatch,
+                    "; it must exceed the one before it (", below,
+                    "; the first one the profiled micro-batch)");
+        below = timed.microbatch;
+        layer.larger.push_back(timed);
+      }
+    }
     BATON_CHECK(layer.forward_fixed_s <= layer.forward_s &&
                     layer.backward_fixed_s <= layer.input_backward_s + layer.weight_backward_s,
                 "[plan] --profile ", path, ": ", where,
@@ -106,11 +160,10 @@ sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& clust
     cost.activation_bytes = 0;
     for (int i = cut.first_layer(s); i < cut.end_layer(s); ++i) {
       const ProfiledLayer& l = profile.layers[i];
-      // Affine in b: the fixed part, then the rest in proportion.
-      const double half_fixed = l.backward_fixed_s / 2;
-      cost.forward += l.forward_fixed_s + scale * (l.forward_s - l.forward_fixed_s);
-      cost.input_backward += half_fixed + scale * std::max(0.0, l.input_backward_s - half_fixed);
-      cost.weight_backward += half_fixed + scale * std::max(0.0, l.weight_backward_s - half_fixed);
+      const LayerTimes times = layer_times(l, profile.microbatch, c.microbatch);
+      cost.forward += times.forward;
+      cost.input_backward += times.input_backward;
+      cost.weight_backward += times.weight_backward;
       cost.activation_bytes += scale * l.activation_bytes;
       cost.parameter_bytes += kAdamStatePerParameterByte * l.parameter_bytes;
     }

@@ -10,6 +10,7 @@
 //    "action_overhead_s": .., "step_overhead_s": ..,     (optional, default 0)
 //    "layers": [{"forward_s": .., "input_backward_s": .., "weight_backward_s": ..,
 //                "forward_fixed_s": .., "backward_fixed_s": .., (optional, default 0)
+//                "larger": [{"microbatch": .., "forward_s": .., "backward_s": ..}], (optional)
 //                "activation_bytes": .., "parameter_bytes": .., "output_bytes": ..}, ...]}
 //
 // Times scale with the micro-batch b affinely: a layer's forward at b takes
@@ -17,7 +18,11 @@
 // part: dispatch, kernel launches, small per-call work that does not shrink
 // with b), and likewise each half of the backward with half of
 // backward_fixed_s. `baton train --profile-out` fits the fixed part from
-// timings at b and b / 2. The optimizer's step costs
+// timings at b and b / 2. Above the profiled micro-batch, where a layer has
+// timings at larger ones ("larger", ascending; `--profile-out` adds the whole
+// mini-batch), its times follow the line through them instead, piecewise,
+// the last segment extended: a large micro-batch runs more efficiently than
+// the line from b / 2 and b says. The optimizer's step costs
 // optimizer_s_per_parameter_byte per fp32 parameter byte a rank holds.
 //
 // What a step costs beyond its layers and the optimizer: each F and each B
@@ -37,15 +42,23 @@
 
 namespace baton::plan {
 
+// A layer's forward and whole backward timed at another micro-batch.
+struct ProfiledPoint {
+  double microbatch = 1;
+  double forward_s = 0;
+  double backward_s = 0;
+};
+
 struct ProfiledLayer {
   double forward_s = 0;
   double input_backward_s = 0;
   double weight_backward_s = 0;
-  double activation_bytes = 0;  // kept from F until B, per micro-batch
-  double parameter_bytes = 0;   // fp32 weights
-  double output_bytes = 0;      // the boundary sent when the layer ends a stage
-  double forward_fixed_s = 0;   // the part of forward_s that does not scale with b
-  double backward_fixed_s = 0;  // the part of the whole backward that does not
+  double activation_bytes = 0;        // kept from F until B, per micro-batch
+  double parameter_bytes = 0;         // fp32 weights
+  double output_bytes = 0;            // the boundary sent when the layer ends a stage
+  double forward_fixed_s = 0;         // the part of forward_s that does not scale with b
+  double backward_fixed_s = 0;        // the part of the whole backward that does not
+  std::vector<ProfiledPoint> larger;  // above the profiled micro-batch, ascending
 };
 
 struct Profile {

@@ -127,6 +127,11 @@ void write_profile(const TrainConfig& c) {
   const int64_t b = sample.size(0), h = b / 2;
   std::vector<partition::LayerCost> half;
   if (h >= 1) half = runtime::profile_layers(model, sample.narrow(0, 0, h), c.seed, kRepeats);
+  // And at the whole mini-batch (the largest micro-batch a plan can choose), where larger
+  // operations run more efficiently than the line through b / 2 and b says.
+  const torch::Tensor whole = data->batch(0).first;
+  std::vector<partition::LayerCost> larger;
+  if (whole.size(0) > b) larger = runtime::profile_layers(model, whole, c.seed, kRepeats);
 
   nlohmann::json layers = nlohmann::json::array();
   double parameter_bytes = 0;
@@ -140,6 +145,12 @@ void write_profile(const TrainConfig& c) {
         half.empty() ? 0 : fixed_part(l.backward_time, half[i].backward_time, b, h) / 1e3;
     parameter_bytes += l.parameter_bytes;
     layers_s += (l.forward_time + l.backward_time) / 1e3;
+    nlohmann::json timed_larger = nlohmann::json::array();
+    if (!larger.empty()) {
+      timed_larger.push_back({{"microbatch", whole.size(0)},
+                              {"forward_s", larger[i].forward_time / 1e3},
+                              {"backward_s", larger[i].backward_time / 1e3}});
+    }
     layers.push_back({{"name", model.layers[i].name},
                       {"forward_s", l.forward_time / 1e3},
                       {"input_backward_s", backward_s / 2},
@@ -148,7 +159,8 @@ void write_profile(const TrainConfig& c) {
                       {"backward_fixed_s", backward_fixed},
                       {"activation_bytes", l.activation_bytes},
                       {"parameter_bytes", l.parameter_bytes},
-                      {"output_bytes", l.output_bytes}});
+                      {"output_bytes", l.output_bytes},
+                      {"larger", timed_larger}});
   }
   // Whole steps at m and m / 2 micro-batches of the profiled size.
   const double optimizer_per_byte = optimizer_seconds_per_byte(c, parameter_bytes);
@@ -187,6 +199,7 @@ void write_profile(const TrainConfig& c) {
        "times in seconds per micro-batch, medians; the whole backward was timed and "
        "split evenly into input_backward_s and weight_backward_s; the *_fixed_s parts "
        "do not scale with the micro-batch (fitted from a second profile at half of it); "
+       "larger: the layer timed again at the whole mini-batch; "
        "action_overhead_s (each F and each B of a stage) and step_overhead_s are what whole "
        "steps on one process at m and m / 2 micro-batches took beyond the layers and the "
        "optimizer; one_process_step_s is the step at m"},

@@ -25,6 +25,10 @@ for l in p["layers"]:
     # The fixed parts (fitted from a second profile at b = 2) lie within the times.
     assert 0 <= l["forward_fixed_s"] <= l["forward_s"], l
     assert 0 <= l["backward_fixed_s"] <= l["input_backward_s"] + l["weight_backward_s"], l
+    # Timed again at the whole mini-batch of 8 (issue 21: large micro-batches run faster per
+    # sample than the line from b / 2 and b says).
+    assert [x["microbatch"] for x in l["larger"]] == [8], l
+    assert l["larger"][0]["forward_s"] > 0 and l["larger"][0]["backward_s"] > 0, l
 # Adam (the default) on the model's 4 layers' parameters: a positive time per byte, under
 # a microsecond (it is a few floating-point operations per 4 bytes).
 assert p["optimizer"] == "adam" and 0 < p["optimizer_s_per_parameter_byte"] < 1e-6, p

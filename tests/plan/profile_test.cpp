@@ -95,6 +95,39 @@ TEST(PlanProfile, FixedPartsDoNotScaleWithTheMicrobatch) {
   EXPECT_NEAR(at1.stages[0].forward, 7.5e-3 + 7.5e-3 / 4, 1e-12);
 }
 
+// Timings at larger micro-batches (the whole mini-batch, from --profile-out)
+// replace the line above the profiled b: at a timed b the timing itself,
+// between two the straight line through them, past the last the last
+// segment extended; at or below the profiled b nothing changes. The
+// backward keeps the profile's I : W split (here 2 : 3).
+TEST(PlanProfile, LargerTimingsBendTheLineAboveTheProfiledMicrobatch) {
+  Profile p = five_layers();
+  for (auto& l : p.layers) {
+    // Layer k at b = 4: F k, B 5k ms. At 16: F 3k, B 12k; at 32: F 5k, B 20k.
+    const double k = l.forward_s / 1e-3;
+    l.larger = {{16, 3 * k * 1e-3, 12 * k * 1e-3}, {32, 5 * k * 1e-3, 20 * k * 1e-3}};
+  }
+  Config c;
+  c.p = 1;
+  auto at = [&](int b) {
+    c.microbatch = b;
+    return profiled_stage_costs(p, two_gpus(), c).stages[0];
+  };
+  const double sum_k = 15;  // 1 + 2 + ... + 5
+  EXPECT_NEAR(at(4).forward, sum_k * 1e-3, 1e-12);
+  EXPECT_NEAR(at(2).forward, sum_k * 0.5e-3, 1e-12);  // below b0: as before, linear
+  EXPECT_NEAR(at(16).forward, 3 * sum_k * 1e-3, 1e-12);
+  EXPECT_NEAR(at(16).input_backward + at(16).weight_backward, 12 * sum_k * 1e-3, 1e-12);
+  EXPECT_NEAR(at(16).input_backward / at(16).weight_backward, 2.0 / 3.0, 1e-9);
+  EXPECT_NEAR(at(10).forward, 2 * sum_k * 1e-3, 1e-12);  // halfway from 4 to 16
+  EXPECT_NEAR(at(24).forward, 4 * sum_k * 1e-3, 1e-12);  // halfway from 16 to 32
+  EXPECT_NEAR(at(64).forward, 9 * sum_k * 1e-3, 1e-12);  // 32 -> 64 at the last slope
+  // Without them, 64 would cost 16 times b0's forward.
+  c.microbatch = 64;
+  EXPECT_NEAR(profiled_stage_costs(five_layers(), two_gpus(), c).stages[0].forward,
+              16 * sum_k * 1e-3, 1e-12);
+}
+
 TEST(PlanProfile, TheSlowestRanksOptimizerStepIsItsParameterBytesTimesTheRate) {
   Profile p = five_layers();
   p.optimizer_s_per_parameter_byte = 1e-9;
@@ -212,6 +245,17 @@ TEST(PlanProfile, ParserNamesTheFileAndTheMissingField) {
   std::string step = good;
   step.replace(step.find("\"layers\""), 8, "\"step_overhead_s\": 0.5, \"layers\"");
   EXPECT_DOUBLE_EQ(parse_profile(step, "p.json").step_overhead_s, 0.5);
+  std::string larger = good;
+  larger.replace(larger.find("\"output_bytes\": 1"), 17,
+                 "\"output_bytes\": 1, \"larger\": [{\"microbatch\": 8, \"forward_s\": 3, "
+                 "\"backward_s\": 4}]");
+  ASSERT_EQ(parse_profile(larger, "p.json").layers[0].larger.size(), 1u);
+  EXPECT_DOUBLE_EQ(parse_profile(larger, "p.json").layers[0].larger[0].backward_s, 4);
+  std::string not_larger = larger;
+  not_larger.replace(not_larger.find("\"microbatch\": 8"), 15, "\"microbatch\": 2");
+  EXPECT_NE(message(not_larger).find("layer 0's larger[0] has \"microbatch\" 2; it must exceed"),
+            std::string::npos)
+      << message(not_larger);
 }
 
 // Issue 16.9: a folder given as --profile was "not JSON".
