@@ -5,7 +5,8 @@
 // batch with a whole input that every micro-batch shares, trains exactly like
 // one process that calls the same modules by hand: losses and parameters
 // after 3 SGD steps within 1e-5 relative, for every schedule with a flush
-// (and 2bw, one update stale) at p in {2, 4}, over shared memory and over
+// (and 2bw, one update stale, and pipedream, its updates per micro-batch on
+// stashed weights) at p in {2, 4}, over shared memory and over
 // Gloo, and with recomputation. Each boundary is one message whatever its
 // tensor count (counted); layers that return what the next cannot take, a last stage returning
 // several tensors and inputs that cannot be cut are refused in one line
@@ -23,6 +24,7 @@
 #include "baton/comm/local_group.h"
 #include "baton/comm/tensor_bundle.h"
 #include "baton/nn/layer_spec.h"
+#include "baton/partition/balance.h"
 #include "baton/schedule/generator.h"
 #include "schedule_cases.h"
 
@@ -149,30 +151,87 @@ RankRun one_process(bool stale) {
   return run;
 }
 
+// pipedream replayed by hand: over all steps' micro-batches j in order, stage
+// s runs micro-batch j's forward and backward on its weights after
+// max(0, j - (p - 1 - s)) of its updates (1F1B without a flush, the weights
+// stashed), and its update j applies micro-batch j's gradient (its share, 1 /
+// m, of the mean loss) at lr. A step's loss is the mean of its micro-batches'.
+// The stages are Pipeline's default cut (partition::uniform).
+RankRun one_process_pipedream(int p, int m) {
+  const nn::ModelSpec spec = toy_decoder();
+  torch::nn::Sequential model = nn::build_sequential(spec, kSeed);
+  const partition::Partition part = partition::uniform(spec.num_layers(), p);
+  auto stage_of = [&](const std::string& key) {
+    return part.stage_of_layer(std::stoi(key.substr(0, key.find('.'))));
+  };
+  Params initial;
+  for (const auto& item : model->named_parameters())
+    initial[item.key()] = item.value().detach().clone();
+  std::vector<std::vector<Params>> history(p, {initial});  // [s][k]: after k updates
+  RankRun run;
+  int j = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    const Batch b = batch(step);
+    const auto xs = b.inputs[0].chunk(m), ys = b.targets.chunk(m);
+    double loss = 0;
+    for (int k = 0; k < m; ++k, ++j) {
+      {
+        torch::NoGradGuard no_grad;
+        for (auto& item : model->named_parameters()) {
+          const int s = stage_of(item.key());
+          item.value().copy_(history[s].at(std::max(0, j - (p - 1 - s))).at(item.key()));
+          item.value().mutable_grad() = torch::Tensor();
+        }
+      }
+      auto layer = model->begin();
+      Tensors h = layer->forward<Tensors>(Tensors{xs[k], b.inputs[1]});
+      for (++layer; layer + 1 != model->end(); ++layer) h = layer->forward<Tensors>(h);
+      const torch::Tensor micro_loss = cross_entropy(layer->forward<torch::Tensor>(h), ys[k]);
+      (micro_loss / m).backward();
+      loss += micro_loss.item<double>() / m;
+      for (int s = 0; s < p; ++s) history[s].push_back(history[s].back());
+      for (const auto& item : model->named_parameters()) {
+        auto& stage = history[stage_of(item.key())];
+        stage.back()[item.key()] =
+            stage[stage.size() - 2].at(item.key()) - kLr * item.value().grad();
+      }
+    }
+    run.losses.push_back(loss);
+  }
+  for (const auto& item : model->named_parameters())
+    run.params["layer." + item.key()] = history[stage_of(item.key())].back().at(item.key());
+  return run;
+}
+
 RankRun pipelined(PipelineOptions options, comm::Communicator& comm) {
   options.communicator(comm).whole_inputs({1});
   Pipeline pipe(toy_decoder(), nullptr, options);
   torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
+  // pipedream steps the optimizer itself, after every micro-batch's backward.
+  const bool inside = pipe.updates_inside_step();
+  if (inside) pipe.set_optimizer(&sgd);
   RankRun run;
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = batch(step);
     sgd.zero_grad();
     run.losses.push_back(pipe.step(b.inputs, b.targets));
-    sgd.step();
+    if (!inside) sgd.step();
   }
   if (pipe.schedule().carries) {
     pipe.flush();
-    sgd.step();
+    if (!inside) sgd.step();
   }
   for (const auto& [name, value] : pipe.named_parameters()) run.params[name] = value.detach();
   return run;
 }
 
-// pipedream, async and pipemare update after every micro-batch: their replay
-// by hand is per model (tests/runtime/gradient_equivalence_test.cpp).
+// async and pipemare update after every micro-batch without stashing: a
+// backward runs on other weights than its forward, which a replay by hand
+// writes out per operation (tests/runtime/gradient_equivalence_test.cpp does
+// so for Linear layers); this toy's embeddings and gates are left out.
 std::vector<test::ScheduleCase> cases() {
   return test::schedule_cases(kMiddle + 2, [](const schedule::Schedule& s) {
-    return s.name != "pipedream" && s.name != "async" && s.name != "pipemare";
+    return s.name != "async" && s.name != "pipemare";
   });
 }
 
@@ -194,7 +253,8 @@ TEST_P(MultiTensorBoundaries, TrainLikeOneProcess) {
       c.p, kTimeout,
       [&](comm::Communicator& comm) { runs[comm.rank()] = pipelined(options, comm); }, c.transport);
   const bool stale = c.schedule == "2bw";
-  const RankRun reference = one_process(stale);
+  const RankRun reference =
+      c.schedule == "pipedream" ? one_process_pipedream(c.p, 2 * c.p) : one_process(stale);
   size_t seen = 0;
   for (int r = 0; r < c.p; ++r) {
     // 2bw's step() returns the loss of the weights it ran on: the same as one process's.
