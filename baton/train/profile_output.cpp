@@ -119,8 +119,8 @@ void write_profile(const TrainConfig& c) {
   at::set_num_threads(c.threads > 0 ? c.threads : available_cores());
   const nn::ModelSpec model = model_spec(c);
   const std::unique_ptr<DataSource> data = make_data_source(c);
-  const torch::Tensor sample =
-      runtime::split_microbatches(data->batch(0).first, c.microbatches).front();
+  const auto [inputs, targets] = data->batch(0);
+  const torch::Tensor sample = runtime::split_microbatches(inputs, c.microbatches).front();
   const std::vector<partition::LayerCost> costs =
       runtime::profile_layers(model, sample, c.seed, kRepeats);
   // Again at half the micro-batch, for the part of each time that does not scale with it.
@@ -129,9 +129,8 @@ void write_profile(const TrainConfig& c) {
   if (h >= 1) half = runtime::profile_layers(model, sample.narrow(0, 0, h), c.seed, kRepeats);
   // And at the whole mini-batch (the largest micro-batch a plan can choose), where larger
   // operations run more efficiently than the line through b / 2 and b says.
-  const torch::Tensor whole = data->batch(0).first;
   std::vector<partition::LayerCost> larger;
-  if (whole.size(0) > b) larger = runtime::profile_layers(model, whole, c.seed, kRepeats);
+  if (inputs.size(0) > b) larger = runtime::profile_layers(model, inputs, c.seed, kRepeats);
 
   nlohmann::json layers = nlohmann::json::array();
   double parameter_bytes = 0;
@@ -147,7 +146,7 @@ void write_profile(const TrainConfig& c) {
     layers_s += (l.forward_time + l.backward_time) / 1e3;
     nlohmann::json timed_larger = nlohmann::json::array();
     if (!larger.empty()) {
-      timed_larger.push_back({{"microbatch", whole.size(0)},
+      timed_larger.push_back({{"microbatch", inputs.size(0)},
                               {"forward_s", larger[i].forward_time / 1e3},
                               {"backward_s", larger[i].backward_time / 1e3}});
     }
@@ -164,7 +163,6 @@ void write_profile(const TrainConfig& c) {
   }
   // Whole steps at m and m / 2 micro-batches of the profiled size.
   const double optimizer_per_byte = optimizer_seconds_per_byte(c, parameter_bytes);
-  const auto [inputs, targets] = data->batch(0);
   const int m = c.microbatches;
   const int64_t rows = std::min<int64_t>(m * b, inputs.size(0));
   const double at_m = one_process_step_seconds(c, model, inputs, targets, m, rows);

@@ -1,10 +1,8 @@
 // Ranks as real processes talking over a TCPStore and Gloo, through the
 // comm_peer helper built next to this test.
 #include <dirent.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -199,33 +197,24 @@ TEST(ProcessTest, MasterWhosePeersNeverShowUpFailsAfterTheTimeout) {
 // CI saw torchrun's run fail now and then: baton's store on MASTER_PORT + 1
 // (next to torchrun's agent store) found that port taken. LibTorch 2.x
 // builds join the agent's store instead, as PyTorch's workers do: here the
-// "agent" is a TCPStore this test hosts, and master_port is a port a socket
-// holds, which a rank hosting its own store there would find in use. 1.13
+// "agent" is a TCPStore this test hosts, and master_port is another store's,
+// which a rank hosting its own store there would find in use. 1.13
 // builds cannot speak to the agent and use master_port (a free one here).
 TEST(ProcessTest, RanksUnderTorchrunsAgentStoreJoinItWhereLibTorchCan) {
-  c10d::TCPStoreOptions agent_options;
-  agent_options.port = 0;
-  agent_options.isServer = true;
-  agent_options.waitWorkers = false;
-  auto agent = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", agent_options);
-  const int agent_port = agent->getPort();
-  const int held = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(held, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(held, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ASSERT_EQ(listen(held, 1), 0);
-  socklen_t length = sizeof address;
-  ASSERT_EQ(getsockname(held, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  const int busy_port = ntohs(address.sin_port);
-  const int master_port = TORCH_VERSION_MAJOR >= 2 ? busy_port : find_free_port();
+  c10d::TCPStoreOptions server;
+  server.port = 0;  // any free port
+  server.isServer = true;
+  server.waitWorkers = false;
+  auto agent = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", server);
+  // Another store holds the port a rank hosting its own store would need.
+  auto squatter = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", server);
+  const int master_port = TORCH_VERSION_MAJOR >= 2 ? squatter->getPort() : find_free_port();
   auto rank = [&](int r) {
     Communicator world = connect(ConnectOptions()
                                      .set_rank(r)
                                      .set_world_size(2)
                                      .set_master_port(master_port)
-                                     .set_agent_store_port(agent_port)
+                                     .set_agent_store_port(agent->getPort())
                                      .set_transport(TransportKind::kGloo)
                                      .set_timeout(20s));
     std::vector<torch::Tensor> sum = {torch::full({3}, static_cast<float>(r + 1))};
@@ -235,7 +224,6 @@ TEST(ProcessTest, RanksUnderTorchrunsAgentStoreJoinItWhereLibTorchCan) {
   auto other = std::async(std::launch::async, rank, 1);
   EXPECT_EQ(rank(0), 9.0f);
   EXPECT_EQ(other.get(), 9.0f);
-  close(held);
 }
 
 }  // namespace

@@ -114,6 +114,14 @@ struct RankRun {
   Params params;  // "layer.<index>.<name>"
 };
 
+// The logits of the toy's layers called by hand in order.
+torch::Tensor logits_of(torch::nn::Sequential& model, const Tensors& inputs) {
+  auto layer = model->begin();
+  Tensors h = layer->forward<Tensors>(inputs);
+  for (++layer; layer + 1 != model->end(); ++layer) h = layer->forward<Tensors>(h);
+  return layer->forward<torch::Tensor>(h);
+}
+
 // One process: the same layers, called by hand in order. `stale`: 2bw's
 // update, W(t+1) = W(t) - lr * grad(W(t-1)), then the drained last gradient.
 RankRun one_process(bool stale) {
@@ -130,10 +138,7 @@ RankRun one_process(bool stale) {
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = batch(step);
     sgd.zero_grad();
-    auto layer = model->begin();
-    Tensors h = layer->forward<Tensors>(b.inputs);
-    for (++layer; layer + 1 != model->end(); ++layer) h = layer->forward<Tensors>(h);
-    torch::Tensor loss = cross_entropy(layer->forward<torch::Tensor>(h), b.targets);
+    torch::Tensor loss = cross_entropy(logits_of(model, b.inputs), b.targets);
     loss.backward();
     run.losses.push_back(loss.item<double>());
     std::vector<torch::Tensor> grads;
@@ -183,10 +188,8 @@ RankRun one_process_pipedream(int p, int m) {
           item.value().mutable_grad() = torch::Tensor();
         }
       }
-      auto layer = model->begin();
-      Tensors h = layer->forward<Tensors>(Tensors{xs[k], b.inputs[1]});
-      for (++layer; layer + 1 != model->end(); ++layer) h = layer->forward<Tensors>(h);
-      const torch::Tensor micro_loss = cross_entropy(layer->forward<torch::Tensor>(h), ys[k]);
+      const torch::Tensor micro_loss =
+          cross_entropy(logits_of(model, Tensors{xs[k], b.inputs[1]}), ys[k]);
       (micro_loss / m).backward();
       loss += micro_loss.item<double>() / m;
       for (int s = 0; s < p; ++s) history[s].push_back(history[s].back());
