@@ -132,10 +132,10 @@ StepResult Executor::drain() {
   return run(nn::Tensors{}, torch::Tensor(), /*drain_only=*/true);
 }
 
-std::vector<nn::Tensors> Executor::split(const nn::Tensors& inputs, int microbatches) const {
+MicrobatchCuts Executor::split(const nn::Tensors& inputs, int microbatches) const {
   nn::Tensors here;
   for (const auto& t : inputs) here.push_back(on_device(t));
-  return split_inputs(here, microbatches, options_.whole_inputs);
+  return MicrobatchCuts(std::move(here), microbatches, options_.whole_inputs);
 }
 
 StepResult Executor::run(const nn::Tensors& inputs, const torch::Tensor& targets, bool drain_only) {
@@ -155,7 +155,9 @@ StepResult Executor::run(const nn::Tensors& inputs, const torch::Tensor& targets
   }
   if (needs_inputs) step.inputs = split(inputs, m);
   if (needs_targets) {
-    step.targets = split_microbatches(on_device(targets), m);
+    BATON_CHECK(targets.defined(), "[runtime.microbatch] the last stage's rank got no targets");
+    BATON_CHECK(targets.dim() >= 1, "[runtime.microbatch] a batch needs a batch dimension (dim 0)");
+    step.targets = MicrobatchCuts({on_device(targets)}, m);
     step.scales = loss_scales(step.targets);
   }
   if (options_.share_loss && !drain_only) {
@@ -334,7 +336,7 @@ nn::Tensors Executor::stage_forward(Step& step, const Action& a, double* activat
     // The loss (and the outputs handed back) in fp32.
     if (mixed && y.is_floating_point()) y = y.to(torch::kFloat);
     if (step.forward_only) return out;
-    y = loss_(y, step.targets[mb]) * step.scales[mb];
+    y = loss_(y, step.targets.at(mb).front()) * step.scales[mb];
     if (activation_bytes != nullptr) count_loss(step, y);
   } else if (mixed) {
     // The boundary in the compute dtype: half of fp32's bytes on the wire.
@@ -360,7 +362,7 @@ void Executor::compute_forward(Step& step, const Action& a) {
     return leaves;
   };
   if (s == 0) {
-    step.input[c] = step.inputs[mb];
+    step.input[c] = step.inputs.at(mb);
   } else if (step.input[c].empty()) {
     // The previous stage ran on this rank: take its output directly.
     step.input[c] = handed(step.output[step.cell(s - 1, mb)]);

@@ -58,6 +58,7 @@
 #include "baton/nn/layer_call.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/runtime/clip.h"
+#include "baton/runtime/microbatch.h"
 #include "baton/runtime/pipemare.h"
 #include "baton/runtime/precision.h"
 #include "baton/runtime/reducers.h"
@@ -254,7 +255,7 @@ class Executor {
   WeightVersions* versions() const;
   StepResult run(const nn::Tensors& inputs, const torch::Tensor& targets, bool drain_only);
   // The model's inputs on this rank's device, cut into micro-batches.
-  std::vector<nn::Tensors> split(const nn::Tensors& inputs, int microbatches) const;
+  MicrobatchCuts split(const nn::Tensors& inputs, int microbatches) const;
   // The interpreter: posts the step's receives, then runs its actions in order.
   void interpret(Step& step);
   bool skipped(const Step& step, size_t index) const;

@@ -32,39 +32,71 @@ int64_t batch_rows(const nn::Tensors& batch, const std::vector<int>& whole) {
   return -1;
 }
 
-std::vector<nn::Tensors> split_inputs(const nn::Tensors& batch, int microbatches,
-                                      const std::vector<int>& whole) {
-  BATON_CHECK(!batch.empty(), "[runtime.microbatch] the model's inputs are an empty list");
+MicrobatchCuts::MicrobatchCuts(nn::Tensors batch, int microbatches, const std::vector<int>& whole)
+    : batch_(std::move(batch)), whole_(batch_.size(), false), microbatches_(microbatches) {
+  BATON_CHECK(!batch_.empty(), "[runtime.microbatch] the model's inputs are an empty list");
+  BATON_CHECK(microbatches >= 1, "[runtime.microbatch] micro-batches must be at least 1, got ",
+              microbatches);
   for (int w : whole) {
-    BATON_CHECK(w >= 0 && static_cast<size_t>(w) < batch.size(),
-                "[runtime.microbatch] whole input ", w, " is not among the model's ", batch.size(),
+    BATON_CHECK(w >= 0 && static_cast<size_t>(w) < batch_.size(),
+                "[runtime.microbatch] whole input ", w, " is not among the model's ", batch_.size(),
                 " inputs");
+    whole_[static_cast<size_t>(w)] = true;
   }
-  std::vector<nn::Tensors> out(static_cast<size_t>(std::max(microbatches, 0)));
-  int64_t rows = -1;
   size_t first = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const torch::Tensor& t = batch[i];
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    const torch::Tensor& t = batch_[i];
     BATON_CHECK(t.defined(), "[runtime.microbatch] input ", i, " of the model is undefined");
-    if (is_whole(whole, i)) {
-      for (auto& mb : out) mb.push_back(t);
-      continue;
-    }
+    if (whole_[i]) continue;
     BATON_CHECK(t.dim() >= 1, "[runtime.microbatch] input ", i,
                 " has no dim 0 to cut into micro-batches (a scalar); declare it whole "
                 "(PipelineOptions::whole_inputs) so every micro-batch shares it");
-    if (rows < 0) {
-      rows = t.size(0);
+    if (rows_ < 0) {
+      rows_ = t.size(0);
       first = i;
     }
-    BATON_CHECK(t.size(0) == rows, "[runtime.microbatch] input ", i, " has ", t.size(0),
-                " rows on dim 0 but input ", first, " has ", rows,
+    BATON_CHECK(t.size(0) == rows_, "[runtime.microbatch] input ", i, " has ", t.size(0),
+                " rows on dim 0 but input ", first, " has ", rows_,
                 ": the inputs cut into micro-batches must agree on dim 0; declare a shared one "
                 "whole (PipelineOptions::whole_inputs)");
-    std::vector<torch::Tensor> parts = split_microbatches(t, microbatches);
-    for (size_t k = 0; k < out.size(); ++k) out[k].push_back(parts[k]);
   }
+  BATON_CHECK(rows_ < 0 || rows_ >= microbatches, "[runtime.microbatch] batch of ", rows_,
+              " samples cannot make ", microbatches, " micro-batches; use a batch of at least ",
+              microbatches, " or fewer micro-batches");
+}
+
+int64_t MicrobatchCuts::rows(int microbatch) const {
+  BATON_ASSERT(microbatch >= 0 && microbatch < microbatches_, "micro-batch ", microbatch, " of ",
+               microbatches_);
+  if (rows_ < 0) return -1;
+  // tensor_split's sizes: the first rows % m micro-batches one row larger.
+  return rows_ / microbatches_ + (microbatch < rows_ % microbatches_ ? 1 : 0);
+}
+
+nn::Tensors MicrobatchCuts::at(int microbatch) const {
+  const int64_t base = rows_ / microbatches_, extra = rows_ % microbatches_;
+  const int64_t begin = microbatch * base + std::min<int64_t>(microbatch, extra);
+  const int64_t length = rows(microbatch);
+  nn::Tensors out;
+  out.reserve(batch_.size());
+  for (size_t i = 0; i < batch_.size(); ++i)
+    out.push_back(whole_[i] ? batch_[i] : batch_[i].narrow(0, begin, length));
   return out;
+}
+
+std::vector<nn::Tensors> split_inputs(const nn::Tensors& batch, int microbatches,
+                                      const std::vector<int>& whole) {
+  const MicrobatchCuts cuts(batch, microbatches, whole);
+  std::vector<nn::Tensors> out;
+  for (int k = 0; k < microbatches; ++k) out.push_back(cuts.at(k));
+  return out;
+}
+
+std::vector<double> loss_scales(const MicrobatchCuts& cuts) {
+  std::vector<double> scales;
+  for (int k = 0; k < cuts.microbatches(); ++k)
+    scales.push_back(static_cast<double>(cuts.rows(k)) / static_cast<double>(cuts.rows()));
+  return scales;
 }
 
 std::vector<double> loss_scales(const std::vector<torch::Tensor>& microbatches) {

@@ -57,9 +57,10 @@ struct Step {
   bool forward_only;
   bool drain_only;
   bool carried_in = false;  // a schedule without a flush: the last step left backwards
-  // Micro-batches of the mini-batch: the model's inputs (one list each) and targets.
-  std::vector<nn::Tensors> inputs;
-  std::vector<torch::Tensor> targets;
+  // Micro-batches of the mini-batch, cut on demand: the model's inputs and
+  // the targets (one tensor).
+  MicrobatchCuts inputs;
+  MicrobatchCuts targets;
   std::vector<double> scales;
   // Per cell, the tensors crossing the stage's boundaries; empty: none yet.
   std::vector<nn::Tensors> input;   // the stage's input (leaves where they need a gradient)

@@ -216,6 +216,51 @@ TEST_P(AllReduceTest, SumEqualsTheSumComputedDirectly) {
       std::get<1>(GetParam()));
 }
 
+// A barrier holds every rank until all have arrived: each rank counts itself
+// in before the barrier, and after it sees every rank of that round counted
+// (the shared-memory barrier's hops through rank 0, and Gloo's).
+TEST_P(AllReduceTest, BarrierReleasesNoRankBeforeEveryRankArrived) {
+  const int world_size = std::get<0>(GetParam());
+  constexpr int kRounds = 50;
+  std::atomic<int> arrived{0};
+  run_local_group(
+      world_size, kTimeout,
+      [&](Communicator& comm) {
+        std::mt19937 gen(static_cast<unsigned>(comm.rank()));
+        for (int round = 1; round <= kRounds; ++round) {
+          if (gen() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(gen() % 500));
+          arrived.fetch_add(1);
+          comm.barrier("round " + std::to_string(round));
+          EXPECT_GE(arrived.load(), round * world_size) << "rank " << comm.rank();
+        }
+      },
+      std::get<1>(GetParam()));
+}
+
+// A rank that never joins the barrier (alive, but silent): every other rank
+// fails within about the timeout, naming the barrier, and none hangs.
+TEST_P(AllReduceTest, BarrierThatARankNeverJoinsFailsOnEveryOtherRank) {
+  const int world_size = std::get<0>(GetParam());
+  std::atomic<int> failed{0};
+  run_local_group(
+      world_size, 1s,
+      [&](Communicator& comm) {
+        if (comm.rank() == world_size - 1) {
+          const auto until = std::chrono::steady_clock::now() + 20s;
+          while (failed < world_size - 1 && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(5ms);
+          return;
+        }
+        const auto start = std::chrono::steady_clock::now();
+        EXPECT_THAT([&] { comm.barrier("the test's barrier"); },
+                    testing::ThrowsMessage<Error>(HasSubstr("the test's barrier")));
+        EXPECT_LE(std::chrono::steady_clock::now() - start, 5s);
+        ++failed;
+      },
+      std::get<1>(GetParam()));
+  EXPECT_EQ(failed, world_size - 1);
+}
+
 INSTANTIATE_TEST_SUITE_P(WorldSizes, AllReduceTest,
                          testing::Combine(testing::Values(2, 3, 4),
                                           testing::Values(TransportKind::kShm,
