@@ -33,8 +33,9 @@ def baton(binary, hidden, m, schedule, steps, device):
             check=True, capture_output=True, text=True).stdout
         rows = [json.loads(line) for line in open(metrics)]
     step = statistics.median([r["step_ms"] for r in rows if "step_ms" in r][5:])
-    eff = re.search(r"efficiency ([0-9.]+)%", out)
-    bubbles = re.search(r"bubble measured ([0-9.]+)%, simulated ([0-9.]+)%", out)
+    # The median over the steps --compare-sim measures (each after a barrier).
+    eff = re.search(r"efficiency median ([0-9.]+)%", out)
+    bubbles = re.search(r"bubble median measured ([0-9.]+)%, simulated ([0-9.]+)%", out)
     return step, float(eff.group(1)) if eff else float("nan"), bubbles.groups() if bubbles else None
 
 

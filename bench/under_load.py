@@ -52,7 +52,7 @@ def main_job(binary, steps=300):
                                                                      "fashion_mnist.toml"),
                           "--nproc", "2", "--compare-sim", "--steps", str(steps)],
                          check=True, capture_output=True, text=True).stdout
-    b = re.search(r"bubble measured ([0-9.]+)%, simulated ([0-9.]+)%", out)
+    b = re.search(r"bubble median measured ([0-9.]+)%, simulated ([0-9.]+)%", out)
     return (float(b.group(1)), float(b.group(2))) if b else (float("nan"), float("nan"))
 
 

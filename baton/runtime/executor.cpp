@@ -175,7 +175,10 @@ StepResult Executor::run(const nn::Tensors& inputs, const torch::Tensor& targets
   } else {
     gather_loss(step);
   }
-  for (auto& send : step.sends) send.wait(baton::detail::concat("a send of step ", steps_run_ + 1));
+  if (!step.sends.empty()) {
+    const std::string what = "a send of step " + std::to_string(steps_run_ + 1);
+    for (auto& send : step.sends) send.wait(what);
+  }
   wait_reductions(step);
   measure_reductions(step.result);
   carries_->end_step(step);

@@ -13,12 +13,13 @@ namespace baton::train {
 
 namespace {
 
-void compare_pipeline(const schedule::Schedule& schedule, const trace::Timeline& measured,
-                      const trace::Timeline& world, const std::map<int, double>& stage_bytes,
-                      const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
-                      double measured_peak_bytes, int rank_of_peak, const DataParallelCosts* dp,
-                      const std::map<int, double>& skip_bytes) {
-  // Mean measured time of each kind (F, B, I, W) per stage.
+// The simulator's costs: the mean measured time of each kind (F, B, I, W)
+// per stage of `measured`, the bytes, the link and the dp all-reduce.
+sim::CostModel measured_costs(const schedule::Schedule& schedule, const trace::Timeline& measured,
+                              const std::map<int, double>& stage_bytes,
+                              const std::map<int, double>& boundary_bytes,
+                              const comm::P2pCost& link, const DataParallelCosts* dp,
+                              const std::map<int, double>& skip_bytes) {
   std::vector<std::array<double, 4>> sum(schedule.stages, {0, 0, 0, 0}), count = sum;
   for (const auto& e : measured.events) {
     const auto k = static_cast<size_t>(e.kind);
@@ -59,7 +60,41 @@ void compare_pipeline(const schedule::Schedule& schedule, const trace::Timeline&
     for (int s = 0; s < schedule.stages && static_cast<size_t>(s) < dp->bucket_bytes.size(); ++s)
       costs.stages[s].bucket_bytes = dp->bucket_bytes[s];
   }
-  const sim::Result predicted = sim::simulate(schedule, costs);
+  return costs;
+}
+
+// With dp > 1 the step, bubble and start comparisons are of the first
+// replica's pipeline (world ranks r with r % (dp x tp) == 0, as pipeline
+// rank r / (dp x tp)); the all-reduces are compared on every world rank.
+trace::Timeline first_replica(const schedule::Schedule& schedule, const trace::Timeline& world,
+                              const DataParallelCosts* dp) {
+  if (dp == nullptr || dp->world_per_pipeline_rank <= 1) return world;
+  trace::Timeline first;
+  first.title = world.title;
+  first.time_unit = world.time_unit;
+  first.ranks = schedule.ranks;
+  for (trace::Event e : world.events) {
+    if (e.rank % dp->world_per_pipeline_rank != 0) continue;
+    e.rank /= dp->world_per_pipeline_rank;
+    first.events.push_back(e);
+  }
+  return first;
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+void compare_pipeline(const schedule::Schedule& schedule, const trace::Timeline& measured,
+                      const trace::Timeline& world, const std::map<int, double>& stage_bytes,
+                      const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
+                      double measured_peak_bytes, int rank_of_peak, const DataParallelCosts* dp,
+                      const std::map<int, double>& skip_bytes) {
+  const sim::Result predicted = sim::simulate(
+      schedule,
+      measured_costs(schedule, measured, stage_bytes, boundary_bytes, link, dp, skip_bytes));
   const double measured_ms = trace::makespan(measured);
   std::printf(
       "compare-sim: link %.1f us + %.2f GB/s; measured step %.2f ms, simulated %.2f ms "
@@ -124,27 +159,34 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
                              const std::map<int, double>& stage_bytes,
                              const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
                              double measured_peak_bytes, int rank_of_peak,
-                             const DataParallelCosts* dp, const std::map<int, double>& skip_bytes) {
-  // With dp > 1 the step, bubble and start comparisons are of the first
-  // replica's pipeline (world ranks r with r % (dp x tp) == 0, as pipeline
-  // rank r / (dp x tp)); the all-reduces are compared on every world rank.
-  const trace::Timeline& all = measured;
-  if (dp != nullptr && dp->world_per_pipeline_rank > 1) {
-    const trace::Timeline& world = all;
-    trace::Timeline first;
-    first.title = world.title;
-    first.time_unit = world.time_unit;
-    first.ranks = schedule.ranks;
-    for (trace::Event e : world.events) {
-      if (e.rank % dp->world_per_pipeline_rank != 0) continue;
-      e.rank /= dp->world_per_pipeline_rank;
-      first.events.push_back(e);
-    }
-    return compare_pipeline(schedule, first, all, stage_bytes, boundary_bytes, link,
-                            measured_peak_bytes, rank_of_peak, dp, skip_bytes);
+                             const DataParallelCosts* dp, const std::map<int, double>& skip_bytes,
+                             const std::vector<trace::Timeline>& earlier) {
+  compare_pipeline(schedule, first_replica(schedule, measured, dp), measured, stage_bytes,
+                   boundary_bytes, link, measured_peak_bytes, rank_of_peak, dp, skip_bytes);
+  if (earlier.empty()) return;
+  // One step is a few ms here and there; a hiccup of the machine moves it
+  // by more than the figure's own size. The median over the compared steps
+  // is the figure to quote.
+  std::vector<double> efficiency, measured_bubble, simulated_bubble;
+  std::vector<const trace::Timeline*> steps;
+  for (const auto& step : earlier) steps.push_back(&step);
+  steps.push_back(&measured);
+  for (const trace::Timeline* world : steps) {
+    const trace::Timeline pipeline = first_replica(schedule, *world, dp);
+    const sim::Result predicted = sim::simulate(
+        schedule,
+        measured_costs(schedule, pipeline, stage_bytes, boundary_bytes, link, dp, skip_bytes));
+    efficiency.push_back(100.0 * predicted.stats.makespan /
+                         std::max(1e-9, trace::makespan(pipeline)));
+    measured_bubble.push_back(100.0 * trace::bubble_fraction(pipeline));
+    simulated_bubble.push_back(100.0 * predicted.stats.bubble_fraction);
   }
-  return compare_pipeline(schedule, all, all, stage_bytes, boundary_bytes, link,
-                          measured_peak_bytes, rank_of_peak, dp, skip_bytes);
+  std::printf(
+      "compare-sim: over the last %zu steps, each after a barrier: efficiency median %.1f%% "
+      "(%.1f%% to %.1f%%); bubble median measured %.1f%%, simulated %.1f%%\n",
+      steps.size(), median_of(efficiency), *std::min_element(efficiency.begin(), efficiency.end()),
+      *std::max_element(efficiency.begin(), efficiency.end()), median_of(measured_bubble),
+      median_of(simulated_bubble));
 }
 
 }  // namespace baton::train

@@ -15,7 +15,10 @@ namespace baton::train {
 // `measured`, the activation and boundary bytes per stage and the probed
 // link, and prints measured against simulated: step time, bubble, the
 // largest start-time deviation of any action, and `rank_of_peak`'s peak
-// activation bytes.
+// activation bytes. With `earlier` (the world timelines of the steps before
+// the last, each started after a barrier as the last is), one more line
+// gives the median efficiency and bubbles over all of them, each step
+// simulated with its own measured costs.
 // With `dp` (data parallelism), the simulation also charges each REDUCE_GRAD
 // its bucket's ring all-reduce over the probed dp link, and prints per world
 // rank the all-reduce time, exposed and hidden, measured against simulated.
@@ -31,6 +34,7 @@ void compare_with_simulation(const schedule::Schedule& schedule, const trace::Ti
                              const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
                              double measured_peak_bytes, int rank_of_peak,
                              const DataParallelCosts* dp = nullptr,
-                             const std::map<int, double>& skip_bytes = {});
+                             const std::map<int, double>& skip_bytes = {},
+                             const std::vector<trace::Timeline>& earlier = {});
 
 }  // namespace baton::train

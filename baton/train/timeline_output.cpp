@@ -12,14 +12,20 @@
 
 namespace baton::train {
 
-void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm::P2pCost& link) {
+trace::Timeline gather_step_timeline(const TrainConfig& c, const Pipeline& pipeline) {
+  const runtime::StepResult& last = pipeline.last_step();
+  return gather_timeline(pipeline.communicator(), last.events, last.start_ms, pipeline.rank(),
+                         pipeline.world_size(),
+                         pipeline.schedule().name + " p=" + std::to_string(c.pp) +
+                             " m=" + std::to_string(c.microbatches) + " (measured)");
+}
+
+void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm::P2pCost& link,
+                     const std::vector<trace::Timeline>& earlier) {
   const schedule::Schedule& lowered = pipeline.schedule();
   const runtime::StepResult& last = pipeline.last_step();
   comm::Communicator& comm = pipeline.communicator();
-  const trace::Timeline timeline =
-      gather_timeline(comm, last.events, last.start_ms, pipeline.rank(), pipeline.world_size(),
-                      lowered.name + " p=" + std::to_string(c.pp) +
-                          " m=" + std::to_string(c.microbatches) + " (measured)");
+  const trace::Timeline timeline = gather_step_timeline(c, pipeline);
   const std::map<int, double> stage_bytes =
       gather_stage_bytes(comm, last.stage_activation_bytes, lowered.stages);
   const std::map<int, double> boundary_bytes =
@@ -46,7 +52,8 @@ void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm:
   if (!c.svg.empty()) trace::write_file(c.svg, trace::to_svg(timeline));
   if (c.compare_sim) {
     compare_with_simulation(lowered, timeline, stage_bytes, boundary_bytes, link,
-                            last.peak_activation_bytes, 0, dp.dp > 1 ? &dp : nullptr, skip_bytes);
+                            last.peak_activation_bytes, 0, dp.dp > 1 ? &dp : nullptr, skip_bytes,
+                            earlier);
   }
   flush_stdout("[train]");
 }

@@ -3,15 +3,27 @@
 // simulator's prediction with --compare-sim.
 #pragma once
 
+#include <vector>
+
 #include "baton/comm/p2p_probe.h"
 #include "baton/pipeline/pipeline.h"
+#include "baton/trace/timeline.h"
 #include "baton/train/config.h"
 
 namespace baton::train {
 
+// --compare-sim measures the last this many steps (fewer when the run has
+// fewer), each started after a barrier.
+inline constexpr int kComparedSteps = 5;
+
+// Collective: the last step's measured timeline, every rank's events on one
+// time axis (on every rank).
+trace::Timeline gather_step_timeline(const TrainConfig& config, const Pipeline& pipeline);
+
 // Collective: every rank calls it after the last step. `link` is what
-// comm::measure_p2p_cost probed (used only with --compare-sim).
-void write_timelines(const TrainConfig& config, const Pipeline& pipeline,
-                     const comm::P2pCost& link);
+// comm::measure_p2p_cost probed and `earlier` the timelines of the steps
+// compared before the last (both used only with --compare-sim).
+void write_timelines(const TrainConfig& config, const Pipeline& pipeline, const comm::P2pCost& link,
+                     const std::vector<trace::Timeline>& earlier = {});
 
 }  // namespace baton::train

@@ -242,8 +242,6 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   std::unique_ptr<DataSource> data = make_data_source(c);
   Pipeline pipeline(model, model.loss, pipeline_options(c, ctx, *data));
   comm::Communicator& comm = pipeline.communicator();
-  // What a message costs, for the simulator to charge (collective; nothing alone).
-  const comm::P2pCost link = c.compare_sim ? comm::measure_p2p_cost(comm) : comm::P2pCost{};
   auto optimizer = make_optimizer(c, pipeline.parameters());
   // pipedream, async and pipemare update inside the step, after each micro-batch's backward.
   const bool updates_inside = pipeline.updates_inside_step();
@@ -293,15 +291,17 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   double peak_activation_bytes = 0;
   int weight_versions = 1;
   std::vector<double> reduction_ms, exposed_reduction_ms;  // per step, dp > 1
+  const int64_t compared_from = c.compare_sim ? std::max(first, total - kComparedSteps) : total;
+  std::vector<trace::Timeline> compared;  // the steps --compare-sim measures, but the last
   for (int64_t step = first; step < total; ++step) {
     auto [inputs, targets] = data->batch(step);
     set_learning_rate(*optimizer, learning_rate(c, step, total));
     optimizer->zero_grad();
-    // The step --compare-sim measures starts on every rank at once, as the
+    // The steps --compare-sim measures start on every rank at once, as the
     // simulator starts them: without the barrier a rank that finished the
     // previous step early starts this one early, and its wait for the first
     // stage (the previous step's tail) would count as this step's bubble.
-    if (c.compare_sim && step == total - 1) comm.barrier("the step --compare-sim measures");
+    if (step >= compared_from) comm.barrier("the steps --compare-sim measures");
     const auto t0 = Clock::now();
     loss = pipeline.step(inputs, targets);
     // Every rank sees the mini-batch loss (no barrier: step() returns it on
@@ -337,8 +337,16 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     extras.skipped = skipped;
     if (c.precision == "fp16") extras.loss_scale = done.loss_scale;
     progress.step_done(step, loss, step_s, extras);
+    if (step >= compared_from && step + 1 < total)
+      compared.push_back(gather_step_timeline(c, pipeline));
     save_if_due(c, pipeline, *optimizer, step + 1, total, saving);
   }
+  // What a message costs, for --compare-sim's simulator to charge
+  // (collective; nothing alone). Probed after the steps, as they ran: at
+  // start-up, with the ranks still building and the spin policy not yet
+  // settled, the probe's waits often slept, and the latency it read moved
+  // between 1 and 23 µs from run to run (hidden 16).
+  const comm::P2pCost link = c.compare_sim ? comm::measure_p2p_cost(comm) : comm::P2pCost{};
   if (pipeline.schedule().carries && total > first) {
     // No flush between steps (2bw): the last step's gradients are whole once
     // its carried backwards have run; apply them like every other step's.
@@ -357,7 +365,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   local.exposed_reduction_ms = median(exposed_reduction_ms);
   const std::vector<RankMemory> memory = gather_memory(comm, local);
   progress.finish(loss, accuracy, memory);
-  write_timelines(c, pipeline, link);
+  write_timelines(c, pipeline, link, compared);
   comm.barrier("the end of training");
 }
 

@@ -55,6 +55,19 @@ grep -qE "compare-sim: link [0-9.]+ us \+ [0-9.]+ GB/s; measured step [0-9.]+ ms
   || fail "no compare-sim line with the probed link and both bubbles: $(grep compare-sim "$tmp/mlp.out")"
 grep -qE "compare-sim: largest start deviation [-+][0-9.]+ ms at rank [01] [0-9]+[FBIW][0-9]+" "$tmp/mlp.out" \
   || fail "no action-by-action deviation: $(grep compare-sim "$tmp/mlp.out")"
+# Every one of the 4 steps is compared (at most the last 5 are): the median
+# and the last step's efficiency lie within the range the line gives.
+python3 - "$tmp/mlp.out" <<'PY' || fail "compare-sim's median line: $(grep compare-sim "$tmp/mlp.out")"
+import re, sys
+out = open(sys.argv[1]).read()
+last = float(re.search(r"\(efficiency ([0-9.]+)%\)", out).group(1))
+m = re.search(r"compare-sim: over the last 4 steps, each after a barrier: efficiency median "
+              r"([0-9.]+)% \(([0-9.]+)% to ([0-9.]+)%\); bubble median measured ([0-9.]+)%, "
+              r"simulated ([0-9.]+)%", out)
+assert m, "no median line over 4 steps"
+median, low, high = (float(m.group(i)) for i in (1, 2, 3))
+assert low <= median <= high and low <= last <= high, (low, median, last, high)
+PY
 grep -q "test accuracy" "$tmp/mlp.out" || fail "no accuracy line"
 
 # Chimera: replicated stages on 2 ranks train and agree.

@@ -37,8 +37,8 @@ TEST(MicrobatchCuts, EachCutIsTheViewTensorSplitMakes) {
       EXPECT_EQ(total, rows);
       // The scales weight each micro-batch's mean loss by its share of the rows.
       const std::vector<double> scales = loss_scales(cuts);
-      const std::vector<double> from_tensors = loss_scales(std::vector<torch::Tensor>(
-          want_x.begin(), want_x.end()));
+      const std::vector<double> from_tensors =
+          loss_scales(std::vector<torch::Tensor>(want_x.begin(), want_x.end()));
       ASSERT_EQ(scales.size(), from_tensors.size());
       for (size_t k = 0; k < scales.size(); ++k) EXPECT_DOUBLE_EQ(scales[k], from_tensors[k]);
     }
@@ -57,13 +57,21 @@ TEST(MicrobatchCuts, BadInputsAreRefusedAtConstructionNamingTheInput) {
   const torch::Tensor x = torch::zeros({8, 2});
   EXPECT_THAT([&] { MicrobatchCuts({x}, 9); },
               testing::ThrowsMessage<Error>(HasSubstr("batch of 8 samples cannot make 9")));
-  EXPECT_THAT([&] { MicrobatchCuts({x, torch::zeros({4})}, 2); },
-              testing::ThrowsMessage<Error>(
-                  HasSubstr("input 1 has 4 rows on dim 0 but input 0 has 8")));
-  EXPECT_THAT([&] { MicrobatchCuts({x, torch::tensor(1.0)}, 2); },
-              testing::ThrowsMessage<Error>(HasSubstr("input 1 has no dim 0")));
-  EXPECT_THAT([&] { MicrobatchCuts({x, torch::Tensor()}, 2); },
-              testing::ThrowsMessage<Error>(HasSubstr("input 1 of the model is undefined")));
+  EXPECT_THAT(
+      [&] {
+        MicrobatchCuts({x, torch::zeros({4})}, 2);
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("input 1 has 4 rows on dim 0 but input 0 has 8")));
+  EXPECT_THAT(
+      [&] {
+        MicrobatchCuts({x, torch::tensor(1.0)}, 2);
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("input 1 has no dim 0")));
+  EXPECT_THAT(
+      [&] {
+        MicrobatchCuts({x, torch::Tensor()}, 2);
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("input 1 of the model is undefined")));
   EXPECT_THAT([&] { MicrobatchCuts({x}, 2, {3}); },
               testing::ThrowsMessage<Error>(HasSubstr("whole input 3 is not among")));
   EXPECT_THAT([&] { MicrobatchCuts({x}, 0); },
