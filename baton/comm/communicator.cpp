@@ -94,9 +94,13 @@ void SendHandle::wait(const std::string& what) {
 }
 
 torch::Tensor RecvHandle::wait(const std::string& what) {
-  BATON_CHECK(state_ != nullptr, "[comm] wait on an empty RecvHandle for ", what);
+  return wait_described([&what] { return what; });
+}
+
+torch::Tensor RecvHandle::wait_described(const std::function<std::string()>& describe) {
+  BATON_CHECK(state_ != nullptr, "[comm] wait on an empty RecvHandle for ", describe());
   auto& state = *state_;
-  BATON_CHECK(!state.waited, "[comm] RecvHandle waited twice for ", what);
+  BATON_CHECK(!state.waited, "[comm] RecvHandle waited twice for ", describe());
   state.waited = true;
   auto& comm = *state.comm;
   comm.throw_if_failed();
@@ -106,9 +110,9 @@ torch::Tensor RecvHandle::wait(const std::string& what) {
   } catch (const Error&) {
     throw;  // a malformed message: already one line naming the peer
   } catch (...) {
-    comm.fail(std::current_exception(), what, state.src);
+    comm.fail(std::current_exception(), describe(), state.src);
   }
-  if (!tensor.defined()) comm.fail_timeout(what, state.src);
+  if (!tensor.defined()) comm.fail_timeout(describe(), state.src);
   state.pending.reset();
   return tensor;
 }

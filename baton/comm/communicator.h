@@ -19,6 +19,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -82,6 +83,10 @@ class RecvHandle {
   // `what` as for SendHandle::wait, e.g. "stage 3 micro-batch 3 RECV_F from
   // rank 2". REQUIRES: valid(), and wait() not called before.
   torch::Tensor wait(const std::string& what);
+  // The same, but the text is made only if the wait fails: a pipeline
+  // receives every micro-batch's tensors, and formatting what each receive
+  // is cost about 0.7 µs of the 4 µs a received message took to take.
+  torch::Tensor wait_described(const std::function<std::string()>& describe);
   bool valid() const { return state_ != nullptr; }
 
  private:

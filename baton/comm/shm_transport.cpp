@@ -324,7 +324,7 @@ void ShmTransport::drain_locked() {
     std::uint64_t tail = tails_[src];
     if (tail == head) continue;
     const char* ring = inbox_.ring(src);
-    const std::string from = concat("rank ", src);
+    const std::string from = "rank " + std::to_string(src);  // no stream: this is the hot path
     while (tail < head) {
       const auto* record = reinterpret_cast<const RecordHead*>(ring + tail % capacity);
       BATON_CHECK(

@@ -15,11 +15,11 @@ bool bundled_alone(const at::Tensor& t) {
   return !t.defined() || (t.scalar_type() == at::kByte && t.dim() == 1);
 }
 
+}  // namespace
+
 bool is_bundle(const at::Tensor& t) {
   return t.scalar_type() == at::kByte && t.dim() == 1;
 }
-
-}  // namespace
 
 at::Tensor pack_tensors(const std::vector<at::Tensor>& tensors) {
   if (tensors.size() == 1 && !bundled_alone(tensors.front())) return tensors.front();

@@ -28,6 +28,9 @@ inline constexpr std::int64_t kBundleMagic = 0x62756e646c65;  // "bundle"
 // which must be the same for every defined tensor).
 at::Tensor pack_tensors(const std::vector<at::Tensor>& tensors);
 
+// Whether a received message is a bundle (else it is the one tensor sent).
+bool is_bundle(const at::Tensor& message);
+
 // The tensors a received message carries; throws baton::Error naming `from`
 // for a malformed bundle.
 std::vector<at::Tensor> unpack_tensors(const at::Tensor& message, const std::string& from);

@@ -501,8 +501,10 @@ void Executor::send_skip(Step& step, const Action& a) {
 
 nn::Tensors Executor::take_received(Step& step, const Action& a,
                                     std::optional<comm::RecvHandle>& handle) {
-  const std::string what = describe(a, peer_of(step, a));
-  nn::Tensors x = comm::unpack_tensors(on_device(handle->wait(what)), what);
+  const auto what = [&] { return describe(a, peer_of(step, a)); };
+  const torch::Tensor message = on_device(handle->wait_described(what));
+  nn::Tensors x =
+      comm::is_bundle(message) ? comm::unpack_tensors(message, what()) : nn::Tensors{message};
   handle.reset();
   for (auto& t : x) t = tp_gather(t, a);
   // In training, a forward's floating-point inputs are leaves whose
