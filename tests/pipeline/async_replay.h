@@ -47,30 +47,95 @@ struct Rules {
   int warmup_updates = 0;
 };
 
-// `stage_of_layer[i]`: the stage of child i of the model. The backward's
-// weights enter through a straight-through product on each Linear:
-// x W_b^T + (x (W_f - W_b)^T).detach() has the forward's value and the
-// backward's gradients (g W_b for the input).
-inline Record replay(const std::vector<int>& stage_of_layer, int pp, const Rules& rules) {
-  torch::nn::Sequential model = test::four_linear_mlp();
-  // history[s][k]: stage s's parameters after k updates ("<child>.<name>").
-  std::vector<std::vector<Params>> history(pp, std::vector<Params>(1));
-  auto stage_of = [&](const std::string& key) {
+// history[s][k]: stage s's parameters after k updates ("<child>.<name>").
+using History = std::vector<std::vector<Params>>;
+
+// The weights stage s of p runs micro-batch j's forward on: W_(j - tau).
+inline const Params& forward_weights(const History& history, int pp, int s, int j) {
+  return history[s].at(std::max(0, j - (pp - 1 - s)));
+}
+
+// The weights stage s runs micro-batch j's backward on, by the rules:
+// stashed, the forward's; corrected, W_j - tau v_j; else the latest, W_j.
+inline torch::Tensor backward_weights(const History& history, int pp, int s, int j,
+                                      const std::string& key, const Rules& rules) {
+  const int tau = pp - 1 - s;
+  if (rules.stash) return forward_weights(history, pp, s, j).at(key);
+  const torch::Tensor& w = history[s].at(j).at(key);
+  if (!rules.correct || tau == 0) return w;
+  const double g = std::pow(rules.decay, 1.0 / tau);
+  torch::Tensor v = torch::zeros_like(w);
+  for (int k = 0; k < j; ++k)
+    v = g * v + (1 - g) * (history[s].at(k + 1).at(key) - history[s].at(k).at(key));
+  return w - tau * v;
+}
+
+// The replay's model and its history: `stage_of_layer[i]` is the stage of
+// child i of `model`.
+struct Replayed {
+  Replayed(torch::nn::Sequential m, std::vector<int> stages, int p)
+      : model(std::move(m)), stage_of_layer(std::move(stages)), pp(p), history(p, {Params{}}) {
+    for (const auto& item : model->named_parameters())
+      history[stage_of(item.key())][0][item.key()] = item.value().detach().clone();
+  }
+  int stage_of(const std::string& key) const {
     return stage_of_layer.at(std::stoi(key.substr(0, key.find('.'))));
-  };
-  for (const auto& item : model->named_parameters())
-    history[stage_of(item.key())][0][item.key()] = item.value().detach().clone();
-  auto backward_weights = [&](int s, int j, const std::string& key) {
-    const int tau = pp - 1 - s;
-    if (rules.stash) return history[s].at(std::max(0, j - tau)).at(key);
-    const torch::Tensor& w = history[s].at(j).at(key);
-    if (!rules.correct || tau == 0) return w;
-    const double g = std::pow(rules.decay, 1.0 / tau);
-    torch::Tensor v = torch::zeros_like(w);
-    for (int k = 0; k < j; ++k)
-      v = g * v + (1 - g) * (history[s].at(k + 1).at(key) - history[s].at(k).at(key));
-    return w - tau * v;
-  };
+  }
+  // Before micro-batch j: the model's parameters are the backward's weights.
+  void load_backward_weights(int j, const Rules& rules) {
+    torch::NoGradGuard no_grad;
+    for (auto& item : model->named_parameters()) {
+      item.value().copy_(backward_weights(history, pp, stage_of(item.key()), j, item.key(), rules));
+      item.value().mutable_grad() = torch::Tensor();
+    }
+  }
+  // Child i, a Linear, on h: x W_b^T + (x (W_f - W_b)^T).detach() has the
+  // forward's value and the backward's gradients (g W_b for the input).
+  torch::Tensor linear(size_t i, const torch::Tensor& h, int j) {
+    auto* fc = model->ptr(i)->as<torch::nn::LinearImpl>();
+    const Params& f = forward_weights(history, pp, stage_of_layer.at(i), j);
+    return linear_of(*fc, std::to_string(i), h, f);
+  }
+  // The same for a Linear `fc` named "<prefix>.weight" and "<prefix>.bias".
+  static torch::Tensor linear_of(torch::nn::LinearImpl& fc, const std::string& prefix,
+                                 const torch::Tensor& h, const Params& f) {
+    const std::string w = prefix + ".weight", b = prefix + ".bias";
+    return torch::matmul(h, fc.weight.t()) +
+           torch::matmul(h, (f.at(w) - fc.weight.detach()).t()).detach() + fc.bias +
+           (f.at(b) - fc.bias.detach()).detach();
+  }
+  // After micro-batch j's backward: each stage's update with its gradient,
+  // at lr times T1's factor.
+  void update(int j, const Rules& rules) {
+    for (int s = 0; s < pp; ++s) history[s].push_back(history[s].back());
+    for (const auto& item : model->named_parameters()) {
+      const int s = stage_of(item.key());
+      const int tau = pp - 1 - s;
+      const double factor =
+          rules.warmup_updates == 0
+              ? 1
+              : std::pow(tau + 1.0,
+                         -(1 - std::min(1.0, static_cast<double>(j) / rules.warmup_updates)));
+      auto& next = history[s].back()[item.key()];
+      next = next - kLr * factor * item.value().grad();
+    }
+  }
+  Params final_params() const {
+    Params out;
+    for (int s = 0; s < pp; ++s)
+      for (const auto& [key, value] : history[s].back()) out["layer." + key] = value;
+    return out;
+  }
+
+  torch::nn::Sequential model;
+  std::vector<int> stage_of_layer;
+  int pp;
+  History history;
+};
+
+// The four-Linear MLP replayed; `stage_of_layer[i]`: the stage of child i.
+inline Record replay(const std::vector<int>& stage_of_layer, int pp, const Rules& rules) {
+  Replayed run(test::four_linear_mlp(), stage_of_layer, pp);
   Record rec;
   int j = 0;  // micro-batches over all steps
   for (int t = 0; t < kSteps; ++t) {
@@ -78,49 +143,20 @@ inline Record replay(const std::vector<int>& stage_of_layer, int pp, const Rules
     const auto xs = x.chunk(kMicrobatches), ys = y.chunk(kMicrobatches);
     double loss_sum = 0;
     for (int k = 0; k < kMicrobatches; ++k, ++j) {
-      {
-        torch::NoGradGuard no_grad;
-        for (auto& item : model->named_parameters()) {
-          item.value().copy_(backward_weights(stage_of(item.key()), j, item.key()));
-          item.value().mutable_grad() = torch::Tensor();
-        }
-      }
+      run.load_backward_weights(j, rules);
       const double share = static_cast<double>(xs[k].size(0)) / kBatch;
       torch::Tensor h = xs[k];
       size_t i = 0;
-      for (auto it = model->begin(); it != model->end(); ++it, ++i) {
-        auto* linear = it->ptr()->as<torch::nn::LinearImpl>();
-        if (linear == nullptr) {
-          h = it->forward(h);
-          continue;
-        }
-        const int s = stage_of_layer.at(i);
-        const Params& f = history[s].at(std::max(0, j - (pp - 1 - s)));
-        const std::string w = std::to_string(i) + ".weight", b = std::to_string(i) + ".bias";
-        h = torch::matmul(h, linear->weight.t()) +
-            torch::matmul(h, (f.at(w) - linear->weight.detach()).t()).detach() + linear->bias +
-            (f.at(b) - linear->bias.detach()).detach();
-      }
+      for (auto it = run.model->begin(); it != run.model->end(); ++it, ++i)
+        h = it->ptr()->as<torch::nn::LinearImpl>() ? run.linear(i, h, j) : it->forward(h);
       torch::Tensor loss = test::cross_entropy(h, ys[k]) * share;
       loss.backward();
       loss_sum += loss.item<double>();
-      for (int s = 0; s < pp; ++s) history[s].push_back(history[s].back());
-      for (const auto& item : model->named_parameters()) {
-        const int s = stage_of(item.key());
-        const int tau = pp - 1 - s;
-        const double factor =
-            rules.warmup_updates == 0
-                ? 1
-                : std::pow(tau + 1.0,
-                           -(1 - std::min(1.0, static_cast<double>(j) / rules.warmup_updates)));
-        auto& next = history[s].back()[item.key()];
-        next = next - kLr * factor * item.value().grad();
-      }
+      run.update(j, rules);
     }
     rec.losses.push_back(loss_sum);
   }
-  for (int s = 0; s < pp; ++s)
-    for (const auto& [key, value] : history[s].back()) rec.final_params["layer." + key] = value;
+  rec.final_params = run.final_params();
   return rec;
 }
 

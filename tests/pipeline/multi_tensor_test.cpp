@@ -230,8 +230,10 @@ RankRun pipelined(PipelineOptions options, comm::Communicator& comm) {
 
 // async and pipemare update after every micro-batch without stashing: a
 // backward runs on other weights than its forward, which a replay by hand
-// writes out per operation (tests/runtime/gradient_equivalence_test.cpp does
-// so for Linear layers); this toy's embeddings and gates are left out.
+// writes out per operation, per Linear (tests/pipeline/async_replay.h); this
+// toy's embeddings and gates are not modelled, so those two schedules are held
+// to their replay on a multi-tensor model of Linears, masks and positions in
+// tests/pipeline/async_multi_tensor_test.cpp.
 std::vector<test::ScheduleCase> cases() {
   return test::schedule_cases(kMiddle + 2, [](const schedule::Schedule& s) {
     return s.name != "async" && s.name != "pipemare";
