@@ -344,7 +344,8 @@ void Communicator::barrier(const std::string& what) {
     // rounds, which sleep. A rank that slept in the barrier starts the next
     // step with cold caches: measured, the first forward and backward of the
     // step after a Gloo barrier took 110-150 µs against 50-90 µs in the steps
-    // without one (hidden 16, bench/RESULTS.md "Efficiency after a barrier").
+    // without one (hidden 16, bench/RESULTS.md "Efficiency at hidden 16: where
+    // the last points went").
     const Tag up{kMaxStages - 1, kMaxMicrobatches - 4, Direction::kForward};
     const Tag down{kMaxStages - 1, kMaxMicrobatches - 4, Direction::kBackward};
     if (rank() != 0) {
