@@ -32,7 +32,9 @@ struct MaskedImpl : torch::nn::Module {
   MaskedImpl(int in, bool tanh)
       : fc(register_module("fc", torch::nn::Linear(in, kHidden))), tanh_(tanh) {}
   Tensors forward(Tensors in) { return {act(fc(in.at(0))) * in.at(1), in.at(1), in.at(2)}; }
-  torch::Tensor act(const torch::Tensor& h) const { return tanh_ ? torch::tanh(h) : torch::relu(h); }
+  torch::Tensor act(const torch::Tensor& h) const {
+    return tanh_ ? torch::tanh(h) : torch::relu(h);
+  }
   torch::nn::Linear fc;
   bool tanh_;
 };
@@ -87,8 +89,8 @@ Record replay_masked(const std::vector<int>& stage_of_layer, int pp, const Rules
       torch::Tensor h = xs[k];
       for (size_t i = 0; i < 3; ++i) {
         auto* layer = run.model->ptr(i)->as<MaskedImpl>();
-        h = layer->act(Replayed::linear_of(*layer->fc, std::to_string(i) + ".fc", h,
-                                           forward_of(i))) *
+        h = layer->act(
+                Replayed::linear_of(*layer->fc, std::to_string(i) + ".fc", h, forward_of(i))) *
             masks[k];
       }
       auto* head = run.model->ptr(3)->as<HeadImpl>();
@@ -143,9 +145,9 @@ TEST_P(AsyncMultiTensor, TrainsLikeTheReplayOfItsRules) {
   const Record want = replay_masked(stage_of_layer, pp, rules);
   // The replay is of these rules, not of a flushed step: weight stashing
   // (pipedream's) gives another result.
-  EXPECT_GT(distance(want.final_params,
-                     replay_masked(stage_of_layer, pp, Rules{true}).final_params),
-            2e-5);
+  EXPECT_GT(
+      distance(want.final_params, replay_masked(stage_of_layer, pp, Rules{true}).final_params),
+      2e-5);
   expect_matches(ranks, want);
 }
 
