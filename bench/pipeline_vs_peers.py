@@ -9,7 +9,8 @@ thread, cut 4 + 4. For each workload (hidden, micro-batches) it runs:
     under the PyPI torch 2.x (python3);
   - bench/peers/pipelining_1f1b.py: torch.distributed.pipelining's Schedule1F1B (torch 2.x).
 and prints the median step times, baton 1F1B's speedup over each peer, and baton's
---compare-sim efficiency (simulated / measured step, communication charged from a probe).
+--compare-sim efficiency (simulated / measured step, communication charged from a probe; the
+median over the last 5 steps, each after a barrier).
 With --device cuda every run is on two GPUs (rank r on cuda:r, NCCL between them; the
 torch 1.13 peer is left out): baton needs a CUDA build, the peers a CUDA torch 2.x.
 
