@@ -74,38 +74,23 @@ Batch batch_of(int step) {
 // the pipeline's layers use them.
 Record replay_masked(const std::vector<int>& stage_of_layer, int pp, const Rules& rules) {
   Replayed run(model(), stage_of_layer, pp);
-  Record rec;
-  int j = 0;
-  for (int t = 0; t < kSteps; ++t) {
+  return run.train(rules, [&](int t, int k, int j) {
     const Batch b = batch_of(t);
-    const auto xs = b.inputs[0].chunk(kMicrobatches), masks = b.inputs[1].chunk(kMicrobatches),
-               positions = b.inputs[2].chunk(kMicrobatches), ys = b.targets.chunk(kMicrobatches);
-    double loss_sum = 0;
-    for (int k = 0; k < kMicrobatches; ++k, ++j) {
-      run.load_backward_weights(j, rules);
-      auto forward_of = [&](size_t i) {
-        return forward_weights(run.history, pp, stage_of_layer.at(i), j);
-      };
-      torch::Tensor h = xs[k];
-      for (size_t i = 0; i < 3; ++i) {
-        auto* layer = run.model->ptr(i)->as<MaskedImpl>();
-        h = layer->act(
-                Replayed::linear_of(*layer->fc, std::to_string(i) + ".fc", h, forward_of(i))) *
-            masks[k];
-      }
-      auto* head = run.model->ptr(3)->as<HeadImpl>();
-      const torch::Tensor logits = Replayed::linear_of(
-          *head->fc, "3.fc", HeadImpl::shifted({h, masks[k], positions[k]}), forward_of(3));
-      const double share = static_cast<double>(xs[k].size(0)) / kBatch;
-      torch::Tensor loss = test::cross_entropy(logits, ys[k]) * share;
-      loss.backward();
-      loss_sum += loss.item<double>();
-      run.update(j, rules);
+    const torch::Tensor mask = b.inputs[1].chunk(kMicrobatches)[k];
+    auto forward_of = [&](size_t i) {
+      return forward_weights(run.history, pp, stage_of_layer.at(i), j);
+    };
+    torch::Tensor h = b.inputs[0].chunk(kMicrobatches)[k];
+    for (size_t i = 0; i < 3; ++i) {
+      auto* layer = run.model->ptr(i)->as<MaskedImpl>();
+      h = layer->act(Replayed::linear_of(*layer->fc, std::to_string(i) + ".fc", h, forward_of(i))) *
+          mask;
     }
-    rec.losses.push_back(loss_sum);
-  }
-  rec.final_params = run.final_params();
-  return rec;
+    auto* head = run.model->ptr(3)->as<HeadImpl>();
+    const torch::Tensor shifted = HeadImpl::shifted({h, mask, b.inputs[2].chunk(kMicrobatches)[k]});
+    return std::make_pair(Replayed::linear_of(*head->fc, "3.fc", shifted, forward_of(3)),
+                          b.targets.chunk(kMicrobatches)[k]);
+  });
 }
 
 using Case = std::tuple<std::string, int, comm::TransportKind>;

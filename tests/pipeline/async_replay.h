@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/pipeline/reference_training.h"
@@ -120,6 +122,31 @@ struct Replayed {
       next = next - kLr * factor * item.value().grad();
     }
   }
+  // The replay's loop over kSteps steps of kMicrobatches micro-batches j:
+  // `forward(t, k, j)` gives micro-batch k of step t's logits (on the
+  // backward's weights, its Linears through linear()) and targets; its loss,
+  // scaled by its share of the batch, runs backward, then every stage updates.
+  Record train(
+      const Rules& rules,
+      const std::function<std::pair<torch::Tensor, torch::Tensor>(int, int, int)>& forward) {
+    Record rec;
+    int j = 0;
+    for (int t = 0; t < kSteps; ++t) {
+      double loss_sum = 0;
+      for (int k = 0; k < kMicrobatches; ++k, ++j) {
+        load_backward_weights(j, rules);
+        const auto [logits, targets] = forward(t, k, j);
+        const double share = static_cast<double>(logits.size(0)) / kBatch;
+        torch::Tensor loss = test::cross_entropy(logits, targets) * share;
+        loss.backward();
+        loss_sum += loss.item<double>();
+        update(j, rules);
+      }
+      rec.losses.push_back(loss_sum);
+    }
+    rec.final_params = final_params();
+    return rec;
+  }
   Params final_params() const {
     Params out;
     for (int s = 0; s < pp; ++s)
@@ -136,28 +163,14 @@ struct Replayed {
 // The four-Linear MLP replayed; `stage_of_layer[i]`: the stage of child i.
 inline Record replay(const std::vector<int>& stage_of_layer, int pp, const Rules& rules) {
   Replayed run(test::four_linear_mlp(), stage_of_layer, pp);
-  Record rec;
-  int j = 0;  // micro-batches over all steps
-  for (int t = 0; t < kSteps; ++t) {
+  return run.train(rules, [&](int t, int k, int j) {
     auto [x, y] = batch(t);
-    const auto xs = x.chunk(kMicrobatches), ys = y.chunk(kMicrobatches);
-    double loss_sum = 0;
-    for (int k = 0; k < kMicrobatches; ++k, ++j) {
-      run.load_backward_weights(j, rules);
-      const double share = static_cast<double>(xs[k].size(0)) / kBatch;
-      torch::Tensor h = xs[k];
-      size_t i = 0;
-      for (auto it = run.model->begin(); it != run.model->end(); ++it, ++i)
-        h = it->ptr()->as<torch::nn::LinearImpl>() ? run.linear(i, h, j) : it->forward(h);
-      torch::Tensor loss = test::cross_entropy(h, ys[k]) * share;
-      loss.backward();
-      loss_sum += loss.item<double>();
-      run.update(j, rules);
-    }
-    rec.losses.push_back(loss_sum);
-  }
-  rec.final_params = run.final_params();
-  return rec;
+    torch::Tensor h = x.chunk(kMicrobatches)[k];
+    size_t i = 0;
+    for (auto it = run.model->begin(); it != run.model->end(); ++it, ++i)
+      h = it->ptr()->as<torch::nn::LinearImpl>() ? run.linear(i, h, j) : it->forward(h);
+    return std::make_pair(h, y.chunk(kMicrobatches)[k]);
+  });
 }
 
 // Every rank's losses and final parameters equal the replay's; every
