@@ -84,14 +84,6 @@ nn::Tensors MicrobatchCuts::at(int microbatch) const {
   return out;
 }
 
-std::vector<nn::Tensors> split_inputs(const nn::Tensors& batch, int microbatches,
-                                      const std::vector<int>& whole) {
-  const MicrobatchCuts cuts(batch, microbatches, whole);
-  std::vector<nn::Tensors> out;
-  for (int k = 0; k < microbatches; ++k) out.push_back(cuts.at(k));
-  return out;
-}
-
 std::vector<double> loss_scales(const MicrobatchCuts& cuts) {
   std::vector<double> scales;
   for (int k = 0; k < cuts.microbatches(); ++k)

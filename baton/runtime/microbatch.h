@@ -15,23 +15,18 @@ namespace baton::runtime {
 std::vector<torch::Tensor> split_microbatches(const torch::Tensor& batch, int microbatches);
 
 // The model's inputs (several tensors: hidden states, positions, a mask) cut
-// into m micro-batches: every tensor along dim 0 as split_microbatches does,
-// except those whose index `whole` lists, which every micro-batch shares
-// as they are (a mask of sequence x sequence). The tensors cut must agree on
-// dim 0; throws baton::Error naming the input otherwise ("input 1 has 16 rows
-// on dim 0 but input 0 has 32: ...").
-std::vector<nn::Tensors> split_inputs(const nn::Tensors& batch, int microbatches,
-                                      const std::vector<int>& whole = {});
-
-// The model's inputs cut into micro-batches on demand: the checks of
-// split_inputs run at construction, and at(k) makes micro-batch k's views
-// when it is asked for (the same views split_inputs returns). A stage-0
-// rank's first forward then waits for one cut, not m: measured, cutting
-// m = 32 micro-batches up front held the first forward back 25-45 µs.
+// into m micro-batches on demand: every tensor along dim 0 as
+// split_microbatches does, except those whose index `whole` lists, which
+// every micro-batch shares as they are (a mask of sequence x sequence). The
+// checks run at construction, and at(k) makes micro-batch k's views when it
+// is asked for: a stage-0 rank's first forward then waits for one cut, not
+// m (measured, cutting m = 32 micro-batches up front held the first forward
+// back 25-45 µs).
 class MicrobatchCuts {
  public:
   MicrobatchCuts() = default;
-  // Throws baton::Error as split_inputs does.
+  // The tensors cut must agree on dim 0; throws baton::Error naming the
+  // input otherwise ("input 1 has 16 rows on dim 0 but input 0 has 32: ...").
   MicrobatchCuts(nn::Tensors batch, int microbatches, const std::vector<int>& whole = {});
 
   bool empty() const { return microbatches_ == 0; }

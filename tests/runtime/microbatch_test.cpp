@@ -45,14 +45,6 @@ TEST(MicrobatchCuts, EachCutIsTheViewTensorSplitMakes) {
   }
 }
 
-TEST(MicrobatchCuts, SplitInputsMakesEveryCutAtOnce) {
-  const torch::Tensor x = torch::randn({10, 2});
-  const auto all = split_inputs({x}, 4);
-  const auto want = x.tensor_split(4, 0);
-  ASSERT_EQ(all.size(), 4u);
-  for (size_t k = 0; k < all.size(); ++k) EXPECT_TRUE(torch::equal(all[k][0], want[k]));
-}
-
 TEST(MicrobatchCuts, BadInputsAreRefusedAtConstructionNamingTheInput) {
   const torch::Tensor x = torch::zeros({8, 2});
   EXPECT_THAT([&] { MicrobatchCuts({x}, 9); },
