@@ -90,6 +90,14 @@ TEST(Manifest, APathLeavingTheFolderIsRefused) {
               HasSubstr("\"folder\" is \"../elsewhere\"; it must be one folder name"));
 }
 
+// Only a ".." component leaves the folder; a name holding two dots stays in
+// it (the fuzzer's first oracle confused the two).
+TEST(Manifest, ANameHoldingTwoDotsStaysInsideTheFolder) {
+  EXPECT_EQ(error_of([](json& m) { m["files"][4]["path"] = "step_00000003/rng..pt"; }),
+            "accepted");
+  EXPECT_EQ(error_of([](json& m) { m["files"][4]["path"] = "step_00000003/..rng"; }), "accepted");
+}
+
 TEST(Manifest, EveryLayerNeedsExactlyOneFileAndOneOptimizerFile) {
   EXPECT_THAT(error_of([](json& m) { m["files"].erase(2); }),
               HasSubstr("lists no file for layer 1 of the model's 2 (a layer is missing"));
