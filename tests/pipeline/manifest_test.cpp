@@ -93,8 +93,7 @@ TEST(Manifest, APathLeavingTheFolderIsRefused) {
 // Only a ".." component leaves the folder; a name holding two dots stays in
 // it (the fuzzer's first oracle confused the two).
 TEST(Manifest, ANameHoldingTwoDotsStaysInsideTheFolder) {
-  EXPECT_EQ(error_of([](json& m) { m["files"][4]["path"] = "step_00000003/rng..pt"; }),
-            "accepted");
+  EXPECT_EQ(error_of([](json& m) { m["files"][4]["path"] = "step_00000003/rng..pt"; }), "accepted");
   EXPECT_EQ(error_of([](json& m) { m["files"][4]["path"] = "step_00000003/..rng"; }), "accepted");
 }
 
