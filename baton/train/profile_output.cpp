@@ -18,6 +18,13 @@
 namespace baton::train {
 
 constexpr int kRepeats = 5;
+// Rounds of the layer timings; each layer keeps its fastest round's times.
+// Decision: the fastest round, because this machine's virtual CPUs run the
+// same layers up to 1.7x slower for seconds at a time (bench/RESULTS.md
+// "Planner calibration on a machine whose CPUs change speed"), longer than
+// one round of kRepeats; a round in such a spell once put every layer at
+// 1.7x while the whole steps timed after it were at full speed.
+constexpr int kPasses = 4;
 // Whole steps on one process: not timed, then timed (the fastest counts).
 constexpr int kWarmSteps = 2;
 constexpr int kTimedSteps = 5;
@@ -84,6 +91,20 @@ double one_process_step_seconds(const TrainConfig& c, const nn::ModelSpec& model
   return *std::min_element(seconds.begin(), seconds.end());
 }
 
+// `into` takes each layer's faster forward and backward of itself and `round`
+// (`round` as it is when `into` is empty).
+void keep_faster(std::vector<partition::LayerCost>& into,
+                 const std::vector<partition::LayerCost>& round) {
+  if (into.empty()) {
+    into = round;
+    return;
+  }
+  for (size_t i = 0; i < into.size(); ++i) {
+    into[i].forward_time = std::min(into[i].forward_time, round[i].forward_time);
+    into[i].backward_time = std::min(into[i].backward_time, round[i].backward_time);
+  }
+}
+
 // What whole steps cost beyond the layers and the optimizer, as a part per
 // micro-batch (`per_microbatch`) and a part per step (`per_step`): the
 // line through the excess at m and at m / 2 micro-batches, both parts kept
@@ -121,16 +142,20 @@ void write_profile(const TrainConfig& c) {
   const std::unique_ptr<DataSource> data = make_data_source(c);
   const auto [inputs, targets] = data->batch(0);
   const torch::Tensor sample = runtime::split_microbatches(inputs, c.microbatches).front();
-  const std::vector<partition::LayerCost> costs =
-      runtime::profile_layers(model, sample, c.seed, kRepeats);
-  // Again at half the micro-batch, for the part of each time that does not scale with it.
+  // Each layer at the micro-batch b; again at half of it, for the part of each
+  // time that does not scale with it; and at the whole mini-batch (the largest
+  // micro-batch a plan can choose), where larger operations run more
+  // efficiently than the line through b / 2 and b says. kPasses rounds of the
+  // three, each layer's time the fastest round's.
   const int64_t b = sample.size(0), h = b / 2;
-  std::vector<partition::LayerCost> half;
-  if (h >= 1) half = runtime::profile_layers(model, sample.narrow(0, 0, h), c.seed, kRepeats);
-  // And at the whole mini-batch (the largest micro-batch a plan can choose), where larger
-  // operations run more efficiently than the line through b / 2 and b says.
-  std::vector<partition::LayerCost> larger;
-  if (inputs.size(0) > b) larger = runtime::profile_layers(model, inputs, c.seed, kRepeats);
+  std::vector<partition::LayerCost> costs, half, larger;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    keep_faster(costs, runtime::profile_layers(model, sample, c.seed, kRepeats));
+    if (h >= 1)
+      keep_faster(half, runtime::profile_layers(model, sample.narrow(0, 0, h), c.seed, kRepeats));
+    if (inputs.size(0) > b)
+      keep_faster(larger, runtime::profile_layers(model, inputs, c.seed, kRepeats));
+  }
 
   nlohmann::json layers = nlohmann::json::array();
   double parameter_bytes = 0;
@@ -187,6 +212,7 @@ void write_profile(const TrainConfig& c) {
       {"threads", at::get_num_threads()},
       {"device", c.device},
       {"repeats", kRepeats},
+      {"rounds", kPasses},
       {"backward_split", "halved"},
       {"optimizer", c.optimizer},
       {"optimizer_s_per_parameter_byte", optimizer_per_byte},
@@ -194,7 +220,7 @@ void write_profile(const TrainConfig& c) {
       {"step_overhead_s", overheads.per_step},
       {"one_process_step_s", overheads.step_s},
       {"note",
-       "times in seconds per micro-batch, medians; the whole backward was timed and "
+       "times in seconds per micro-batch, medians of repeats, the fastest of the rounds; the whole backward was timed and "
        "split evenly into input_backward_s and weight_backward_s; the *_fixed_s parts "
        "do not scale with the micro-batch (fitted from a second profile at half of it); "
        "larger: the layer timed again at the whole mini-batch; "

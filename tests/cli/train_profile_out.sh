@@ -19,6 +19,8 @@ p = json.load(open(sys.argv[1]))
 assert p["baton_profile"] == 1 and p["microbatch"] == 4 and p["backward_split"] == "halved", p
 assert p["model"]["model"] == "mlp" and p["model"]["layers"] == 4 and p["model"]["hidden"] == 16, p
 assert len(p["layers"]) == 4, p
+# Each layer: the median of 5 timings, the fastest of 4 rounds (a round can fall in a slow spell).
+assert p["repeats"] == 5 and p["rounds"] == 4, p
 for l in p["layers"]:
     assert l["forward_s"] > 0 and l["input_backward_s"] == l["weight_backward_s"] > 0, l
     assert l["parameter_bytes"] > 0 and l["activation_bytes"] > 0 and l["output_bytes"] > 0, l
