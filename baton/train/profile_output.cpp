@@ -220,7 +220,8 @@ void write_profile(const TrainConfig& c) {
       {"step_overhead_s", overheads.per_step},
       {"one_process_step_s", overheads.step_s},
       {"note",
-       "times in seconds per micro-batch, medians of repeats, the fastest of the rounds; the whole backward was timed and "
+       "times in seconds per micro-batch, medians of repeats, the fastest of the rounds; the whole "
+       "backward was timed and "
        "split evenly into input_backward_s and weight_backward_s; the *_fixed_s parts "
        "do not scale with the micro-batch (fitted from a second profile at half of it); "
        "larger: the layer timed again at the whole mini-batch; "
