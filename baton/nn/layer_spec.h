@@ -31,7 +31,7 @@ struct LayerSpec {
   std::function<torch::nn::AnyModule()> build;
   // The skip connections this layer stashes and pops (nn/skip.h), declared
   // so the schedule knows them before anything runs.
-  SkipNames skips;
+  SkipNames skips = {};
   // This layer's share on one rank of a tensor-parallel group, made from the
   // whole layer that `build` returned (nn::tensor_parallel calls it; see
   // tensor_parallel.h). Empty: nn::tensor_parallel splits the blocks it
@@ -65,7 +65,7 @@ struct ModelSpec {
   // held by several layers. build_layer() starts every copy from the first
   // one's initial value; training sums the copies' gradients (REDUCE_TIED),
   // so they stay identical, as one shared parameter would.
-  std::vector<std::vector<TiedParameter>> tied;
+  std::vector<std::vector<TiedParameter>> tied = {};
 
   int num_layers() const { return static_cast<int>(layers.size()); }
 };

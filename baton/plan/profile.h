@@ -53,12 +53,12 @@ struct ProfiledLayer {
   double forward_s = 0;
   double input_backward_s = 0;
   double weight_backward_s = 0;
-  double activation_bytes = 0;        // kept from F until B, per micro-batch
-  double parameter_bytes = 0;         // fp32 weights
-  double output_bytes = 0;            // the boundary sent when the layer ends a stage
-  double forward_fixed_s = 0;         // the part of forward_s that does not scale with b
-  double backward_fixed_s = 0;        // the part of the whole backward that does not
-  std::vector<ProfiledPoint> larger;  // above the profiled micro-batch, ascending
+  double activation_bytes = 0;             // kept from F until B, per micro-batch
+  double parameter_bytes = 0;              // fp32 weights
+  double output_bytes = 0;                 // the boundary sent when the layer ends a stage
+  double forward_fixed_s = 0;              // the part of forward_s that does not scale with b
+  double backward_fixed_s = 0;             // the part of the whole backward that does not
+  std::vector<ProfiledPoint> larger = {};  // above the profiled micro-batch, ascending
 };
 
 struct Profile {

@@ -100,8 +100,9 @@ TEST(LinearTest, EveryOptimizerStepChangesTheOutputAsForTorchLinear) {
           << kind << " step " << step << " differs by "
           << (output - output_ref).abs().max().item<double>();
       if (step == 0) first = output.detach().clone();
-      if (step > 0)
+      if (step > 0) {
         EXPECT_FALSE(torch::allclose(output, first)) << kind << ": the step changed nothing";
+      }
       output.pow(2).sum().backward();
       output_ref.pow(2).sum().backward();
       opt->step();

@@ -348,7 +348,9 @@ TEST(MultiTensorBoundaries, MiddleRanksMayPassNoInputs) {
     }
     // eval too: the middle rank takes the batch to hold microbatches() samples.
     const torch::Tensor out = pipe.eval(comm.rank() == 1 ? Tensors{} : batch(0).inputs);
-    if (comm.rank() == 2) EXPECT_EQ(out.sizes(), (std::vector<int64_t>{kBatch, kClasses}));
+    if (comm.rank() == 2) {
+      EXPECT_EQ(out.sizes(), (std::vector<int64_t>{kBatch, kClasses}));
+    }
   });
   const RankRun reference = one_process(false);
   for (int r = 0; r < 3; ++r) {

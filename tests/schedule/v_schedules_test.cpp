@@ -117,7 +117,9 @@ TEST_P(DualPipeVSweep, BubbleStaysWithinTheReadmeFormula) {
     const sim::Stats st = simulate(make("dualpipev", p, m), tf, tb, tw);
     EXPECT_LE(st.makespan - m * (tf + tb), formula + 1e-9);
     for (int r = 0; r < p; ++r) EXPECT_LE(st.idle_within_span[r], formula + 1e-9) << "rank " << r;
-    if (p > 1) EXPECT_LT(st.makespan, simulate(make("1f1b", p, m), tf, tb, tw).makespan);
+    if (p > 1) {
+      EXPECT_LT(st.makespan, simulate(make("1f1b", p, m), tf, tb, tw).makespan);
+    }
   }
 }
 

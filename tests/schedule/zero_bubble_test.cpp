@@ -154,7 +154,9 @@ TEST_P(ZeroBubbleSweep, ZbH2IdlesWithinEachRanksSpanByTheFormula) {
     EXPECT_NEAR(zb.idle_within_span[0], formula, 1e-9);
     for (int r = 0; r < p; ++r) {
       EXPECT_LE(zb.idle_within_span[r], formula + 1e-9) << "rank " << r;
-      if (c.f() + c.i() == 2 * c.w()) EXPECT_NEAR(zb.idle_within_span[r], 0, 1e-9) << "rank " << r;
+      if (c.f() + c.i() == 2 * c.w()) {
+        EXPECT_NEAR(zb.idle_within_span[r], 0, 1e-9) << "rank " << r;
+      }
     }
   }
 }
@@ -201,7 +203,9 @@ TEST_P(ZeroBubbleSweep, ZbVBubbleDoesNotGrowWithMicrobatchesForAnyCosts) {
     const sim::Stats a = simulate(make("zb-v", p, m), c.tf, c.tb, c.tw);
     const sim::Stats b = simulate(make("zb-v", p, m + 2 * p), c.tf, c.tb, c.tw);
     for (int r = 0; r < p; ++r) EXPECT_NEAR(a.idle_within_span[r], b.idle_within_span[r], 1e-9);
-    if (p > 1) EXPECT_LT(a.makespan, simulate(make("1f1b", p, m), c.tf, c.tb, c.tw).makespan);
+    if (p > 1) {
+      EXPECT_LT(a.makespan, simulate(make("1f1b", p, m), c.tf, c.tb, c.tw).makespan);
+    }
   }
 }
 
