@@ -57,11 +57,8 @@ def sh(cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
-def train_step_ms(baton, tmp, plan, steps):
-    c = plan
-    metrics = os.path.join(tmp, "m.jsonl")
-    if os.path.exists(metrics):
-        os.remove(metrics)
+def train_command(baton, c, steps, metrics):
+    """`baton train` of plan `c` (p, d, schedule, microbatches, virtual, zero) into `metrics`."""
     d = c.get("d", 1)
     cmd = [baton, "train", *MODEL, "--batch", str(BATCH), "--nproc", str(c["p"] * d), "--pp",
            str(c["p"]), "--dp", str(d), "--schedule", c["schedule"], "--microbatches", str(c["microbatches"]),
@@ -70,9 +67,21 @@ def train_step_ms(baton, tmp, plan, steps):
         cmd += ["--virtual", str(c["virtual"])]
     if c.get("zero", 0):
         cmd += ["--zero", str(c["zero"])]
-    sh(cmd)
+    return cmd
+
+
+def median_step_ms(metrics):
+    """The median step of a metrics file, after the first 3."""
     rows = [json.loads(line) for line in open(metrics)]
     return statistics.median([r["step_ms"] for r in rows if "step_ms" in r][3:])
+
+
+def train_step_ms(baton, tmp, plan, steps):
+    metrics = os.path.join(tmp, "m.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    sh(train_command(baton, plan, steps, metrics))
+    return median_step_ms(metrics)
 
 
 def measured_allreduce(baton):
@@ -90,40 +99,46 @@ def measured_allreduce(baton):
             "--allreduce-latency-us", f"{max(step_us, 0.1) * 2 * (d - 1):.2f}"]
 
 
+# The profiled configuration on one rank (no pipeline).
+ONE_RANK = {"p": 1, "schedule": "1f1b", "microbatches": PROFILED_MICROBATCHES, "virtual": 1}
+
+
 def pair_factor(baton, tmp, steps):
     """The machine's speed with both cores busy: two one-rank runs of the profiled configuration
     at once (no communication between them), their slower median step over one run's alone.
     1.0 on a machine whose two cores are independent; a plan on 2 ranks cannot be predicted
     closer than this from a profile taken on one."""
-    base = [baton, "train", *MODEL, "--batch", str(BATCH), "--nproc", "1", "--pp", "1",
-            "--microbatches", str(PROFILED_MICROBATCHES), "--threads", "1", "--steps", str(steps),
-            "--log-every", "1000"]
-    def median_of(path):
-        rows = [json.loads(line) for line in open(path)]
-        return statistics.median([r["step_ms"] for r in rows if "step_ms" in r][3:])
-    alone = os.path.join(tmp, "alone.jsonl")
-    subprocess.run(base + ["--metrics", alone], check=True, capture_output=True)
+    one = train_step_ms(baton, tmp, ONE_RANK, steps)
     pair = [os.path.join(tmp, f"pair{k}.jsonl") for k in range(2)]
-    procs = [subprocess.Popen(base + ["--metrics", m], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) for m in pair]
+    for m in pair:
+        if os.path.exists(m):
+            os.remove(m)
+    procs = [subprocess.Popen(train_command(baton, ONE_RANK, steps, m),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for m in pair]
     for p in procs:
         if p.wait() != 0:
             raise SystemExit("a pair run failed")
-    one, two = median_of(alone), max(median_of(m) for m in pair)
+    two = max(median_step_ms(m) for m in pair)
     print(f"two cores busy: one-rank step {one:.2f} ms alone, {two:.2f} ms with a twin "
           f"beside it: factor {two / one:.2f}")
     return two / one
 
 
-def profile_step_ms(prof):
-    """What a profile says one process's step at m micro-batches costs: its layers, the
-    optimizer, the overheads."""
+def profile_parts(prof):
+    """A profile's parts of a one-process step, in ms: F + I + W of every layer per micro-batch,
+    the optimizer step, the overhead per F and per B, the overhead per step."""
     layers = sum(l["forward_s"] + l["input_backward_s"] + l["weight_backward_s"]
                  for l in prof["layers"])
     optimizer = prof.get("optimizer_s_per_parameter_byte", 0) * sum(
         l["parameter_bytes"] for l in prof["layers"])
-    return 1e3 * (prof["microbatches"] * (layers + 2 * prof.get("action_overhead_s", 0)) +
-                  optimizer + prof.get("step_overhead_s", 0))
+    return (1e3 * layers, 1e3 * optimizer, 1e3 * prof.get("action_overhead_s", 0),
+            1e3 * prof.get("step_overhead_s", 0))
+
+
+def profile_step_ms(prof):
+    """What a profile says one process's step at m micro-batches costs."""
+    per_mb, optimizer, action, per_step = profile_parts(prof)
+    return prof["microbatches"] * (per_mb + 2 * action) + optimizer + per_step
 
 
 def calibrate(baton, tmp, profile, steps, extra, title):
@@ -177,21 +192,14 @@ def main():
         profile = min(profiles)[1]
         prof = json.load(open(profile))
         b = prof["microbatch"]
-        per_mb = sum(l["forward_s"] + l["input_backward_s"] + l["weight_backward_s"]
-                     for l in prof["layers"]) * 1e3
-        optimizer_ms = prof.get("optimizer_s_per_parameter_byte", 0) * sum(
-            l["parameter_bytes"] for l in prof["layers"]) * 1e3
-        action_ms = prof.get("action_overhead_s", 0) * 1e3
-        step_overhead_ms = prof.get("step_overhead_s", 0) * 1e3
+        per_mb, optimizer_ms, action_ms, step_overhead_ms = profile_parts(prof)
         print(f"profiled micro-batch {b}: F+I+W of all layers {per_mb:.2f} ms, optimizer step "
               f"{optimizer_ms:.2f} ms, overheads {action_ms:.3f} ms per F and per B, "
               f"{step_overhead_ms:.2f} ms per step (one process measured "
               f"{prof.get('one_process_step_s', 0) * 1e3:.2f} ms a step)")
         # Reference with no pipeline: the profiled configuration on one rank, predicted m (F+I+W).
-        one = {"p": 1, "schedule": "1f1b", "microbatches": PROFILED_MICROBATCHES, "virtual": 1}
-        single = min(train_step_ms(baton, tmp, one, args.steps) for _ in range(ROUNDS))
-        predicted = (PROFILED_MICROBATCHES * (per_mb + 2 * action_ms) + optimizer_ms +
-                     step_overhead_ms)
+        single = min(train_step_ms(baton, tmp, ONE_RANK, args.steps) for _ in range(ROUNDS))
+        predicted = profile_step_ms(prof)
         print(f"reference, one rank, b={b} m={PROFILED_MICROBATCHES}: predicted "
               f"{predicted:.2f} ms, measured {single:.2f} ms, ratio {single / predicted:.2f}")
         before = pair_factor(baton, tmp, args.steps)
