@@ -24,7 +24,7 @@ constexpr int kRepeats = 5;
 // "Planner calibration on a machine whose CPUs change speed"), longer than
 // one round of kRepeats; a round in such a spell once put every layer at
 // 1.7x while the whole steps timed after it were at full speed.
-constexpr int kPasses = 4;
+constexpr int kRounds = 4;
 // Whole steps on one process: not timed, then timed (the fastest counts).
 constexpr int kWarmSteps = 2;
 constexpr int kTimedSteps = 5;
@@ -145,11 +145,11 @@ void write_profile(const TrainConfig& c) {
   // Each layer at the micro-batch b; again at half of it, for the part of each
   // time that does not scale with it; and at the whole mini-batch (the largest
   // micro-batch a plan can choose), where larger operations run more
-  // efficiently than the line through b / 2 and b says. kPasses rounds of the
+  // efficiently than the line through b / 2 and b says. kRounds rounds of the
   // three, each layer's time the fastest round's.
   const int64_t b = sample.size(0), h = b / 2;
   std::vector<partition::LayerCost> costs, half, larger;
-  for (int pass = 0; pass < kPasses; ++pass) {
+  for (int round = 0; round < kRounds; ++round) {
     keep_faster(costs, runtime::profile_layers(model, sample, c.seed, kRepeats));
     if (h >= 1)
       keep_faster(half, runtime::profile_layers(model, sample.narrow(0, 0, h), c.seed, kRepeats));
@@ -212,7 +212,7 @@ void write_profile(const TrainConfig& c) {
       {"threads", at::get_num_threads()},
       {"device", c.device},
       {"repeats", kRepeats},
-      {"rounds", kPasses},
+      {"rounds", kRounds},
       {"backward_split", "halved"},
       {"optimizer", c.optimizer},
       {"optimizer_s_per_parameter_byte", optimizer_per_byte},
