@@ -31,6 +31,18 @@ Carries::Carries(const schedule::Schedule& schedule, int rank,
                 "never");
   }
   carried_cells_.assign(cells.begin(), cells.end());
+  // A carried backward of a stage that stashes or pops a skip needs that
+  // skip's tensor of the micro-batch next step: its stash to seed, or the
+  // leaf whose gradient it sends back.
+  std::set<size_t> slots;
+  const size_t m = static_cast<size_t>(schedule.microbatches);
+  for (size_t c : carried_cells_) {
+    const int s = static_cast<int>(c / m);
+    for (size_t k = 0; k < schedule.skips.size(); ++k) {
+      if (schedule.skips[k].from == s || schedule.skips[k].to == s) slots.insert(k * m + c % m);
+    }
+  }
+  carried_skip_slots_.assign(slots.begin(), slots.end());
   // pipedream (generated, or a file whose header names it) stashes a version
   // per micro-batch and updates after each backward, async updates alike
   // without stashing, pipemare as async with PipeMare's techniques; any other
@@ -62,6 +74,11 @@ void Carries::restore(detail::Step& step) {
       step.activation_bytes[c] = carry_->bytes[k];
       step.stashed_bytes += carry_->bytes[k];
     }
+    for (size_t k = 0; k < carried_skip_slots_.size(); ++k) {
+      const size_t slot = carried_skip_slots_[k];
+      step.skip_in[slot] = std::move(carry_->skip_in[k]);
+      step.skip_out[slot] = std::move(carry_->skip_out[k]);
+    }
     step.result.peak_activation_bytes = step.stashed_bytes;
     carry_.reset();
   }
@@ -87,6 +104,10 @@ void Carries::end_step(detail::Step& step) {
       carry.input.push_back(std::move(step.input[c]));
       carry.output.push_back(std::move(step.output[c]));
       carry.bytes.push_back(step.activation_bytes[c]);
+    }
+    for (size_t slot : carried_skip_slots_) {
+      carry.skip_in.push_back(std::move(step.skip_in[slot]));
+      carry.skip_out.push_back(std::move(step.skip_out[slot]));
     }
     carry_ = std::move(carry);
   }

@@ -1,6 +1,7 @@
 // The carries between steps of a schedule without a flush (Schedule::carries:
 // 2bw, pipedream, async, pipemare). The micro-batches whose backwards a rank carries
-// into the next step keep their stage input and output (and autograd graph)
+// into the next step keep their stage input and output (and autograd graph),
+// and the skip tensors their stages stashed or popped for them,
 // here between steps, and the weight versions (runtime/weight_versions.h)
 // they run on live here: parameters() are then the masters the caller's
 // optimizer steps. For a schedule with a flush nothing is carried, and every
@@ -55,11 +56,14 @@ class Carries {
   void end_step(detail::Step& step);
 
  private:
-  // The stage input, output and stashed bytes of each carried cell.
+  // The stage input, output and stashed bytes of each carried cell, and
+  // the skip connections' tensors of its micro-batch (Step::skip_in: the
+  // popping stage's leaf; Step::skip_out: the stashing stage's output).
   struct Carry {
     std::vector<size_t> cells;
     std::vector<nn::Tensors> input, output;
     std::vector<double> bytes;
+    std::vector<torch::Tensor> skip_in, skip_out;
   };
 
   bool carries_;
@@ -67,6 +71,9 @@ class Carries {
   // the last step left them.
   std::vector<bool> carried_;
   std::vector<size_t> carried_cells_;
+  // The (skip, micro-batch) slots (Step::skip_cell) whose stashing or
+  // popping stage's cell is carried.
+  std::vector<size_t> carried_skip_slots_;
   std::optional<Carry> carry_;
   std::unique_ptr<WeightVersions> versions_;
   std::map<int, size_t> version_group_;  // stage -> index into versions_' groups

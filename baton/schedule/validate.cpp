@@ -157,12 +157,6 @@ void check_skips(const Schedule& schedule, const Placement& placement) {
                         " (64, or 4 per stage)"),
          {});
   }
-  if (schedule.carries) {
-    fail(schedule,
-         "skip connections need a schedule with a flush (this one carries backwards into the "
-         "next step)",
-         {});
-  }
   for (int k = 0; k < n; ++k) {
     const Skip& skip = schedule.skips[k];
     if (skip.name.empty() || skip.from < 0 || skip.to <= skip.from || skip.to >= schedule.stages) {

@@ -15,6 +15,7 @@
 #include "baton/comm/communicator.h"
 #include "baton/core/error.h"
 #include "baton/schedule/generator.h"
+#include "tests/pipeline/reference_training.h"  // relative()
 
 namespace baton::test {
 
@@ -55,10 +56,6 @@ inline std::vector<ScheduleCase> schedule_cases(
     }
   }
   return out;
-}
-
-inline double relative(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(1e-12, b.norm().item<double>());
 }
 
 // The message of the baton::Error `body` throws; "" when it throws none.

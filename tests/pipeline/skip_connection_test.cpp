@@ -6,13 +6,19 @@
 // steps equal one process running the same layers in order within 1e-5
 // relative, for every schedule with a flush at p in {2, 4}, over shared
 // memory and over Gloo, with recomputation too; eval equals one process's
-// forward. Bad declarations are refused in one line naming the layer.
+// forward. The schedules without a flush (2bw, pipedream, async, pipemare)
+// carry a skip's tensors with the backwards they carry, held to one process
+// with 2bw's stale update and to the replay of their rules
+// (tests/pipeline/async_replay.h) for the other three. Bad declarations are
+// refused in one line naming the layer.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <map>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "baton/baton.h"
@@ -21,6 +27,7 @@
 #include "baton/nn/skip.h"
 #include "baton/schedule/generator.h"
 #include "schedule_cases.h"
+#include "tests/pipeline/async_replay.h"
 
 namespace baton {
 namespace {
@@ -193,6 +200,137 @@ TEST(SkipConnectionsRecompute, TrainLikeOneProcess) {
   }
 }
 
+// --- Schedules without a flush --------------------------------------------
+
+namespace replay = test::async_replay;
+
+// async_replay's batch: its rows, 4 micro-batches of them.
+std::pair<torch::Tensor, torch::Tensor> replay_batch(int step) {
+  torch::Generator gen = at::detail::createCPUGenerator(600 + step);
+  return {torch::randn({replay::kBatch, kWidth}, gen),
+          torch::randint(0, kClasses, {replay::kBatch}, gen, torch::kLong)};
+}
+
+// 2bw: W(t+1) = W(t) - lr grad(W(t-1)), and the drained last gradient.
+replay::Record one_process_stale() {
+  const nn::ModelSpec spec = unet();
+  torch::nn::Sequential model = nn::build_sequential(spec, kSeed);
+  replay::Record rec;
+  std::vector<torch::Tensor> previous;
+  auto apply = [&](const std::vector<torch::Tensor>& grads) {
+    torch::NoGradGuard no_grad;
+    auto params = model->parameters();
+    for (size_t i = 0; i < params.size(); ++i) params[i].sub_(grads[i] * replay::kLr);
+  };
+  for (int step = 0; step < replay::kSteps; ++step) {
+    const auto [x, y] = replay_batch(step);
+    for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
+    torch::Tensor loss = spec.loss(model->forward(x), y);
+    loss.backward();
+    rec.losses.push_back(loss.item<double>());
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : model->parameters()) grads.push_back(p.grad().clone());
+    if (!previous.empty()) apply(previous);
+    previous = grads;
+  }
+  apply(previous);
+  for (const auto& item : model->named_parameters())
+    rec.final_params["layer." + item.key()] = item.value().detach().clone();
+  return rec;
+}
+
+// pipedream, async and pipemare: the U-Net written out per Linear
+// (Replayed::linear_of: the forward's weights' value, the backward's
+// gradients), its stashes and pops by hand.
+replay::Record replay_unet(const std::vector<int>& stage_of_layer, int pp,
+                           const replay::Rules& rules) {
+  replay::Replayed run(nn::build_sequential(unet(), kSeed), stage_of_layer, pp);
+  return run.train(rules, [&](int t, int k, int j) {
+    const auto [x, y] = replay_batch(t);
+    std::map<std::string, torch::Tensor> stashed;
+    torch::Tensor h = x.chunk(replay::kMicrobatches)[k];
+    const size_t units = stage_of_layer.size() - 1;
+    for (size_t i = 0; i < units; ++i) {
+      auto* unit = run.model->ptr(i)->as<UnitImpl>();
+      if (!unit->pop_name.empty()) h = h + 0.7 * stashed.at(unit->pop_name);
+      const replay::Params& f = replay::forward_weights(run.history, pp, stage_of_layer[i], j);
+      h = torch::tanh(replay::Replayed::linear_of(*unit->fc, std::to_string(i) + ".fc", h, f));
+      if (!unit->stash_name.empty()) stashed[unit->stash_name] = h * 1.5;
+    }
+    return std::make_pair((h + stashed.at("enc0")).narrow(1, 0, kClasses),
+                          y.chunk(replay::kMicrobatches)[k]);
+  });
+}
+
+using CarriedCase = std::tuple<std::string, int, comm::TransportKind>;
+
+class SkipConnectionsWithoutAFlush : public testing::TestWithParam<CarriedCase> {};
+
+TEST_P(SkipConnectionsWithoutAFlush, TrainLikeOneProcessUnderTheirRules) {
+  at::set_num_threads(1);
+  const auto& [schedule, pp, transport] = GetParam();
+  const bool pipemare = schedule == "pipemare";
+  std::vector<replay::Record> ranks(pp);
+  std::vector<int> stage_of_layer(unet().num_layers(), -1);
+  comm::run_local_group(
+      pp, kTimeout,
+      [&](comm::Communicator& comm) {
+        PipelineOptions options = PipelineOptions()
+                                      .schedule(schedule)
+                                      .pp(pp)
+                                      .microbatches(replay::kMicrobatches)
+                                      .communicator(comm);
+        if (pipemare) options.pipemare(runtime::PipeMareOptions().warmup_steps(2));
+        Pipeline pipe(unet(), nullptr, options);
+        for (const auto& [stage, layers] : pipe.stage_layers())
+          for (int layer : layers) stage_of_layer[layer] = stage;
+        EXPECT_FALSE(pipe.schedule().skips.empty());
+        torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(replay::kLr));
+        const bool inside = pipe.updates_inside_step();
+        if (inside) pipe.set_optimizer(&sgd);
+        replay::Record& rec = ranks[comm.rank()];
+        for (int t = 0; t < replay::kSteps; ++t) {
+          const auto [x, y] = replay_batch(t);
+          sgd.zero_grad();
+          rec.losses.push_back(pipe.step(x, y));
+          if (!inside) sgd.step();
+        }
+        pipe.flush();
+        if (!inside) sgd.step();
+        for (const auto& [name, value] : pipe.named_parameters())
+          rec.final_params[name] = value.detach().clone();
+      },
+      transport);
+  for (int stage : stage_of_layer) ASSERT_GE(stage, 0);
+  replay::Record want;
+  if (schedule == "2bw") {
+    want = one_process_stale();
+  } else {
+    const replay::Rules rules = schedule == "pipedream" ? replay::Rules{true}
+                                : pipemare
+                                    ? replay::Rules{false, true, 0.5, 2 * replay::kMicrobatches}
+                                    : replay::Rules{};
+    want = replay_unet(stage_of_layer, pp, rules);
+    // The replay tells the rules apart: pipedream's stashing against the latest weights.
+    const replay::Rules other = schedule == "pipedream" ? replay::Rules{} : replay::Rules{true};
+    EXPECT_GT(
+        replay::distance(want.final_params, replay_unet(stage_of_layer, pp, other).final_params),
+        2e-5);
+  }
+  replay::expect_matches(ranks, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Carried, SkipConnectionsWithoutAFlush,
+                         testing::Combine(testing::Values("2bw", "pipedream", "async", "pipemare"),
+                                          testing::Values(2, 4),
+                                          testing::Values(comm::TransportKind::kShm,
+                                                          comm::TransportKind::kGloo)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_p" +
+                                  std::to_string(std::get<1>(info.param)) + "_" +
+                                  std::string(comm::to_string(std::get<2>(info.param)));
+                         });
+
 // 1f1b on 4 ranks, two layers a stage: "enc0" goes from stage 0 to 3 and
 // "enc1" from 0 to 3 as well, straight from rank 0 to rank 3. Per step and
 // micro-batch, rank 0 sends its boundary and both skips (3 messages), ranks 1
@@ -233,14 +371,6 @@ TEST(SkipConnectionsBadInput, AreRefusedNamingTheLayer) {
   // The same through the façade, at construction.
   expect_one_line(error_of([&] { Pipeline pipe(never_popped, nullptr, PipelineOptions()); }),
                   "stashes \"enc1\", which no later layer pops");
-  // A schedule without a flush.
-  comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
-    expect_one_line(error_of([&] {
-                      Pipeline pipe(unet(), nullptr,
-                                    PipelineOptions().schedule("2bw").pp(2).communicator(comm));
-                    }),
-                    "skip connections across stages need a schedule with a flush");
-  });
   // Layers that stash and pop what they did not declare: on one stage that
   // is just a local tensor, but across stages nothing would carry it.
   nn::ModelSpec undeclared = unet();
