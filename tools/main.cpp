@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 
+#include "baton/core/blas_kernels.h"
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
 #include "tools/cli.h"
@@ -40,6 +41,9 @@ void print_error(const std::string& message) {
 using baton::cli::print_error;
 
 int main(int argc, char** argv) {
+  // OpenBLAS on its generic kernels on a CPU it does not know: run again
+  // with OPENBLAS_CORETYPE set (baton/core/blas_kernels.h; docs/cli.md).
+  baton::reexec_for_openblas_kernels(argv);
   baton::cli::g_command_line.assign(argv, argv + argc);
   CLI::App app{"baton: pipeline-parallel training for LibTorch"};
   app.require_subcommand(1);

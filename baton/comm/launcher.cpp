@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "baton/comm/blame.h"
+#include "baton/core/blas_kernels.h"
 #include "baton/core/error.h"
 
 extern char** environ;
@@ -68,6 +69,10 @@ std::vector<std::string> child_environment(int rank, int nproc, int port) {
     if (!overridden) env.push_back(item);
   }
   for (const auto& [name, value] : overrides) env.push_back(name + "=" + value);
+  // OpenBLAS on its generic kernels here: the ranks start with the right ones
+  // (core/blas_kernels.h; only where the user set no OPENBLAS_CORETYPE).
+  const std::string core = advise_openblas_coretype(blas_facts());
+  if (!core.empty()) env.push_back("OPENBLAS_CORETYPE=" + core);
   return env;
 }
 

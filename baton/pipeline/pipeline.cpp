@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <map>
+#include <mutex>
 
 #include "baton/comm/device_choice.h"
 #include "baton/comm/nccl.h"
 #include "baton/comm/rank_layout.h"
+#include "baton/core/blas_kernels.h"
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
 #include "baton/nn/tensor_parallel.h"
@@ -27,6 +30,15 @@
 namespace baton {
 
 namespace {
+
+// Once per process: OpenBLAS on its generic kernels (core/blas_kernels.h).
+void warn_about_openblas_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string warning = openblas_kernels_warning();
+    if (!warning.empty()) std::cerr << warning << '\n';
+  });
+}
 
 bool balance_profiles(const std::string& method) {
   return method == "params" || method == "time" || method == "memory" || method == "optimal";
@@ -321,6 +333,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   Joined joined = join(options);
   const comm::RankLayout& layout = joined.layout;
   const int dp = layout.grid.dp(), tp = layout.grid.tp();
+  if (joined.device.is_cpu()) warn_about_openblas_kernels();
   StagePlan plan = plan_stages(model, options, layout);
   BATON_CHECK(!plan.schedule.carries || (dp == 1 && tp == 1), "[pipeline] schedule ",
               plan.schedule.name,

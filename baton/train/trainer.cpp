@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "baton/comm/p2p_probe.h"
+#include "baton/core/blas_kernels.h"
 #include "baton/core/error.h"
 #include "baton/core/output_files.h"
 #include "baton/core/printable.h"
@@ -253,16 +254,18 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   const char* omp_policy = std::getenv("OMP_WAIT_POLICY");
   const bool omp_passive = omp_policy != nullptr && std::string(omp_policy) == "PASSIVE";
   if (leader) {
+    const std::string blas = blas_kernels();  // OpenBLAS's kernels (core/blas_kernels.h)
     const std::string dp = (c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string()) +
                            (c.tp > 1 ? detail::concat("tp=", c.tp, ", ") : std::string()) +
                            (c.zero > 0 ? detail::concat("zero=", c.zero, ", ") : std::string());
     std::printf(
         "baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
-        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank%s, %lld steps\n",
+        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank%s%s, %lld steps\n",
         c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp,
         pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
         pipeline.partition().to_string().c_str(), c.recompute.c_str(), threads,
-        omp_passive ? " (OpenMP waits passive)" : "", static_cast<long long>(total));
+        omp_passive ? " (OpenMP waits passive)" : "", blas.empty() ? "" : (", " + blas).c_str(),
+        static_cast<long long>(total));
     if (pipeline.schedule().name == "pipemare") {
       std::string delays;
       for (int d : schedule::update_delays(pipeline.schedule()))
