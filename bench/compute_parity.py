@@ -29,6 +29,8 @@ import subprocess
 import tempfile
 import time
 
+import pipeline_vs_peers  # blas_env(): the peer on baton's OpenBLAS kernels
+
 WARMUP = 5
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers", "zoo.py")
 PEER_PYTHON = "/usr/bin/python3"  # Debian's python3-torch: the LibTorch baton links
@@ -80,11 +82,14 @@ def baton(binary, model, steps):
     return step_ms, (marks[WARMUP + steps] - marks[WARMUP]) * 1000 / steps
 
 
+ENV = None  # pipeline_vs_peers.blas_env(), set by main()
+
+
 def pytorch(model, steps):
     """(median step ms, CPU ms per step)."""
     out = subprocess.run([PEER_PYTHON, PEER, "--model", model, *CONFIGS[model], *OPTIMIZER,
                           "--threads", "1", "--warmup", str(WARMUP), "--steps", str(steps)],
-                         check=True, capture_output=True, text=True).stdout
+                         check=True, capture_output=True, text=True, env=ENV).stdout
     result = json.loads(out.strip().splitlines()[-1])
     return result["median_step_ms"], result["cpu_ms_per_step"]
 
@@ -96,6 +101,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1, help="baton/PyTorch runs per model, alternated")
     ap.add_argument("--models", default="mlp,cnn,gpt")
     args = ap.parse_args()
+    global ENV
+    ENV = pipeline_vs_peers.blas_env(args.baton)
     for model in args.models.split(","):
         if model not in CONFIGS:
             raise SystemExit(f"compute_parity.py: unknown model '{model}': known are "

@@ -40,12 +40,31 @@ def baton(binary, hidden, m, schedule, steps, device):
     return step, float(eff.group(1)) if eff else float("nan"), bubbles.groups() if bubbles else None
 
 
+def blas_env(binary):
+    """The environment with the OpenBLAS kernels `baton train` runs with (baton/core/blas_kernels.h:
+    Debian's OpenBLAS falls back to generic kernels on the newest Xeons), so that Debian's torch
+    runs the peers on the same kernels as baton; the user's OPENBLAS_CORETYPE stands."""
+    env = dict(os.environ)
+    if "OPENBLAS_CORETYPE" not in env:
+        out = subprocess.run([binary, "train", "--model", "mlp", "--layers", "2", "--hidden", "8",
+                              "--batch", "8", "--microbatches", "1", "--pp", "1", "--steps", "1"],
+                             capture_output=True, text=True).stdout
+        found = re.search(r"OpenBLAS (\w+) kernels", out)
+        if found:
+            env["OPENBLAS_CORETYPE"] = found.group(1)
+    return env
+
+
+ENV = None  # blas_env(), set by main() before any peer runs
+
+
 def peer(python, script, hidden, m, steps, extra=()):
     try:
         out = subprocess.run([python, os.path.join(HERE, "peers", script), "--hidden", str(hidden),
                               "--in-features", str(hidden), "--microbatches", str(m),
                               "--steps", str(steps), *extra],
-                             check=True, capture_output=True, text=True, timeout=600).stdout
+                             check=True, capture_output=True, text=True, timeout=600,
+                             env=ENV).stdout
     except (subprocess.SubprocessError, FileNotFoundError) as e:
         return float("nan")
     return json.loads(out.strip().splitlines()[-1])["median_step_ms"]
@@ -61,6 +80,8 @@ def main():
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = p.parse_args()
+    global ENV
+    ENV = blas_env(a.baton)
     on = ("--device", a.device)
     debian = "/usr/bin/python3" if a.device == "cpu" and has_torch("/usr/bin/python3") else None
     print(f"{'hidden':>6} {'m':>3} {'baton gpipe':>11} {'baton 1f1b':>10} {'script 1.13':>11} "

@@ -64,6 +64,7 @@ def main():
     p.add_argument("--gloo", action="store_true", help="also baton over --transport gloo")
     p.add_argument("--main", action="store_true", help="also the main job's bubble gap")
     a = p.parse_args()
+    peers.ENV = peers.blas_env(a.baton)  # Debian's torch on baton's OpenBLAS kernels
     debian = "/usr/bin/python3" if peers.has_torch("/usr/bin/python3") else None
     print(f"{'N':>2} {'hidden':>6} {'m':>3} {'baton shm':>9} {'baton gloo':>10} {'script':>8} "
           f"{'vs script':>9} {'gloo vs script':>14} {'eff':>6} {'bubble meas/sim':>15} "
