@@ -3,8 +3,8 @@
 // loaded. OpenBLAS 0.3.21 (Debian 12) does not know the newest Xeons (Sapphire
 // and Emerald Rapids: family 6, models 143 and 207) and falls back to its
 // generic "Prescott" (SSE3) kernels there: a single-thread sgemm of 64 x 1024 x
-// 2816 runs at 30 GFLOP/s against 112 with OPENBLAS_CORETYPE=SkylakeX, and
-// baton's llama step takes 2.9x as long (bench/RESULTS.md, "OpenBLAS's
+// 2816 runs at 22-30 GFLOP/s against 114 with OPENBLAS_CORETYPE=SkylakeX, and
+// baton's llama step takes 3.4-4.3x as long (bench/RESULTS.md, "OpenBLAS's
 // kernels"). The choice is made before main(), so the remedy is the variable
 // in the environment before the process starts: the CLI re-executes itself
 // with it (reexec_for_openblas_kernels), and a library user can do the same.
