@@ -20,7 +20,8 @@ Usage: python3 llama_pipelining.py --hidden 1024 --heads 16 --layers 4 --context
 """
 import argparse, json, os, statistics, subprocess, sys, time
 import torch, torch.distributed as dist, torch.nn as nn, torch.nn.functional as F
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleInterleaved1F1B,
+                                          ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble)
 
 
 def ffn_hidden(hidden):
@@ -68,31 +69,49 @@ class Block(nn.Module):
         return x + self.down(F.silu(self.gate(m)) * self.up(m))
 
 
-class First(nn.Module):
-    def __init__(self, a):
-        super().__init__()
-        self.token = nn.Embedding(a.vocab, a.hidden)
-        self.blocks = nn.ModuleList(Block(a.hidden, a.heads) for _ in range(a.first_blocks))
+class Part(nn.Module):
+    """One pipeline stage: the embedding (first stage), blocks [begin, end), the final norm and
+    the head (last stage). Its output is (hidden, positions), or the logits on the last stage."""
 
-    def forward(self, tokens):
-        x = self.token(tokens)
-        positions = positions_of(x).contiguous()
+    def __init__(self, a, begin, end, first, last):
+        super().__init__()
+        self.token = nn.Embedding(a.vocab, a.hidden) if first else None
+        self.blocks = nn.ModuleList(Block(a.hidden, a.heads) for _ in range(begin, end))
+        self.norm = nn.RMSNorm(a.hidden, eps=1e-5) if last else None
+        self.head = nn.Linear(a.hidden, a.vocab, bias=False) if last else None
+
+    def forward(self, x, positions=None):
+        if self.token is not None:
+            x = self.token(x)
+            positions = positions_of(x).contiguous()
         for block in self.blocks:
             x = block(x, positions)
+        if self.head is not None:
+            return self.head(self.norm(x))
         return x, positions
 
 
-class Last(nn.Module):
-    def __init__(self, a):
-        super().__init__()
-        self.blocks = nn.ModuleList(Block(a.hidden, a.heads) for _ in range(a.layers - a.first_blocks))
-        self.norm = nn.RMSNorm(a.hidden, eps=1e-5)
-        self.head = nn.Linear(a.hidden, a.vocab, bias=False)
+# Each schedule's stages per rank and placement: stage -> rank.
+SCHEDULES = {
+    "1f1b": (Schedule1F1B, 1, lambda s: s),
+    "interleaved-1f1b": (ScheduleInterleaved1F1B, 2, lambda s: s % 2),
+    "interleaved-zb": (ScheduleInterleavedZeroBubble, 2, lambda s: s % 2),
+    "zbv": (ScheduleZBVZeroBubble, 2, lambda s: s if s < 2 else 3 - s),
+}
 
-    def forward(self, x, positions):
-        for block in self.blocks:
-            x = block(x, positions)
-        return self.head(self.norm(x))
+
+def layer_split(a, stages):
+    """baton's uniform balance of layers + 2 layers (the embedding first, the head last) over
+    `stages` stages: the first stages take one more where they do not divide. Returns each
+    stage's (begin, end) block range."""
+    total = a.layers + 2
+    counts = [total // stages + (1 if s < total % stages else 0) for s in range(stages)]
+    ranges, layer = [], 0
+    for c in counts:
+        ranges.append((layer, layer + c))
+        layer += c
+    # Layer 0 is the embedding and layer total - 1 the head: blocks are layers 1..layers.
+    return [(max(lo, 1) - 1, min(hi, a.layers + 1) - 1) for lo, hi in ranges]
 
 
 def main(a):
@@ -100,29 +119,40 @@ def main(a):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=2)
     torch.manual_seed(0)
-    model = First(a) if rank == 0 else Last(a)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    # Static metadata (example micro-batches); see the module's docstring.
+    kind, per_rank, rank_of = SCHEDULES[a.schedule]
+    n = 2 * per_rank
+    split = layer_split(a, n)
     mb = a.batch // a.microbatches
+    # Static metadata (example micro-batches); see the module's docstring.
     hidden = (torch.empty(mb, a.context, a.hidden, requires_grad=True),
               torch.zeros(mb, a.context, dtype=torch.long))
     tokens_mb = torch.zeros(mb, a.context, dtype=torch.long)
     logits = torch.empty(mb, a.context, a.vocab)
-    stage = PipelineStage(model, rank, 2, torch.device("cpu"),
-                          input_args=tokens_mb if rank == 0 else hidden,
-                          output_args=hidden if rank == 0 else logits)
+    stages, params = [], []
+    for s in range(n):
+        if rank_of(s) != rank:
+            continue
+        part = Part(a, *split[s], first=s == 0, last=s == n - 1)
+        params += list(part.parameters())
+        stages.append(PipelineStage(part, s, n, torch.device("cpu"),
+                                    input_args=tokens_mb if s == 0 else hidden,
+                                    output_args=logits if s == n - 1 else hidden))
+    opt = torch.optim.SGD(params, lr=0.01)
     loss_fn = lambda out, target: F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
-    schedule = Schedule1F1B(stage, n_microbatches=a.microbatches, loss_fn=loss_fn)
+    schedule = kind(stages[0] if per_rank == 1 else stages, n_microbatches=a.microbatches,
+                    loss_fn=loss_fn)
     tokens = torch.randint(0, a.vocab, (a.batch, a.context))
     targets = torch.randint(0, a.vocab, (a.batch, a.context))
+    has_first, has_last = rank_of(0) == rank, rank_of(n - 1) == rank
     times = []
     for step in range(a.steps):
         start = time.perf_counter()
         opt.zero_grad()
-        if rank == 0:
-            schedule.step(tokens)
+        kwargs = dict(target=targets, losses=[]) if has_last else {}
+        if has_first:
+            schedule.step(tokens, **kwargs)
         else:
-            schedule.step(target=targets, losses=[])
+            schedule.step(**kwargs)
         opt.step()
         dist.barrier()
         times.append((time.perf_counter() - start) * 1000)
@@ -137,10 +167,8 @@ def args():
                           ("context", 32), ("batch", 8), ("microbatches", 4), ("steps", 12),
                           ("warmup", 2), ("port", 29613)]:
         p.add_argument("--" + name, type=int, default=default)
-    a = p.parse_args()
-    # baton's uniform balance puts ceil((layers + 2) / 2) layers, the embedding first, on rank 0.
-    a.first_blocks = (a.layers + 2 + 1) // 2 - 1
-    return a
+    p.add_argument("--schedule", choices=sorted(SCHEDULES), default="1f1b")
+    return p.parse_args()
 
 
 if __name__ == "__main__":
