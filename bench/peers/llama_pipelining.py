@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The torch.distributed.pipelining peer for bench/llama_vs_pipelining.py: baton's llama
-(nn/llama.h) written in PyTorch, in two stages, Schedule1F1B over gloo on the CPU, one
-thread per rank.
+(nn/llama.h) written in PyTorch, on 2 ranks over gloo on the CPU, one thread per rank:
+Schedule1F1B on two stages (the default), or with --schedule interleaved-1f1b, interleaved-zb or
+zbv (ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble) on four,
+two a rank (looped, or V-shaped for zbv).
 
 The model is baton's, layer for layer: token embedding, `layers` pre-norm blocks (RMSNorm,
 bias-free wq/wk/wv/wo with rotary embeddings in the rotate-half layout on q and k, causal
 attention, SwiGLU gate/up/down of llama_ffn_hidden(hidden) units), final RMSNorm and a
-bias-free LM head. Stage 0 holds the embedding and the first half of the blocks, stage 1 the
-rest and the head (baton's uniform balance of layers + 2 layers on 2 ranks). As in baton,
+bias-free LM head, cut as baton's uniform balance cuts layers + 2 layers (the embedding first,
+the head last; the first stages take one more where they do not divide). As in baton,
 the boundary carries the hidden states and the int64 positions the embedding made. The stages
 are given example micro-batches (static metadata): the wheel's runtime shape inference needs
 NumPy, and the example hidden states must require a gradient, or the backward stops with "A
@@ -16,7 +18,7 @@ scaled_dot_product_attention(is_causal=True), what a PyTorch user writes.
 
 Prints one JSON line: {"median_step_ms": ...}.
 Usage: python3 llama_pipelining.py --hidden 1024 --heads 16 --layers 4 --context 32
-       --batch 8 --microbatches 4 --steps 12
+       --batch 8 --microbatches 4 --steps 12 [--schedule 1f1b]
 """
 import argparse, json, os, statistics, subprocess, sys, time
 import torch, torch.distributed as dist, torch.nn as nn, torch.nn.functional as F
