@@ -103,6 +103,24 @@ int check_options(const char* name, const GeneratorOptions& options, int default
 // An empty schedule of the given shape, ready for actions.
 Schedule empty_schedule(const char* name, const GeneratorOptions& options, int stages,
                         StageMap map);
+// The order of a rank's chunk-micro-batches in interleaved 1F1B and
+// interleaved-zb (v chunks per rank on the loop map): micro-batches in groups
+// of g (p; when m is not a multiple of p, PyTorch's m // p rounds of m / rounds
+// each), a group's g micro-batches through chunk 0, then chunk 1, and so on;
+// backwards walk the chunks in reverse. A rank's k-th forward (or backward)
+// of its total() runs micro-batch microbatch(k) on chunk chunk(k, forward),
+// stage chunk * p + r on rank r.
+struct InterleavedOrder {
+  int p, v, m, g;
+  int total() const { return m * v; }
+  int microbatch(int k) const { return (k / (g * v)) * g + k % g; }
+  int chunk(int k, bool forward) const {
+    const int c = (k % (g * v)) / g;
+    return forward ? c : v - 1 - c;
+  }
+};
+// Checks that m splits into equal groups (one line naming `name` otherwise).
+InterleavedOrder interleaved_order(const char* name, const GeneratorOptions& options, int v);
 }  // namespace detail
 
 }  // namespace baton::schedule

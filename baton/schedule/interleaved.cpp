@@ -16,35 +16,37 @@
 
 namespace baton::schedule {
 
+namespace detail {
+
+InterleavedOrder interleaved_order(const char* name, const GeneratorOptions& options, int v) {
+  const int p = options.ranks, m = options.microbatches;
+  const int rounds = std::max(1, m / p);
+  BATON_CHECK(m % rounds == 0, "[schedule.", name, "] micro-batches m=", m, " with pp=", p, ": ",
+              name,
+              " runs micro-batches in equal groups of at least p (Megatron: groups of p), and ", m,
+              " does not split into ", m, " / ", p, " = ", rounds,
+              " equal groups; use a multiple of pp (try m=", (m / p + 1) * p, ") or of ", rounds);
+  return {p, v, m, m / rounds};
+}
+
+}  // namespace detail
+
 Schedule interleaved(const GeneratorOptions& options) {
   BATON_CHECK(options.virtual_stages != 1,
               "[schedule.interleaved] --virtual 1 is plain 1F1B (use schedule 1f1b); "
               "interleaved needs at least 2 stage chunks per rank");
   const int v = detail::check_options("interleaved", options, 2, {detail::kAnyVirtualStages});
-  const int p = options.ranks, m = options.microbatches;
-  const int rounds = std::max(1, m / p);
-  BATON_CHECK(m % rounds == 0, "[schedule.interleaved] micro-batches m=", m, " with pp=", p,
-              ": interleaved 1F1B runs micro-batches in equal groups of at least p (Megatron: "
-              "groups of p), and ",
-              m, " does not split into ", m, " / ", p, " = ", rounds,
-              " equal groups; use a multiple of pp (try m=", (m / p + 1) * p, ") or of ", rounds);
-  const int g = m / rounds;  // micro-batches per group; p when m is a multiple of p
+  const detail::InterleavedOrder order = detail::interleaved_order("interleaved", options, v);
+  const int p = order.p, m = order.m, g = order.g, total = order.total();
   Schedule s = detail::empty_schedule("interleaved", options, p * v, StageMap::Loop);
-  const int total = m * v;  // chunk-micro-batches per rank
-  const int round = g * v;  // chunk-micro-batches per group
-  auto microbatch = [&](int k) { return (k / round) * g + k % g; };
-  auto chunk = [&](int k, bool forward) {
-    const int c = (k % round) / g;
-    return forward ? c : v - 1 - c;
-  };
   for (int r = 0; r < p; ++r) {
     auto& list = s.actions[r];
     const int warmup = m == p ? total : std::min(total, (p - r - 1) * 2 + (v - 1) * g);
     auto forward = [&](int k) {
-      list.push_back({ActionKind::F, chunk(k, true) * p + r, microbatch(k)});
+      list.push_back({ActionKind::F, order.chunk(k, true) * p + r, order.microbatch(k)});
     };
     auto backward = [&](int k) {
-      list.push_back({ActionKind::B, chunk(k, false) * p + r, microbatch(k)});
+      list.push_back({ActionKind::B, order.chunk(k, false) * p + r, order.microbatch(k)});
     };
     int next_f = 0, next_b = 0;
     while (next_f < warmup) forward(next_f++);

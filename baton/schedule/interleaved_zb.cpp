@@ -31,26 +31,14 @@ Schedule interleaved_zb(const GeneratorOptions& options) {
               "[schedule.interleaved-zb] --virtual 1 is one stage per rank (use schedule zb-h1); "
               "interleaved-zb needs at least 2 stage chunks per rank");
   const int v = detail::check_options("interleaved-zb", options, 2, {detail::kAnyVirtualStages});
-  const int p = options.ranks, m = options.microbatches;
-  const int rounds = std::max(1, m / p);
-  BATON_CHECK(m % rounds == 0, "[schedule.interleaved-zb] micro-batches m=", m, " with pp=", p,
-              ": interleaved-zb runs micro-batches in equal groups of at least p, and ", m,
-              " does not split into ", m, " / ", p, " = ", rounds,
-              " equal groups; use a multiple of pp (try m=", (m / p + 1) * p, ") or of ", rounds);
-  const int g = m / rounds;
+  const detail::InterleavedOrder order = detail::interleaved_order("interleaved-zb", options, v);
+  const int p = order.p, g = order.g, total = order.total();
   Schedule s = detail::empty_schedule("interleaved-zb", options, p * v, StageMap::Loop);
-  const int total = m * v;  // chunk-micro-batches per rank
-  const int round = g * v;
-  auto microbatch = [&](int k) { return (k / round) * g + k % g; };
-  auto chunk = [&](int k, bool forward) {
-    const int c = (k % round) / g;
-    return forward ? c : v - 1 - c;
-  };
   for (int r = 0; r < p; ++r) {
     auto& list = s.actions[r];
     const int warmup = std::min(total, (v - 1) * g + 2 * (p - 1 - r));
     auto add = [&](ActionKind kind, int k, bool forward) {
-      list.push_back({kind, chunk(k, forward) * p + r, microbatch(k)});
+      list.push_back({kind, order.chunk(k, forward) * p + r, order.microbatch(k)});
     };
     std::deque<int> waiting_w;  // backward indices whose I ran and W has not
     int inputs_done = 0;
