@@ -16,6 +16,8 @@ Usage: python3 bench/blas_kernels.py [--baton build/baton] [--rounds 2] [--steps
 """
 import argparse, json, os, statistics, subprocess, tempfile
 
+from llama_vs_pipelining import SIZES  # the llama workload, shared
+
 SGEMM = r"""
 import torch, time
 torch.set_num_threads(1)
@@ -27,9 +29,9 @@ for _ in range(5):
     best = min(best, (time.perf_counter() - t) / 40)
 print(2 * 64 * 1024 * 2816 / best / 1e9)
 """
-LLAMA = ["--model", "llama", "--layers", "4", "--hidden", "1024", "--heads", "16", "--context",
-         "32", "--batch", "8", "--microbatches", "4", "--pp", "2", "--nproc", "2", "--threads",
-         "1", "--schedule", "1f1b", "--optimizer", "sgd", "--lr", "0.01", "--log-every", "100000"]
+LLAMA = ["--model", "llama", *[f"--{k}={v}" for k, v in SIZES.items()], "--pp", "2", "--nproc",
+         "2", "--threads", "1", "--schedule", "1f1b", "--optimizer", "sgd", "--lr", "0.01",
+         "--log-every", "100000"]
 
 
 def env_with(core):

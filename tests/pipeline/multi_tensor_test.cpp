@@ -27,6 +27,7 @@
 #include "baton/partition/balance.h"
 #include "baton/schedule/generator.h"
 #include "schedule_cases.h"
+#include "tests/pipeline/reference_training.h"
 
 namespace baton {
 namespace {
@@ -129,28 +130,20 @@ RankRun one_process(bool stale) {
   torch::nn::Sequential model = nn::build_sequential(spec, kSeed);
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(kLr));
   RankRun run;
-  std::vector<torch::Tensor> previous;
-  auto apply = [&](const std::vector<torch::Tensor>& grads) {
-    torch::NoGradGuard no_grad;
-    auto params = model->parameters();
-    for (size_t i = 0; i < params.size(); ++i) params[i].sub_(grads[i] * kLr);
-  };
+  test::StaleSgd stale_sgd(model->parameters(), kLr);
   for (int step = 0; step < kSteps; ++step) {
     const Batch b = batch(step);
     sgd.zero_grad();
     torch::Tensor loss = cross_entropy(logits_of(model, b.inputs), b.targets);
     loss.backward();
     run.losses.push_back(loss.item<double>());
-    std::vector<torch::Tensor> grads;
-    for (const auto& p : model->parameters()) grads.push_back(p.grad().clone());
-    if (!stale) {
-      sgd.step();
+    if (stale) {
+      stale_sgd.step();
     } else {
-      if (!previous.empty()) apply(previous);
-      previous = grads;
+      sgd.step();
     }
   }
-  if (stale) apply(previous);
+  if (stale) stale_sgd.drain();
   for (const auto& item : model->named_parameters())
     run.params["layer." + item.key()] = item.value().detach().clone();
   return run;

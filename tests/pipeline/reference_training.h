@@ -60,6 +60,30 @@ inline TrainingRun train_one_process(
   return run;
 }
 
+// 2bw's update replayed by hand: each step() applies the gradients the
+// parameters held at the step before, W(t+1) = W(t) - lr grad(W(t-1)); drain()
+// applies the last ones, as the pipeline's flush() and one more optimizer step.
+class StaleSgd {
+ public:
+  StaleSgd(std::vector<torch::Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {}
+  void step() {
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params_) grads.push_back(p.grad().clone());
+    if (!previous_.empty()) apply(previous_);
+    previous_ = std::move(grads);
+  }
+  void drain() { apply(previous_); }
+
+ private:
+  void apply(const std::vector<torch::Tensor>& grads) {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < params_.size(); ++i) params_[i].sub_(grads[i] * lr_);
+  }
+  std::vector<torch::Tensor> params_;
+  double lr_;
+  std::vector<torch::Tensor> previous_;
+};
+
 inline double relative(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).norm().item<double>() / std::max(1e-12, b.norm().item<double>());
 }

@@ -15,7 +15,7 @@
 #include "baton/comm/communicator.h"
 #include "baton/core/error.h"
 #include "baton/schedule/generator.h"
-#include "tests/pipeline/reference_training.h"  // relative()
+#include "tests/pipeline/reference_training.h"  // relative(), StaleSgd
 
 namespace baton::test {
 

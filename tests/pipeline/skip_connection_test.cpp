@@ -216,24 +216,16 @@ replay::Record one_process_stale() {
   const nn::ModelSpec spec = unet();
   torch::nn::Sequential model = nn::build_sequential(spec, kSeed);
   replay::Record rec;
-  std::vector<torch::Tensor> previous;
-  auto apply = [&](const std::vector<torch::Tensor>& grads) {
-    torch::NoGradGuard no_grad;
-    auto params = model->parameters();
-    for (size_t i = 0; i < params.size(); ++i) params[i].sub_(grads[i] * replay::kLr);
-  };
+  test::StaleSgd stale(model->parameters(), replay::kLr);
   for (int step = 0; step < replay::kSteps; ++step) {
     const auto [x, y] = replay_batch(step);
     for (auto& p : model->parameters()) p.mutable_grad() = torch::Tensor();
     torch::Tensor loss = spec.loss(model->forward(x), y);
     loss.backward();
     rec.losses.push_back(loss.item<double>());
-    std::vector<torch::Tensor> grads;
-    for (const auto& p : model->parameters()) grads.push_back(p.grad().clone());
-    if (!previous.empty()) apply(previous);
-    previous = grads;
+    stale.step();
   }
-  apply(previous);
+  stale.drain();
   for (const auto& item : model->named_parameters())
     rec.final_params["layer." + item.key()] = item.value().detach().clone();
   return rec;
