@@ -4,6 +4,7 @@
 // its module headers, without LibTorch.
 #pragma once
 
+#include "baton/core/allocator.h"
 #include "baton/core/blas_kernels.h"
 #include "baton/core/error.h"
 #include "baton/partition/balance.h"

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <string>
 
+#include "baton/core/allocator.h"
 #include "baton/core/blas_kernels.h"
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
@@ -44,6 +45,9 @@ int main(int argc, char** argv) {
   // OpenBLAS on its generic kernels on a CPU it does not know: run again
   // with OPENBLAS_CORETYPE set (baton/core/blas_kernels.h; docs/cli.md).
   baton::reexec_for_openblas_kernels(argv);
+  // Freed tensors stay in the process for the next step instead of being
+  // faulted in again (baton/core/allocator.h; docs/cli.md).
+  baton::keep_freed_memory();
   baton::cli::g_command_line.assign(argv, argv + argc);
   CLI::App app{"baton: pipeline-parallel training for LibTorch"};
   app.require_subcommand(1);
