@@ -360,7 +360,8 @@ Action add_plan(CLI::App& app) {
       ->capture_default_str()
       ->check(kPositive);
   cmd->add_option("--overlap-grad-reduce", f->overlap_grad_reduce,
-                  "on: the dp all-reduce overlaps the last backward (baton's); off: it follows")
+                  "on: each stage's dp all-reduce overlaps the compute after its last backward "
+                  "(baton's placement); off: all of it follows the backward")
       ->capture_default_str()
       ->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--optimizer-bytes-per-parameter", q.cluster.optimizer_bytes_per_parameter,

@@ -196,9 +196,22 @@ double exposed_seconds(double allreduce_s, const Config& c, const sim::CostModel
 double exposed_seconds(double allreduce_s, const Config& c, const sim::CostModel& costs,
                        bool overlap) {
   if (!overlap) return allreduce_s;
-  double last_backward = 0;
-  for (int s : stages_of_rank(c, 0)) last_backward += costs.backward(s);
-  return std::max(0.0, allreduce_s - last_backward);
+  // baton's placement (schedule/grad_reduction.h): a stage's buckets reduce
+  // right after the stage's last backward on its rank. Rank 0's lowest stage
+  // ends the backward pass, so its share starts after the rank's last compute
+  // and nothing hides it; the rank's other chunks finish earlier and reduce
+  // while it runs the lowest stage's backwards of the last group of
+  // micro-batches, min(m, p) of them (interleaved's cooldown; the simulator
+  // agrees at p = 4, m = 8, v = 2).
+  const std::vector<int> stages = stages_of_rank(c, 0);
+  const int lowest = *std::min_element(stages.begin(), stages.end());
+  double bytes = 0;
+  for (int s : stages) bytes += costs.stages[s].parameter_bytes;
+  const double lowest_share =
+      bytes > 0 ? costs.stages[lowest].parameter_bytes / bytes : 1.0 / stages.size();
+  const double window = std::min(c.microbatches, c.p) * costs.backward(lowest);
+  return allreduce_s * lowest_share +
+         std::max(0.0, allreduce_s * (1 - lowest_share) - (stages.size() > 1 ? window : 0.0));
 }
 
 double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const Config& c,

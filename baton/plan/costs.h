@@ -36,8 +36,8 @@ struct Cluster {
   // recomputation) through memory for the element-wise work (LayerNorm,
   // GeLU, dropout, softmax, residuals), which does not run at GEMM speed.
   double memory_gb_per_s = 2039;
-  // The dp gradient all-reduce overlaps the last backward (baton, and
-  // Megatron-LM's --overlap-grad-reduce); off: it follows the backward.
+  // The dp gradient all-reduce overlaps the compute after each stage's last
+  // backward (baton's REDUCE_GRAD placement); off: it follows the backward.
   bool overlap_grad_reduce = true;
   // Optimizer state per parameter beyond the fp16 weights and gradients
   // (model.h state_bytes_per_parameter()): 12 for Adam's fp32 master
@@ -103,12 +103,14 @@ bool pipeline_in_node(const Cluster& cluster, const Config& config);
 sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, const Config& config);
 
 // The data-parallel gradient all-reduce (fp16 gradients of the busiest rank's
-// parameters) and the part of it the last backward does not hide: buckets go
-// out as the rank's last micro-batch's backward produces them (all of it
-// without cluster.overlap_grad_reduce).
+// parameters) and the part of it no compute hides, as baton places it: each
+// stage's buckets go out after the stage's last backward on its rank, so rank
+// 0's lowest stage (which ends the backward pass) hides nothing, and its
+// other chunks hide behind the lowest stage's last min(m, p) backwards (all
+// of it without cluster.overlap_grad_reduce).
 double dp_allreduce_seconds(const ModelShape& shape, const Cluster& cluster, const Config& config);
 // The all-reduce of `bytes` of gradients over the configuration's dp group,
-// and the part of an all-reduce longer than rank 0's last backward.
+// and the part of an all-reduce that rank 0's compute after it does not hide.
 double gradient_allreduce_seconds(double bytes, const Cluster& cluster, const Config& config);
 double exposed_seconds(double allreduce_s, const Config& config, const sim::CostModel& costs);
 // The same, all of it unless `overlap`.
