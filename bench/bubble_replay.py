@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Where the main job's bubble goes under load: the runtime's own waits against the spread of
+the actions' durations, in one run (issue 20).
+
+`baton train --compare-sim` simulates the step from each stage's *mean* F and B time; with busy
+co-runners on the cores the actions' durations spread (a rank descheduled inside an action makes
+that action long), and a pipeline pays for a long action on its critical path with idle time on
+the other rank, which a simulation from means does not see. This bench runs the main job
+(examples/fashion_mnist.toml, 2 ranks, `--compare-sim --trace`) with N busy co-runners and, from
+the trace of the measured step, replays it: every action starts as soon as its own rank's
+previous action and its data (the previous stage's F, the next stage's B, plus the probed link
+latency) allow, each taking its own measured duration. Then
+  - measured - replayed is what the runtime lost beyond the dependencies (waking, picking up a
+    message, bookkeeping between actions, a rank descheduled between actions);
+  - replayed - simulated is what the durations' spread costs the schedule itself.
+Their sum is the bubble gap `--compare-sim` reports (measured - simulated, one step). The runtime's
+part is then taken apart by what each late action waited on last: a message from the other rank
+(a receive that woke late) or the rank's own previous action (the rank went on late).
+
+Usage: python3 bench/bubble_replay.py [--baton build/baton] [--co-runners 0 1] [--runs 3]
+                                      [--steps 300]
+"""
+import argparse, json, os, re, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+BUSY = "while True:\n    pass\n"
+
+
+def bubble(events, makespan):
+    busy = sum(e["end"] - e["start"] for e in events)
+    ranks = len({e["rank"] for e in events})
+    return 100 * (1 - busy / (ranks * makespan))
+
+
+def replay(events, latency_ms):
+    """Each action at the earliest its rank order and data allow, with its own duration."""
+    last_stage = max(e["stage"] for e in events)
+    by_key = {(e["kind"], e["stage"], e["mb"]): e for e in events}
+    order = {}
+    for rank in {e["rank"] for e in events}:
+        mine = sorted((e for e in events if e["rank"] == rank), key=lambda e: e["start"])
+        for prev, cur in zip([None] + mine, mine):
+            order[id(cur)] = prev
+    t0 = min(e["start"] for e in events)
+    done = {}
+
+    def end_of(e):
+        if id(e) in done:
+            return done[id(e)]
+        ready = t0
+        prev = order[id(e)]
+        if prev is not None:
+            ready = max(ready, end_of(prev))
+        s, mb = e["stage"], e["mb"]
+        if e["kind"] == "F" and s > 0:
+            dep = by_key[("F", s - 1, mb)]
+            ready = max(ready, end_of(dep) + (latency_ms if dep["rank"] != e["rank"] else 0))
+        if e["kind"] == "B":
+            if s < last_stage:
+                dep = by_key[("B", s + 1, mb)]
+                ready = max(ready, end_of(dep) + (latency_ms if dep["rank"] != e["rank"] else 0))
+            else:
+                ready = max(ready, end_of(by_key[("F", s, mb)]))
+        done[id(e)] = ready + (e["end"] - e["start"])
+        return done[id(e)]
+
+    sys.setrecursionlimit(100000)
+    return max(end_of(e) for e in events) - t0
+
+
+def late_starts(events, latency_ms):
+    """Each action's start past what its measured rank predecessor and data allowed, summed by
+    what bound it: a message from the other rank (waking on it) or its own rank's previous
+    action (the rank itself was late to go on). In ms."""
+    last_stage = max(e["stage"] for e in events)
+    by_key = {(e["kind"], e["stage"], e["mb"]): e for e in events}
+    late = {"message": 0.0, "own rank": 0.0}
+    for rank in {e["rank"] for e in events}:
+        mine = sorted((e for e in events if e["rank"] == rank), key=lambda e: e["start"])
+        for prev, e in zip([None] + mine, mine):
+            own = prev["end"] if prev else None
+            s, mb = e["stage"], e["mb"]
+            dep = None
+            if e["kind"] == "F" and s > 0:
+                dep = by_key[("F", s - 1, mb)]
+            elif e["kind"] == "B" and s < last_stage:
+                dep = by_key[("B", s + 1, mb)]
+            data = dep["end"] + latency_ms if dep and dep["rank"] != rank else None
+            bounds = [(t, w) for t, w in ((own, "own rank"), (data, "message")) if t is not None]
+            if not bounds:
+                continue
+            t, what = max(bounds)
+            late[what] += max(0.0, e["start"] - t)
+    return late
+
+
+def one_run(binary, steps):
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "t.json")
+        out = subprocess.run([binary, "train", "--config", os.path.join(ROOT, "examples",
+                              "fashion_mnist.toml"), "--nproc", "2", "--steps", str(steps),
+                              "--compare-sim", "--trace", trace], check=True,
+                             capture_output=True, text=True).stdout
+        raw = json.load(open(trace))
+    raw = raw["traceEvents"] if isinstance(raw, dict) else raw
+    events = [{"rank": e["tid"], "kind": e["args"]["kind"], "stage": e["args"]["stage"],
+               "mb": e["args"]["microbatch"], "start": e["ts"] / 1e3,
+               "end": (e["ts"] + e["dur"]) / 1e3}
+              for e in raw if e.get("ph") == "X" and e.get("pid") == 0
+              and e.get("args", {}).get("kind") in ("F", "B")]
+    link = re.search(r"compare-sim: link ([0-9.]+) us", out)
+    sim = re.search(r"measured step ([0-9.]+) ms, simulated ([0-9.]+) ms \(efficiency [0-9.]+%\); "
+                    r"bubble measured ([0-9.]+)%, simulated ([0-9.]+)%", out)
+    if not (link and sim and events):
+        raise SystemExit("no --compare-sim lines or trace events in baton train's output:\n" + out)
+    latency = float(link.group(1)) / 1e3
+    makespan = max(e["end"] for e in events) - min(e["start"] for e in events)
+    replayed = replay(events, latency)
+    late = late_starts(events, latency)
+    return {"measured": bubble(events, makespan), "replayed": bubble(events, replayed),
+            "late_message": late["message"], "late_own": late["own rank"],
+            "simulated": float(sim.group(4)), "reported": float(sim.group(3)),
+            "step": makespan, "replayed_step": replayed}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--baton", default=os.path.join(ROOT, "build", "baton"))
+    p.add_argument("--co-runners", type=int, nargs="+", default=[0, 1])
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--steps", type=int, default=300)
+    a = p.parse_args()
+    print("load average before:", open("/proc/loadavg").read().strip(), flush=True)
+    print(" N run  bubble: measured replayed simulated | runtime's own  durations' spread  "
+          "(points; step ms measured / replayed; late starts, both ranks)")
+    for n in a.co_runners:
+        procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(n)]
+        try:
+            for r in range(a.runs):
+                x = one_run(a.baton, a.steps)
+                print(f"{n:>2} {r + 1:>3}  {x['measured']:>15.1f} {x['replayed']:>8.1f} "
+                      f"{x['simulated']:>9.1f} | {x['measured'] - x['replayed']:>13.1f}  "
+                      f"{x['replayed'] - x['simulated']:>17.1f}  ({x['step']:.2f} / "
+                      f"{x['replayed_step']:.2f}; late starts after a message "
+                      f"{x['late_message']:.2f} ms, after the rank's own action "
+                      f"{x['late_own']:.2f} ms)", flush=True)
+        finally:
+            for proc in procs:
+                proc.kill()
+                proc.wait()
+    print("load average after:", open("/proc/loadavg").read().strip())
+
+
+if __name__ == "__main__":
+    main()
