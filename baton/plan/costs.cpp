@@ -210,8 +210,7 @@ double exposed_seconds(double allreduce_s, const Config& c, const sim::CostModel
   const double lowest_share =
       bytes > 0 ? costs.stages[lowest].parameter_bytes / bytes : 1.0 / stages.size();
   const double window = std::min(c.microbatches, c.p) * costs.backward(lowest);
-  return allreduce_s * lowest_share +
-         std::max(0.0, allreduce_s * (1 - lowest_share) - (stages.size() > 1 ? window : 0.0));
+  return allreduce_s * lowest_share + std::max(0.0, allreduce_s * (1 - lowest_share) - window);
 }
 
 double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const Config& c,
