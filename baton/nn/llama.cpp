@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace baton::nn {
 namespace {
@@ -135,20 +136,8 @@ LlamaBlockImpl::LlamaBlockImpl(int64_t hidden, int64_t num_heads, int64_t ffn_hi
 
 Tensors LlamaBlockImpl::forward(Tensors input) {
   detail::check_llama_input(input, "LlamaBlock");
-  const torch::Tensor& x = input[0];
-  const torch::Tensor& positions = input[1];
-  const torch::Tensor mask = input.size() == 3 ? input[2] : torch::Tensor();
-  const int64_t batch = x.size(0), time = x.size(1), head_dim = x.size(2) / heads;
-  auto split_heads = [&](const torch::Tensor& t) {  // [B, T, H] -> [B, heads, T, head_dim]
-    return t.view({batch, time, heads, head_dim}).transpose(1, 2);
-  };
-  const torch::Tensor n = attention_norm(x);
-  const torch::Tensor q = apply_rotary(split_heads(wq(n)), positions);
-  const torch::Tensor k = apply_rotary(split_heads(wk(n)), positions);
-  const torch::Tensor h = x + wo(causal_attention(q, k, split_heads(wv(n)), mask));
-  const torch::Tensor m = ffn_norm(h);
-  input[0] = h + down(torch::silu(gate(m)) * up(m));
-  return input;
+  const int64_t head_dim = input[0].size(2) / heads;
+  return detail::llama_block_forward(*this, std::move(input), heads, head_dim);
 }
 
 LlamaHeadImpl::LlamaHeadImpl(int64_t hidden, int64_t vocab) {

@@ -19,6 +19,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <utility>
 
 namespace baton::nn {
 
@@ -93,6 +94,28 @@ namespace detail {
 // What a block or head reads from its input list: BATON_CHECKs, naming
 // `layer`, that it is {hidden [B, T, H], positions int64 [B, T][, mask [B, T]]}.
 void check_llama_input(const Tensors& input, const char* layer);
+
+// LlamaBlock's forward over the `heads` heads of `head_dim` that `block`
+// holds: the whole block's, or a tensor-parallel share's
+// (TensorParallelLlamaBlock, whose wq, wk, wv, gate and up are column-parallel
+// and wo and down row-parallel). `block` has LlamaBlock's members by name.
+template <class Block>
+Tensors llama_block_forward(Block& block, Tensors input, int64_t heads, int64_t head_dim) {
+  const torch::Tensor& x = input[0];
+  const torch::Tensor& positions = input[1];
+  const torch::Tensor mask = input.size() == 3 ? input[2] : torch::Tensor();
+  const int64_t batch = x.size(0), time = x.size(1);
+  auto split_heads = [&](const torch::Tensor& t) {  // [B, T, *] -> [B, heads, T, head_dim]
+    return t.view({batch, time, heads, head_dim}).transpose(1, 2);
+  };
+  const torch::Tensor n = block.attention_norm(x);
+  const torch::Tensor q = apply_rotary(split_heads(block.wq(n)), positions);
+  const torch::Tensor k = apply_rotary(split_heads(block.wk(n)), positions);
+  const torch::Tensor h = x + block.wo(causal_attention(q, k, split_heads(block.wv(n)), mask));
+  const torch::Tensor m = block.ffn_norm(h);
+  input[0] = h + block.down(torch::silu(block.gate(m)) * block.up(m));
+  return input;
+}
 
 }  // namespace detail
 }  // namespace baton::nn

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "baton/core/error.h"
@@ -182,20 +183,8 @@ TensorParallelLlamaBlockImpl::TensorParallelLlamaBlockImpl(const LlamaBlock& ful
 
 Tensors TensorParallelLlamaBlockImpl::forward(Tensors input) {
   detail::check_llama_input(input, "tensor_parallel_llama_block");
-  const torch::Tensor& x = input[0];
-  const torch::Tensor& positions = input[1];
-  const torch::Tensor mask = input.size() == 3 ? input[2] : torch::Tensor();
-  const int64_t batch = x.size(0), time = x.size(1);
-  auto split_heads = [&](const torch::Tensor& t) {  // this rank's heads
-    return t.view({batch, time, local_heads, head_dim}).transpose(1, 2);
-  };
-  const torch::Tensor n = attention_norm(x);
-  const torch::Tensor q = apply_rotary(split_heads(wq(n)), positions);
-  const torch::Tensor k = apply_rotary(split_heads(wk(n)), positions);
-  const torch::Tensor h = x + wo(causal_attention(q, k, split_heads(wv(n)), mask));
-  const torch::Tensor m = ffn_norm(h);
-  input[0] = h + down(torch::silu(gate(m)) * up(m));
-  return input;
+  return detail::llama_block_forward(*this, std::move(input), local_heads,
+                                     head_dim);  // this rank's heads
 }
 
 TensorParallelChainImpl::TensorParallelChainImpl(const Chain& whole, LinearCut linear_cut,
