@@ -19,7 +19,6 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
 
 namespace baton {
 

@@ -120,11 +120,14 @@ TEST(PlanCosts, DataParallelAllReduceOfOneStageARankHidesBehindNothing) {
   EXPECT_NEAR(dp_exposed_seconds(kShape, c, config, costs), allreduce, 1e-12);
 }
 
-// The exposed all-reduce against the simulator running baton's REDUCE_GRAD
-// placement (schedule/grad_reduction.h) on the same stage costs: rank 0's
-// figure at p = 4, m = 8, one bucket a stage.
-double simulated_exposure(const std::string& name, const Config& config, double link_bytes_per_s,
-                          double* allreduce) {
+// Rank 0's all-reduce at p = 4, m = 8 with one bucket a stage, over a dp link
+// of `link_bytes_per_s`: the planner's exposed part, and the simulator's
+// running baton's REDUCE_GRAD placement (schedule/grad_reduction.h) on the
+// same stage costs.
+struct Exposure {
+  double allreduce = 0, planned = 0, simulated = 0;
+};
+Exposure exposure(const std::string& name, const Config& config, double link_bytes_per_s) {
   sim::CostModel costs = stage_costs(kShape, cluster(), config);
   costs.dp = 2;
   costs.dp_link = sim::Link{0, link_bytes_per_s};
@@ -135,9 +138,11 @@ double simulated_exposure(const std::string& name, const Config& config, double 
                                    .set_virtual_stages(config.virtual_stages));
   const schedule::Schedule reduced = schedule::add_grad_reductions(
       generated, 2, std::vector<int>(static_cast<size_t>(generated.stages), 1));
-  *allreduce = 0;
-  for (int s : stages_of_rank(config, 0)) *allreduce += costs.reduce_grad_time(s, 0);
-  return sim::simulate(reduced, costs).stats.exposed_reduction[0];
+  Exposure out;
+  for (int s : stages_of_rank(config, 0)) out.allreduce += costs.reduce_grad_time(s, 0);
+  out.planned = exposed_seconds(out.allreduce, config, costs);
+  out.simulated = sim::simulate(reduced, costs).stats.exposed_reduction[0];
+  return out;
 }
 
 TEST(PlanCosts, ExposedAllReduceIsWhatTheSimulatorFindsForBatonsPlacement) {
@@ -145,19 +150,14 @@ TEST(PlanCosts, ExposedAllReduceIsWhatTheSimulatorFindsForBatonsPlacement) {
   config.p = 4, config.d = 2, config.microbatch = 1, config.microbatches = 8;
   for (double rate : {1e9, 1e10, 1e11}) {  // slow, medium and fast links (bytes/s)
     SCOPED_TRACE(rate);
-    double allreduce = 0;
     config.virtual_stages = 1;
-    const double one = simulated_exposure("1f1b", config, rate, &allreduce);
-    EXPECT_NEAR(exposed_seconds(allreduce, config, stage_costs(kShape, cluster(), config)), one,
-                1e-9 + 1e-6 * one);
+    const Exposure one = exposure("1f1b", config, rate);
+    EXPECT_NEAR(one.planned, one.simulated, 1e-9 + 1e-6 * one.simulated);
     config.virtual_stages = 2;
-    const double two = simulated_exposure("interleaved", config, rate, &allreduce);
-    const double planned =
-        exposed_seconds(allreduce, config, stage_costs(kShape, cluster(), config));
-    EXPECT_NEAR(planned, two, 0.05 * allreduce) << "all-reduce " << allreduce;
-    // More of it hides than with one chunk a rank, unless the link is so slow that the
-    // first chunk's share alone outlasts the window.
-    EXPECT_LT(planned, allreduce);
+    const Exposure two = exposure("interleaved", config, rate);
+    EXPECT_NEAR(two.planned, two.simulated, 0.05 * two.allreduce) << "all-reduce " << two.allreduce;
+    // With two chunks a rank, part of the other chunk's share hides.
+    EXPECT_LT(two.planned, two.allreduce);
   }
 }
 
