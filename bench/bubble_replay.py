@@ -33,36 +33,38 @@ def bubble(events, makespan):
     return 100 * (1 - busy / (ranks * makespan))
 
 
-def replay(events, latency_ms):
-    """Each action at the earliest its rank order and data allow, with its own duration."""
+def dependencies(events):
+    """For each action (by id): its rank's previous action and the action whose data it needs
+    (the previous stage's F, the next stage's B, or the last stage's own F), or None."""
     last_stage = max(e["stage"] for e in events)
     by_key = {(e["kind"], e["stage"], e["mb"]): e for e in events}
-    order = {}
+    deps = {}
     for rank in {e["rank"] for e in events}:
         mine = sorted((e for e in events if e["rank"] == rank), key=lambda e: e["start"])
-        for prev, cur in zip([None] + mine, mine):
-            order[id(cur)] = prev
+        for prev, e in zip([None] + mine, mine):
+            s, mb = e["stage"], e["mb"]
+            data = None
+            if e["kind"] == "F" and s > 0:
+                data = by_key[("F", s - 1, mb)]
+            elif e["kind"] == "B":
+                data = by_key[("B", s + 1, mb)] if s < last_stage else by_key[("F", s, mb)]
+            deps[id(e)] = (prev, data)
+    return deps
+
+
+def replay(events, latency_ms):
+    """Each action at the earliest its rank order and data allow, with its own duration."""
+    deps = dependencies(events)
     t0 = min(e["start"] for e in events)
     done = {}
 
     def end_of(e):
-        if id(e) in done:
-            return done[id(e)]
-        ready = t0
-        prev = order[id(e)]
-        if prev is not None:
-            ready = max(ready, end_of(prev))
-        s, mb = e["stage"], e["mb"]
-        if e["kind"] == "F" and s > 0:
-            dep = by_key[("F", s - 1, mb)]
-            ready = max(ready, end_of(dep) + (latency_ms if dep["rank"] != e["rank"] else 0))
-        if e["kind"] == "B":
-            if s < last_stage:
-                dep = by_key[("B", s + 1, mb)]
-                ready = max(ready, end_of(dep) + (latency_ms if dep["rank"] != e["rank"] else 0))
-            else:
-                ready = max(ready, end_of(by_key[("F", s, mb)]))
-        done[id(e)] = ready + (e["end"] - e["start"])
+        if id(e) not in done:
+            prev, data = deps[id(e)]
+            ready = max(t0, end_of(prev) if prev else t0)
+            if data is not None:
+                ready = max(ready, end_of(data) + (latency_ms if data["rank"] != e["rank"] else 0))
+            done[id(e)] = ready + (e["end"] - e["start"])
         return done[id(e)]
 
     sys.setrecursionlimit(100000)
@@ -73,23 +75,14 @@ def late_starts(events, latency_ms):
     """Each action's start past what its measured rank predecessor and data allowed, summed by
     what bound it: a message from the other rank (waking on it) or its own rank's previous
     action (the rank itself was late to go on). In ms."""
-    last_stage = max(e["stage"] for e in events)
-    by_key = {(e["kind"], e["stage"], e["mb"]): e for e in events}
     late = {"message": 0.0, "own rank": 0.0}
-    for rank in {e["rank"] for e in events}:
-        mine = sorted((e for e in events if e["rank"] == rank), key=lambda e: e["start"])
-        for prev, e in zip([None] + mine, mine):
-            own = prev["end"] if prev else None
-            s, mb = e["stage"], e["mb"]
-            dep = None
-            if e["kind"] == "F" and s > 0:
-                dep = by_key[("F", s - 1, mb)]
-            elif e["kind"] == "B" and s < last_stage:
-                dep = by_key[("B", s + 1, mb)]
-            data = dep["end"] + latency_ms if dep and dep["rank"] != rank else None
-            bounds = [(t, w) for t, w in ((own, "own rank"), (data, "message")) if t is not None]
-            if not bounds:
-                continue
+    deps = dependencies(events)
+    for e in events:
+        prev, data = deps[id(e)]
+        own = prev["end"] if prev else None
+        message = data["end"] + latency_ms if data and data["rank"] != e["rank"] else None
+        bounds = [(t, w) for t, w in ((own, "own rank"), (message, "message")) if t is not None]
+        if bounds:
             t, what = max(bounds)
             late[what] += max(0.0, e["start"] - t)
     return late

@@ -28,16 +28,21 @@ LLAMA = ["--model", "llama", *[f"--{k}={v}" for k, v in SIZES.items()], "--pp", 
 DEFAULTS = "glibc.malloc.check=0"  # a malloc tunable that changes nothing: baton keeps glibc's
 
 
-def run(binary, args, defaults):
-    """The median step (after the first 3) and the run's minor faults (the children's)."""
+def env_with(defaults):
+    """The environment with glibc's defaults forced, or baton's thresholds (no GLIBC_TUNABLES)."""
     env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
     if defaults:
         env["GLIBC_TUNABLES"] = DEFAULTS
+    return env
+
+
+def run(binary, args, defaults):
+    """The median step (after the first 3) and the run's minor faults (the children's)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
     with tempfile.TemporaryDirectory() as tmp:
         metrics = os.path.join(tmp, "m.jsonl")
         subprocess.run([binary, "train", *args, "--log-every", "100000", "--metrics", metrics],
-                       env=env, check=True, capture_output=True, text=True)
+                       env=env_with(defaults), check=True, capture_output=True, text=True)
         rows = [json.loads(line) for line in open(metrics)]
     faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before
     return statistics.median([r["step_ms"] for r in rows if "step_ms" in r][3:]), faults
@@ -45,12 +50,9 @@ def run(binary, args, defaults):
 
 def optimizer_ms(binary, defaults):
     """Adam's step over the MLP's parameters, as `baton train --profile-out` times it."""
-    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
-    if defaults:
-        env["GLIBC_TUNABLES"] = DEFAULTS
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "profile.json")
-        subprocess.run([binary, "train", *MLP[:-2], "--profile-out", out], env=env, check=True,
+        subprocess.run([binary, "train", *MLP[:-2], "--profile-out", out], env=env_with(defaults), check=True,
                        capture_output=True, text=True)
         prof = json.load(open(out))
     return 1e3 * prof["optimizer_s_per_parameter_byte"] * sum(
