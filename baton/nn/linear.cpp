@@ -2,17 +2,22 @@
 
 #include "baton/core/error.h"
 
-#include <torch/autograd.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
 #include <torch/nn/init.h>
 
+#include <ATen/core/LegacyTypeDispatch.h>
+
 #include <cmath>
+#include <memory>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace baton::nn {
 namespace {
 
-using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // Accumulates the weight and bias gradients of one (input, grad_output) pair
@@ -46,59 +51,95 @@ void accumulate_weight_grads(const torch::Tensor& input, const torch::Tensor& gr
   }
 }
 
-class DeferrableLinearFunction : public torch::autograd::Function<DeferrableLinearFunction> {
+// The backward of one Linear: a hand-written autograd node, as ATen's own ops
+// have, rather than a torch::autograd::Function. Measured on a 16-wide MLP
+// (bench/RESULTS.md, "The Linear's own autograd node"), the Function's
+// bookkeeping (its context's string-keyed map, its output wrapping) cost
+// about 2.5 us a forward, as much as the GEMM itself at that size.
+// Edges: 0 input, 1 weight, 2 bias (invalid without a bias). The weight and
+// bias gradients are accumulated in place, or stashed for the W pass; autograd
+// gets none to add.
+class DeferrableLinearBackward : public torch::autograd::Node {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& input,
-                               const torch::Tensor& weight,
-                               const c10::optional<torch::Tensor>& bias,
-                               c10::intrusive_ptr<detail::WeightGradStash> stash) {
-    ctx->save_for_backward({input, weight});
-    ctx->saved_data["has_bias"] = bias.has_value();
-    ctx->saved_data["stash"] = c10::IValue::make_capsule(std::move(stash));
-    // By the transposed view, as torch::nn::functional::linear does. A cached
-    // contiguous W^T (keyed by the weight's version counter) went stale under
-    // LibTorch 1.13's SGD, which updates through .data() without bumping the
-    // version; measured, the copy also won nothing (bench/RESULTS.md).
-    const auto input_2d = input.reshape({-1, input.size(-1)});
-    const torch::Tensor weight_t = weight.t();
-    torch::Tensor out =
-        bias.has_value() ? torch::addmm(*bias, input_2d, weight_t) : input_2d.mm(weight_t);
-    auto sizes = input.sizes().vec();
-    sizes.back() = weight.size(0);
-    return out.view(sizes);
+  DeferrableLinearBackward(const torch::Tensor& input, const torch::Tensor& weight,
+                           c10::intrusive_ptr<detail::WeightGradStash> stash)
+      : input_(input, /*is_output=*/false),
+        weight_(weight, /*is_output=*/false),
+        stash_(std::move(stash)) {}
+
+  std::string name() const override { return "baton::nn::LinearBackward"; }
+
+  // Both under the node's mutex, as autograd asks of a node that releases
+  // what it saved (two threads may run one graph's backward).
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    input_.reset_data();
+    weight_.reset_data();
   }
 
-  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    const auto saved = ctx->get_saved_variables();
-    const torch::Tensor& input = saved[0];
-    const torch::Tensor& weight = saved[1];
-    const torch::Tensor& grad_output = grad_outputs[0];
-    const bool has_bias = ctx->saved_data["has_bias"].toBool();
-
+  variable_list apply(variable_list&& grads) override {
+    const torch::Tensor& grad_output = grads[0];
+    if (!grad_output.defined()) {
+      return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    const torch::Tensor input = input_.unpack();
+    const torch::Tensor weight = weight_.unpack();
     torch::Tensor grad_input;
-    if (ctx->needs_input_grad(0)) {
+    if (task_should_compute_output(0)) {
       // Autocast ran the forward in the compute dtype; the backward follows it.
       grad_input = grad_output.matmul(weight.to(grad_output.scalar_type()));
     }
-    const bool wants_weight = ctx->needs_input_grad(1) || (has_bias && ctx->needs_input_grad(2));
-    if (!wants_weight) {
-      return {grad_input, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    if (!task_should_compute_output({{1, 3}})) {
+      return {grad_input, torch::Tensor(), torch::Tensor()};
     }
-    const auto holder = ctx->saved_data["stash"].toCapsule();
-    auto* stash = dynamic_cast<detail::WeightGradStash*>(holder.get());
-    BATON_ASSERT(stash != nullptr, "[nn.Linear] backward lost its weight-gradient stash");
     {
-      std::lock_guard<std::mutex> lock(stash->mutex);
-      if (stash->defer) {
-        stash->items.push_back({input, grad_output, stash->key});
-        return {grad_input, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+      std::lock_guard<std::mutex> lock(stash_->mutex);
+      if (stash_->defer) {
+        stash_->items.push_back({input, grad_output, stash_->key});
+        return {grad_input, torch::Tensor(), torch::Tensor()};
       }
     }
-    // Accumulated in place; autograd gets no weight gradient to add.
-    accumulate_weight_grads(input, grad_output, stash->weight, stash->bias);
-    return {grad_input, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    accumulate_weight_grads(input, grad_output, stash_->weight, stash_->bias);
+    return {grad_input, torch::Tensor(), torch::Tensor()};
   }
+
+ private:
+  torch::autograd::SavedVariable input_;
+  torch::autograd::SavedVariable weight_;
+  c10::intrusive_ptr<detail::WeightGradStash> stash_;
 };
+
+// LibTorch 1.13 holds autograd nodes by std::shared_ptr, 2.x by
+// c10::intrusive_ptr: the pointer an Edge holds says which.
+using NodePtr = decltype(torch::autograd::Edge::function);
+
+template <typename NodeT, typename... Args>
+NodePtr make_node(Args&&... args) {
+  if constexpr (std::is_same_v<NodePtr, std::shared_ptr<torch::autograd::Node>>) {
+    return std::make_shared<NodeT>(std::forward<Args>(args)...);
+  } else {
+    return c10::make_intrusive<NodeT>(std::forward<Args>(args)...);
+  }
+}
+
+// input [*, in] -> [*, out], by the transposed view as torch::nn::functional::linear
+// does. A cached contiguous W^T (keyed by the weight's version counter) went
+// stale under LibTorch 1.13's SGD, which updates through .data() without
+// bumping the version; measured, the copy also won nothing (bench/RESULTS.md).
+torch::Tensor linear_product(const torch::Tensor& input, const torch::Tensor& weight,
+                             const torch::Tensor& bias) {
+  const bool flat = input.dim() == 2;
+  const torch::Tensor input_2d = flat ? input : input.reshape({-1, input.size(-1)});
+  torch::Tensor out =
+      bias.defined() ? torch::addmm(bias, input_2d, weight.t()) : input_2d.mm(weight.t());
+  if (flat) {
+    return out;
+  }
+  auto sizes = input.sizes().vec();
+  sizes.back() = weight.size(0);
+  return out.view(sizes);
+}
 
 }  // namespace
 
@@ -144,10 +185,20 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
   BATON_CHECK(input.dim() >= 1 && input.size(-1) == options.in_features(),
               "[nn.Linear] input's last dimension must be in_features ", options.in_features(),
               ": got shape ", input.sizes());
-  // An absent bias goes in as nullopt: autograd rejects an undefined tensor input.
-  const c10::optional<torch::Tensor> maybe_bias =
-      bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt;
-  return DeferrableLinearFunction::apply(input, weight, maybe_bias, stash_);
+  if (!torch::autograd::compute_requires_grad(input, weight, bias)) {
+    return linear_product(input, weight, bias);
+  }
+  torch::Tensor out;
+  {
+    // Below autograd, as ATen's generated code runs an op's kernel; autocast,
+    // which sits above autograd, still applies.
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    out = linear_product(input, weight, bias);
+  }
+  const NodePtr node = make_node<DeferrableLinearBackward>(input, weight, stash_);
+  node->set_next_edges(torch::autograd::collect_next_edges(input, weight, bias));
+  torch::autograd::set_history(out, node);
+  return out;
 }
 
 void LinearImpl::set_defer_weight_grad(bool defer, int64_t key) {

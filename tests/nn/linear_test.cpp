@@ -71,6 +71,50 @@ TEST(LinearTest, GradientsEqualTorchLinearWithTheSameWeights) {
   EXPECT_TRUE(torch::allclose(linear->bias.grad(), reference->bias.grad(), kTolerance, kTolerance));
 }
 
+// The layer's own autograd node keeps what torch::nn::Linear's gives: a
+// gradient asked for the input alone leaves the weight's alone; a frozen layer
+// or no-grad mode records nothing; an input changed in place after the forward
+// is caught; inputs with leading dimensions and no bias get torch's gradients.
+TEST(LinearTest, AutogradNodeBehavesLikeTorchLinears) {
+  torch::manual_seed(5);
+  Linear linear(torch::nn::LinearOptions(5, 4).bias(false));
+  const auto input = torch::randn({2, 3, 5}, torch::requires_grad());
+  const auto input_grad =
+      torch::autograd::grad({linear(input).sum()}, {input}, {}, /*retain_graph=*/false);
+  EXPECT_FALSE(linear->weight.grad().defined());
+  EXPECT_TRUE(torch::allclose(input_grad[0], linear->weight.sum(0).expand({2, 3, 5}), kTolerance,
+                              kTolerance));
+
+  const auto reference_input = input.detach().clone().requires_grad_();
+  const auto output = linear(input);
+  ASSERT_EQ(output.sizes(), (std::vector<int64_t>{2, 3, 4}));
+  const auto reference = torch::nn::functional::linear(reference_input, linear->weight);
+  EXPECT_TRUE(torch::allclose(output, reference, kTolerance, kTolerance));
+  output.sin().sum().backward();
+  const auto weight_grad = linear->weight.grad().clone();
+  linear->weight.mutable_grad().zero_();
+  reference.sin().sum().backward();  // autograd's AccumulateGrad, into the same weight.grad
+  EXPECT_TRUE(torch::allclose(input.grad(), reference_input.grad(), kTolerance, kTolerance));
+  EXPECT_TRUE(torch::allclose(weight_grad, linear->weight.grad(), kTolerance, kTolerance));
+
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_FALSE(linear(input).requires_grad());
+  }
+  linear->weight.requires_grad_(false);
+  EXPECT_FALSE(linear(input.detach()).requires_grad());
+  linear->weight.requires_grad_(true);
+
+  const auto changed = torch::randn({3, 5}, torch::requires_grad());
+  const auto leaf_copy = changed * 1;
+  const auto out = linear(leaf_copy);
+  {
+    torch::NoGradGuard no_grad;
+    leaf_copy.add_(1);
+  }
+  EXPECT_THROW(out.sum().backward(), c10::Error);
+}
+
 // Each optimizer, one step at a time, trains baton's Linear as it trains
 // torch::nn::Linear: every forward sees the weights the last step left.
 // (LibTorch 1.13's SGD updates through .data(), which leaves the version
