@@ -7,6 +7,7 @@
 #include "baton/core/allocator.h"
 #include "baton/core/blas_kernels.h"
 #include "baton/core/error.h"
+#include "baton/core/realtime.h"
 #include "baton/partition/balance.h"
 #include "baton/partition/partition.h"
 #include "baton/schedule/generator.h"

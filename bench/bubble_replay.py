@@ -17,10 +17,14 @@ Their sum is the bubble gap `--compare-sim` reports (measured - simulated, one s
 part is then taken apart by what each late action waited on last: a message from the other rank
 (a receive that woke late) or the rank's own previous action (the rank went on late).
 
+With --realtime every run is made twice in turn, without and with `--realtime on` (the ranks in
+SCHED_FIFO, baton/core/realtime.h), and each row also gives the co-runners' share of a core
+during the run: what the ranks' priority takes from them.
+
 Usage: python3 bench/bubble_replay.py [--baton build/baton] [--co-runners 0 1] [--runs 3]
-                                      [--steps 300]
+                                      [--steps 300] [--realtime]
 """
-import argparse, json, os, re, subprocess, sys, tempfile
+import argparse, json, os, re, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -88,13 +92,13 @@ def late_starts(events, latency_ms):
     return late
 
 
-def one_run(binary, steps):
+def one_run(binary, steps, realtime="off"):
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "t.json")
         out = subprocess.run([binary, "train", "--config", os.path.join(ROOT, "examples",
                               "fashion_mnist.toml"), "--nproc", "2", "--steps", str(steps),
-                              "--compare-sim", "--trace", trace], check=True,
-                             capture_output=True, text=True).stdout
+                              "--compare-sim", "--trace", trace, "--realtime", realtime],
+                             check=True, capture_output=True, text=True).stdout
         raw = json.load(open(trace))
     raw = raw["traceEvents"] if isinstance(raw, dict) else raw
     events = [{"rank": e["tid"], "kind": e["args"]["kind"], "stage": e["args"]["stage"],
@@ -117,27 +121,44 @@ def one_run(binary, steps):
             "step": makespan, "replayed_step": replayed}
 
 
+def cpu_seconds(procs):
+    """User + system CPU seconds the processes have used (/proc/PID/stat)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for proc in procs:
+        fields = open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--baton", default=os.path.join(ROOT, "build", "baton"))
     p.add_argument("--co-runners", type=int, nargs="+", default=[0, 1])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--realtime", action="store_true",
+                   help="each run without and then with --realtime on")
     a = p.parse_args()
     print("load average before:", open("/proc/loadavg").read().strip(), flush=True)
-    print(" N run  bubble: measured replayed simulated | runtime's own  durations' spread  "
-          "(points; step ms measured / replayed; late starts, both ranks)")
+    print(" N run     bubble: measured replayed simulated | runtime's own  durations' spread  "
+          "(points; step ms measured / replayed; late starts, both ranks; rt: --realtime on)")
     for n in a.co_runners:
         procs = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(n)]
         try:
-            for r in range(a.runs):
-                x = one_run(a.baton, a.steps)
-                print(f"{n:>2} {r + 1:>3}  {x['measured']:>15.1f} {x['replayed']:>8.1f} "
+            for r, realtime in [(r, mode) for r in range(a.runs)
+                                for mode in (("off", "on") if a.realtime else ("off",))]:
+                cpu, wall = cpu_seconds(procs), time.monotonic()
+                x = one_run(a.baton, a.steps, realtime)
+                share = (cpu_seconds(procs) - cpu) / (time.monotonic() - wall)
+                label = f"{r + 1:>3}{' rt' if realtime == 'on' else '   '}"
+                print(f"{n:>2} {label}  {x['measured']:>12.1f} {x['replayed']:>8.1f} "
                       f"{x['simulated']:>9.1f} | {x['measured'] - x['replayed']:>13.1f}  "
                       f"{x['replayed'] - x['simulated']:>17.1f}  ({x['step']:.2f} / "
                       f"{x['replayed_step']:.2f}; late starts after a message "
                       f"{x['late_message']:.2f} ms, after the rank's own action "
-                      f"{x['late_own']:.2f} ms)", flush=True)
+                      f"{x['late_own']:.2f} ms)"
+                      + (f"; co-runners {share:.2f} of a core" if n else ""), flush=True)
         finally:
             for proc in procs:
                 proc.kill()

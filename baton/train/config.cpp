@@ -137,6 +137,7 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"seed", field(&TrainConfig::seed, "seed")},
       {"threads", field(&TrainConfig::threads, "threads")},
       {"timeout", field(&TrainConfig::timeout_s, "timeout")},
+      {"realtime", field(&TrainConfig::realtime, "realtime")},
       {"transport", field(&TrainConfig::transport, "transport")},
       {"device", field(&TrainConfig::device, "device")},
       {"metrics", field(&TrainConfig::metrics, "metrics")},

@@ -89,6 +89,7 @@ struct TrainConfig {
   double timeout_s = 300;          // every wait between ranks, at most kMaxTimeoutSeconds
   std::string transport = "auto";  // point-to-point: auto | shm | gloo (comm::TransportKind)
   std::string device = "cpu";      // cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL between them)
+  bool realtime = false;           // each rank in SCHED_FIFO (baton/core/realtime.h)
   // Output
   std::string metrics;       // JSON lines file
   std::string trace;         // Chrome trace of the last step's measured timeline

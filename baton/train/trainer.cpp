@@ -16,6 +16,7 @@
 #include "baton/core/error.h"
 #include "baton/core/output_files.h"
 #include "baton/core/printable.h"
+#include "baton/core/realtime.h"
 #include "baton/nn/models.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline.h"
@@ -216,6 +217,10 @@ void check_setup(const TrainConfig& c) {
               "[train.config] device cuda: this process sees no CUDA device (or LibTorch was built "
               "without CUDA)");
   check_checkpoint_flags(c);
+  if (c.realtime) {
+    const std::string refusal = realtime_refusal();
+    BATON_CHECK(refusal.empty(), refusal);
+  }
   runtime::parse_recompute(c.recompute);
   // Zero costs are enough to check a method's name or hand-written counts.
   partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()),
@@ -234,6 +239,8 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   const int cores = available_cores();
   const int threads =
       c.threads > 0 ? c.threads : std::max(1, cores / std::max(1, ctx.local_world_size));
+  // Before the intra-op and communication threads start: they inherit the class.
+  if (c.realtime) run_realtime();
   at::set_num_threads(threads);
   torch::manual_seed(c.seed);
   const bool leader = ctx.rank == 0;
@@ -260,12 +267,12 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
                            (c.zero > 0 ? detail::concat("zero=", c.zero, ", ") : std::string());
     std::printf(
         "baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
-        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank%s%s, %lld steps\n",
+        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank%s%s%s, %lld steps\n",
         c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp,
         pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
         pipeline.partition().to_string().c_str(), c.recompute.c_str(), threads,
-        omp_passive ? " (OpenMP waits passive)" : "", blas.empty() ? "" : (", " + blas).c_str(),
-        static_cast<long long>(total));
+        omp_passive ? " (OpenMP waits passive)" : "", c.realtime ? ", real-time (SCHED_FIFO)" : "",
+        blas.empty() ? "" : (", " + blas).c_str(), static_cast<long long>(total));
     if (pipeline.schedule().name == "pipemare") {
       std::string delays;
       for (int d : schedule::update_delays(pipeline.schedule()))

@@ -421,6 +421,9 @@ Action add_train(CLI::App& app) {
       ->check(kDecay);
   flag(cmd, *f, "--threads", &train::TrainConfig::threads,
        "Intra-op threads per rank (default: cores / local ranks)");
+  flag(cmd, *f, "--realtime", &train::TrainConfig::realtime,
+       "Run each rank in the real-time scheduling class SCHED_FIFO, for a machine other busy "
+       "processes share; needs CAP_SYS_NICE or ulimit -r >= 1 (on or off, default off)");
   flag(cmd, *f, "--timeout", &train::TrainConfig::timeout_s,
        "Seconds any wait between ranks may take");
   flag(cmd, *f, "--transport", &train::TrainConfig::transport,
