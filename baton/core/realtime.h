@@ -4,11 +4,12 @@
 // With one busy process beside a 2-rank job on 2 cores, the ranks lose the
 // core at every wait: a rank woken by its peer's message, or one that has just
 // finished an action, waits for the other process's time slice to end before
-// it runs. The main job's measured bubble was 9-16 points above the simulated
-// one that way. A lower nice value does not change it under the kernel's
-// EEVDF scheduler (nice -5: 11-12 points); the real-time class SCHED_FIFO,
-// which preempts an ordinary process at once, does (2 points, as on an idle
-// machine): bench/RESULTS.md, "Real-time ranks on a shared machine".
+// it runs. The main job's measured bubble was up to 20 points above the
+// simulated one that way. A lower nice value does not change it under the
+// kernel's EEVDF scheduler (nice -5: 8.7-9.6 points); the real-time class
+// SCHED_FIFO, which preempts an ordinary process at once, does (1.0-1.5
+// points, as on an idle machine): bench/RESULTS.md, "Real-time ranks on a
+// shared machine".
 //
 // Decision: off by default and never attempted silently. The class needs
 // CAP_SYS_NICE or a real-time priority limit of at least 1 (`ulimit -r`,
