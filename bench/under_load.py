@@ -10,10 +10,11 @@ bench/pipeline_vs_peers.py (8-layer MLP, batch 256, 2 ranks x 1 thread, cut 4 + 
 and prints median step times, baton's speedup over the script, baton's --compare-sim
 efficiency and its measured and simulated bubble. The runs of one N alternate baton and the
 script, so both see the same load. With --main it also runs the main job
-(examples/fashion_mnist.toml, --compare-sim) and prints its bubble gap.
+(examples/fashion_mnist.toml, --compare-sim) and prints its bubble gap; --realtime adds a run of
+it with --realtime on (the ranks in SCHED_FIFO; docs/cli.md, "Sharing the machine").
 
 Usage: python3 bench/under_load.py [--baton build/baton] [--steps 40] [--co-runners 0 1 2]
-                                   [--gloo] [--main]
+                                  [--gloo] [--main [--realtime]]
 """
 import argparse, os, re, subprocess, sys, tempfile, time
 
@@ -47,10 +48,11 @@ def baton_over(binary, hidden, m, steps, transport):
     return peers.baton(wrapper, hidden, m, "1f1b", steps, "cpu")
 
 
-def main_job(binary, steps=300):
+def main_job(binary, steps=300, realtime="off"):
     out = subprocess.run([binary, "train", "--config", os.path.join(HERE, "..", "examples",
                                                                      "fashion_mnist.toml"),
-                          "--nproc", "2", "--compare-sim", "--steps", str(steps)],
+                          "--nproc", "2", "--compare-sim", "--steps", str(steps),
+                          "--realtime", realtime],
                          check=True, capture_output=True, text=True).stdout
     b = re.search(r"bubble median measured ([0-9.]+)%, simulated ([0-9.]+)%", out)
     return (float(b.group(1)), float(b.group(2))) if b else (float("nan"), float("nan"))
@@ -63,6 +65,8 @@ def main():
     p.add_argument("--co-runners", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--gloo", action="store_true", help="also baton over --transport gloo")
     p.add_argument("--main", action="store_true", help="also the main job's bubble gap")
+    p.add_argument("--realtime", action="store_true",
+                   help="with --main: the main job also with --realtime on (ranks in SCHED_FIFO)")
     a = p.parse_args()
     peers.ENV = peers.blas_env(a.baton)  # Debian's torch on baton's OpenBLAS kernels
     debian = "/usr/bin/python3" if peers.has_torch("/usr/bin/python3") else None
@@ -86,11 +90,12 @@ def main():
                 print(f"{n:>2} {hidden:>6} {m:>3} {shm:>9.2f} {gloo:>10.2f} {script:>8.2f} "
                       f"{script / shm:>8.2f}x {script / gloo:>13.2f}x {eff:>5.1f}% "
                       f"{'/'.join(bubbles) if bubbles else '-':>15} {load:>5.1f}", flush=True)
-            if a.main:
-                measured, simulated = main_job(a.baton)
-                print(f"{n:>2} main job: bubble measured {measured:.1f}%, simulated "
-                      f"{simulated:.1f}%, gap {measured - simulated:.1f} points "
-                      f"(load {os.getloadavg()[0]:.1f})", flush=True)
+            for realtime in (("off", "on") if a.realtime else ("off",)) if a.main else ():
+                measured, simulated = main_job(a.baton, realtime=realtime)
+                print(f"{n:>2} main job{' --realtime on' if realtime == 'on' else ''}: bubble "
+                      f"measured {measured:.1f}%, simulated {simulated:.1f}%, gap "
+                      f"{measured - simulated:.1f} points (load {os.getloadavg()[0]:.1f})",
+                      flush=True)
         finally:
             stop(co)
 
