@@ -61,7 +61,9 @@ print(torch.utils.cmake_prefix_path)' 2>"$log"); then
       BATON_CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$prefix -DBATON_BUILD_BENCH=OFF" \
       bash scripts/build.sh baton $(cuda_test_targets) >>"$log" 2>&1; then
     fail "build: against torch $version" "$log"
-  elif ! grep -q 'nccl_cuda\.cpp\.o' "$dir/build.ninja"; then
+  # nccl_cuda.cpp is its own object, or (unity builds of the torch modules) part of one.
+  elif ! grep -q 'nccl_cuda\.cpp\.o' "$dir/build.ninja" &&
+       ! grep -qs 'nccl_cuda\.cpp' "$dir"/CMakeFiles/baton_comm.dir/Unity/*.cxx; then
     echo "CMake found no CUDA in torch's config (nvcc on the PATH?): nccl_cuda.cpp unbuilt" \
       >>"$log"
     fail "build: torch $version, but without CUDA" "$log"
