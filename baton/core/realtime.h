@@ -7,7 +7,7 @@
 // it runs. The main job's measured bubble was up to 20 points above the
 // simulated one that way. A lower nice value does not change it under the
 // kernel's EEVDF scheduler (nice -5: 8.7-9.6 points); the real-time class
-// SCHED_FIFO, which preempts an ordinary process at once, does (1.0-1.5
+// SCHED_FIFO, which preempts an ordinary process at once, does (1.0-2.0
 // points, as on an idle machine): bench/RESULTS.md, "Real-time ranks on a
 // shared machine".
 //
