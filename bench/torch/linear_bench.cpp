@@ -24,28 +24,31 @@ torch::nn::Sequential four_layers(int64_t width) {
   return seq;
 }
 
-template <typename LinearT>
-void BM_FourLinearsForwardBackward(benchmark::State& state) {
+// Times `pass` over the batch's m micro-batches of width w (state's two
+// arguments), one thread.
+template <typename LinearT, typename Pass>
+void time_micro_batches(benchmark::State& state, Pass pass) {
   at::set_num_threads(1);
   const int microbatches = static_cast<int>(state.range(0));
   torch::nn::Sequential seq = four_layers<LinearT>(state.range(1));
   const torch::Tensor x = torch::randn({256, state.range(1)});
   for (auto _ : state) {
-    for (const auto& chunk : x.tensor_split(microbatches, 0)) seq->forward(chunk).sum().backward();
+    for (const auto& chunk : x.tensor_split(microbatches, 0)) pass(seq, chunk);
   }
 }
 
 template <typename LinearT>
+void BM_FourLinearsForwardBackward(benchmark::State& state) {
+  time_micro_batches<LinearT>(state, [](torch::nn::Sequential& seq, const torch::Tensor& chunk) {
+    seq->forward(chunk).sum().backward();
+  });
+}
+
+template <typename LinearT>
 void BM_FourLinearsForward(benchmark::State& state) {
-  at::set_num_threads(1);
-  const int microbatches = static_cast<int>(state.range(0));
-  torch::nn::Sequential seq = four_layers<LinearT>(state.range(1));
-  const torch::Tensor x = torch::randn({256, state.range(1)});
-  for (auto _ : state) {
-    for (const auto& chunk : x.tensor_split(microbatches, 0)) {
-      benchmark::DoNotOptimize(seq->forward(chunk));
-    }
-  }
+  time_micro_batches<LinearT>(state, [](torch::nn::Sequential& seq, const torch::Tensor& chunk) {
+    benchmark::DoNotOptimize(seq->forward(chunk));
+  });
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
