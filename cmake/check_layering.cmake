@@ -17,6 +17,11 @@ set(BATON_TORCH_FREE core schedule topology trace sim partition plan)
 # nothing they include, followed through every "baton/..." header, may
 # include LibTorch.
 set(BATON_TORCH_FREE_FILES baton/pipeline/manifest.cpp baton/data/idx.cpp
+                           baton/data/token_span.cpp baton/data/indexed_dataset.cpp
+                           baton/data/indexed_dataset_builder.cpp baton/data/token_dataset.cpp
+                           baton/data/samples.cpp baton/data/tokenizer.cpp
+                           baton/data/text_documents.cpp baton/data/prepare.cpp
+                           baton/data/sentencepiece.cpp baton/data/sentencepiece_none.cpp
                            baton/train/config.cpp baton/train/toml_characters.cpp)
 if(NOT ROOT)
   message(FATAL_ERROR "check_layering: pass -DROOT=<source tree>")

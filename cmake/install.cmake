@@ -19,6 +19,9 @@ install(TARGETS ${_baton_targets} EXPORT batonTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS baton RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET baton-data)
+  install(TARGETS baton-data RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
 # Headers of every module; without the torch target, only the torch-free ones.
 set(_baton_excluded)

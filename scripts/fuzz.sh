@@ -9,6 +9,7 @@
 #   FUZZ_TARGET=config_toml bash scripts/fuzz.sh    # the training config's TOML
 #   FUZZ_TARGET=idx bash scripts/fuzz.sh            # Fashion-MNIST's IDX data files
 #   FUZZ_TARGET=checkpoint_manifest bash scripts/fuzz.sh  # a checkpoint's manifest.json
+#   FUZZ_TARGET=indexed_dataset bash scripts/fuzz.sh      # Megatron's .idx and .bin
 #
 # Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev).
 # Builds in build-fuzz (FUZZ_BUILD_DIR), separate from the normal build.

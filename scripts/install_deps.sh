@@ -7,6 +7,7 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-openmp
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
+  libsentencepiece-dev sentencepiece
   dataset-fashion-mnist
   python3-torch
   iproute2

@@ -21,6 +21,8 @@ void print_error(const std::string& message);
 // bound, the largest double, with all 309 digits.) `type` is the help's name
 // for the value, e.g. "TIME". tools/validators.cpp.
 CLI::Validator finite_number(bool positive, const std::string& type);
+// A number in (0, 1]: "must be a number in (0, 1], got 1.5".
+CLI::Validator fraction();
 
 // A repeated option (`--pp 2 --pp 3`), which CLI11 reports as "At Most 1
 // required but received 2", as one line naming it: take_repeated_options()
@@ -37,5 +39,6 @@ using Action = std::function<int()>;
 Action add_simulate(CLI::App& app);
 Action add_plan(CLI::App& app);   // tools/plan_command.cpp
 Action add_train(CLI::App& app);  // tools/train_command.cpp (torch builds) or a stub
+Action add_data(CLI::App& app);   // tools/data_command.cpp
 
 }  // namespace baton::cli

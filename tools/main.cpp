@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <iostream>
 #include <string>
 
@@ -42,6 +43,9 @@ void print_error(const std::string& message) {
 using baton::cli::print_error;
 
 int main(int argc, char** argv) {
+  // A file size limit (ulimit -f) must fail a write with EFBIG, reported in
+  // one line as a full disk is, not kill the process without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   // OpenBLAS on its generic kernels on a CPU it does not know: run again
   // with OPENBLAS_CORETYPE set (baton/core/blas_kernels.h; docs/cli.md).
   baton::reexec_for_openblas_kernels(argv);
@@ -54,6 +58,7 @@ int main(int argc, char** argv) {
   const auto simulate = baton::cli::add_simulate(app);
   const auto train = baton::cli::add_train(app);
   const auto plan = baton::cli::add_plan(app);
+  const auto data = baton::cli::add_data(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -69,6 +74,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("simulate")) return simulate();
     if (app.got_subcommand("train")) return train();
     if (app.got_subcommand("plan")) return plan();
+    if (app.got_subcommand("data")) return data();
   } catch (const baton::Error& e) {
     print_error(e.what());
     return 2;

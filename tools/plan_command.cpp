@@ -35,6 +35,7 @@ struct PlanFlags {
   std::string zero = "auto";
   std::string emit_config;
   std::string overlap_grad_reduce = "on";
+  std::string precision;  // with --profile: the run's, which must be the profile's
 };
 
 plan::Choice choice_of(const std::string& value) {
@@ -63,6 +64,9 @@ std::string model_title(const PlanFlags& f) {
 void resolve_model(const CLI::App& cmd, PlanFlags& f) {
   const char* model_flags[] = {"--layers", "--hidden", "--heads", "--seq", "--vocab"};
   if (f.profile.empty()) {
+    BATON_CHECK(f.precision.empty(), "[plan] --precision ", f.precision,
+                " says what a --profile was measured in; without one the planner models a "
+                "mixed-precision (bf16) run");
     BATON_CHECK(f.model == "gpt", "[plan] --model ", printable(f.model),
                 " is not known; the planner models gpt (or give --profile)");
     for (const char* flag : model_flags)
@@ -88,6 +92,14 @@ void resolve_model(const CLI::App& cmd, PlanFlags& f) {
                          &f.request.shape.seq, &f.request.shape.vocab};
   for (int i = 0; i < 5; ++i)
     if (cmd.count(model_flags[i])) conflict(model_flags[i], std::to_string(*values[i]));
+  // A profile times the layers in one precision: costing a run in another
+  // from it would be off by the ratio of their kernels.
+  const std::string& measured = f.request.profile->precision;
+  const std::string run = f.precision.empty() ? "fp32" : f.precision;
+  BATON_CHECK(run == measured, "[plan] --profile ", f.profile, " was measured in ", measured,
+              " but the run is ", run, f.precision.empty() ? " (--precision's default)" : "",
+              "; profile it again with baton train --profile-out ... --precision ", run,
+              ", or pass --precision ", measured);
   for (const char* flag : {"--peak-tflops", "--efficiency", "--efficiency-half-size",
                            "--tie-embeddings", "--memory-gb-per-s"})
     BATON_CHECK(cmd.count(flag) == 0, "[plan] ", flag, " has no use with --profile ", f.profile,
@@ -295,6 +307,10 @@ Action add_plan(CLI::App& app) {
       ->check(kPositive);
   cmd->add_option("--peak-tflops", q.cluster.peak_tflops, "Peak dense fp16 TFLOPs per GPU")
       ->check(kPositive);
+  cmd->add_option("--precision", f->precision,
+                  "With --profile: the precision of the run planned, which must be the one the "
+                  "profile was measured in (fp32, bf16 or fp16; default fp32)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   cmd->add_option("--profile", f->profile,
                   "Measured layer costs from baton train --profile-out in place of the gpt "
                   "formulas (the model is the file's; t = 1)");
@@ -352,8 +368,7 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--max-memory-fraction", q.max_memory_fraction,
                   "Fraction of --gpu-memory-gb a plan may use, in (0, 1]")
       ->capture_default_str()
-      ->check(kPositive)
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(fraction());
   cmd->add_option("--memory-gb-per-s", q.cluster.memory_gb_per_s,
                   "GPU memory bandwidth, GB/s: the layers' element-wise work moves their "
                   "activation bytes at this rate")

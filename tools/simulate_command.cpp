@@ -42,7 +42,7 @@ struct SimulateFlags {
   double pp_gbps = 0, boundary_mb = 0;
   bool tp_scatter_gather = true;
   bool grid = false, json = false, print = false;
-  bool clip = false;  // end every rank with a CLIP_NORM
+  double clip_norm = 0;  // > 0: end every rank with a CLIP_NORM
   std::string svg, trace, export_csv;
   std::string csv_format = "compute_only";
 };
@@ -132,7 +132,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   // replicated stages) nor tp charges: dp = tp = 1 and no replicated stages only.
   if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty() && f.dp == 1 &&
       f.schedule != "chimera" && f.tp == 1 && cmd.count("--param-mb") == 0 &&
-      cmd.count("--boundary-mb") == 0 && f.pp_gbps == 0 && !f.clip) {
+      cmd.count("--boundary-mb") == 0 && f.pp_gbps == 0 && f.clip_norm == 0) {
     const StatsOnly fast =
         simulate_stats_only(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});
     // The grid's fields as the full path writes them for dp = tp = 1 and no parameter bytes.
@@ -154,7 +154,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   s = schedule::add_reductions(s, schedule::ReductionOptions{}
                                       .set_dp(f.dp)
                                       .set_buckets_per_stage(std::vector<int>(s.stages, buckets))
-                                      .set_clip(f.clip));
+                                      .set_clip(f.clip_norm > 0));
   for (const auto& list : s.actions) {
     for (const schedule::Action& a : list) {
       if (a.kind == schedule::ActionKind::REDUCE_TIED)
@@ -316,9 +316,11 @@ Action add_simulate(CLI::App& app) {
          "With --tp > 1 and --boundary-mb: send 1/tp of a boundary over the pipeline link and "
          "gather it over tp (baton train's default; true or false)")
       ->capture_default_str();
-  cmd->add_flag("--clip-grad-norm", flags->clip,
-                "End every rank's step with a CLIP_NORM (baton train --clip-grad-norm), charged "
-                "as one all-reduce of a number over the dp x pp x tp world");
+  cmd->add_option("--clip-grad-norm", flags->clip_norm,
+                  "Clip to this global L2 norm, as baton train --clip-grad-norm: every rank's "
+                  "step ends with a CLIP_NORM, charged as one all-reduce of a number over the "
+                  "dp x pp x tp world (the norm's value changes no cost)")
+      ->check(finite_number(true, "NORM"));
   cmd->add_flag("--grid", flags->grid, "Print the timeline as a text grid");
   cmd->add_flag("--print-schedule", flags->print, "Print the lowered schedule in compact notation");
   cmd->add_option("--svg", flags->svg, "Write an SVG Gantt chart");

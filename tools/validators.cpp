@@ -20,4 +20,16 @@ CLI::Validator finite_number(bool positive, const std::string& type) {
       type, positive ? "positive" : "non-negative");
 }
 
+CLI::Validator fraction() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(text.c_str(), &end);
+        const bool ok = end != text.c_str() && *end == '\0' && std::isfinite(x) && x > 0 && x <= 1;
+        if (ok) return "";
+        return "must be a number in (0, 1], got " + printable(text);
+      },
+      "FRACTION", "fraction");
+}
+
 }  // namespace baton::cli

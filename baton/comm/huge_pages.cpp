@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "baton/comm/memory_counter.h"
 #include "baton/core/error.h"
 
 namespace baton::comm {
@@ -176,7 +177,12 @@ bool install_huge_page_allocator(const HugePageOptions& options) {
   // every static destructor.
   auto* allocator = new HugePageAllocator(options);
   HugePageAllocator::set_instance(allocator);
-  c10::SetCPUAllocator(allocator, /*priority=*/1);
+  // Under the counter when it counts this process (memory_counter.h).
+  if (memory_counter_installed()) {
+    set_memory_counter_source(allocator);
+  } else {
+    c10::SetCPUAllocator(allocator, /*priority=*/1);
+  }
   return true;
 }
 

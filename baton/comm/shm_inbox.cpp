@@ -1,5 +1,7 @@
 #include "baton/comm/shm_inbox.h"
 
+#include <sys/resource.h>
+
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
@@ -31,6 +33,22 @@ std::uint64_t layout_bytes(int world_size, std::uint64_t ring_bytes, std::uint64
 
 }  // namespace
 
+std::uint64_t inbox_bytes(int world_size, std::uint64_t ring_bytes) {
+  std::uint64_t controls_at = 0, rings_at = 0;
+  return layout_bytes(world_size, ring_bytes, &controls_at, &rings_at);
+}
+
+std::string file_size_refusal(std::uint64_t bytes) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY ||
+      limit.rlim_cur >= bytes)
+    return "";
+  return ::baton::detail::concat(
+      "[comm.shm] the shared-memory transport needs a file of ", bytes,
+      " bytes for each rank's inbox, past this process's file size limit of ", limit.rlim_cur,
+      " bytes (ulimit -f); raise the limit, or use --transport gloo");
+}
+
 Inbox::~Inbox() {
   if (base_ != nullptr) munmap(base_, bytes_);
   if (fd_ >= 0) close(fd_);
@@ -53,6 +71,8 @@ void Inbox::create(int world_size, std::uint64_t ring_bytes) {
   name_ = path();
   // Reserve the pages now, so a lack of memory fails here and not as SIGBUS later.
   const int err = posix_fallocate(fd_, 0, static_cast<off_t>(bytes));
+  // SIGXFSZ is ignored (tools/main.cpp): a file size limit reads as EFBIG.
+  BATON_CHECK(err != EFBIG, file_size_refusal(bytes));
   BATON_CHECK(err == 0, "[comm.shm] no room for ", bytes, " bytes of shared memory (",
               std::strerror(err), "); set BATON_SHM_RING_KB lower or use --transport gloo");
   map(fd_, bytes);

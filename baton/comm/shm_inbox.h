@@ -31,6 +31,14 @@ struct alignas(64) RingControl {
   alignas(64) std::atomic<std::uint32_t> remote_ok;  // the owner can read the source's memory
 };
 
+// The bytes of one rank's inbox for `world_size` sources of `ring_bytes` each.
+std::uint64_t inbox_bytes(int world_size, std::uint64_t ring_bytes);
+
+// Empty when this process's file size limit (RLIMIT_FSIZE, which a memfd's
+// pages count against) allows a file of `bytes`; else one line saying what
+// the transport needs, the limit, and what to do.
+std::string file_size_refusal(std::uint64_t bytes);
+
 // A mapped inbox (owned or a peer's).
 class Inbox {
  public:

@@ -1,4 +1,5 @@
 #include "baton/comm/shm_transport.h"
+#include "baton/comm/transport_limits.h"
 
 #include <ATen/Parallel.h>
 #include <sched.h>
@@ -518,3 +519,12 @@ std::unique_ptr<Transport> make_shm_transport(c10d::Store& store, const std::str
 }
 
 }  // namespace baton::comm::detail
+
+namespace baton::comm {
+
+std::string shm_transport_refusal(int world_size) {
+  const detail::ShmOptions options = detail::ShmOptions::from_env();
+  return detail::file_size_refusal(detail::inbox_bytes(world_size, options.ring_bytes));
+}
+
+}  // namespace baton::comm

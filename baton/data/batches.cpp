@@ -20,9 +20,12 @@ Batches::Batches(Examples examples, BatchesOptions options)
     : examples_(std::move(examples)), options_(options) {
   BATON_CHECK(options_.batch_size() > 0, "[data.Batches] batch_size must be positive: got ",
               options_.batch_size());
-  BATON_CHECK(examples_.inputs.defined() && examples_.targets.defined() &&
-                  examples_.inputs.dim() >= 1 && examples_.targets.dim() >= 1 &&
-                  examples_.inputs.size(0) == examples_.targets.size(0) && examples_.size() > 0,
+  const torch::Tensor& inputs = examples_.inputs;
+  const torch::Tensor& targets = examples_.targets;
+  BATON_CHECK((inputs.defined() || targets.defined()) && (!inputs.defined() || inputs.dim() >= 1) &&
+                  (!targets.defined() || targets.dim() >= 1) &&
+                  (!inputs.defined() || !targets.defined() || inputs.size(0) == targets.size(0)) &&
+                  examples_.size() > 0,
               "[data.Batches] inputs and targets must hold the same positive number of rows");
   BATON_CHECK(!options_.drop_last() || examples_.size() >= options_.batch_size(),
               "[data.Batches] drop_last with ", examples_.size(), " examples and batch_size ",
@@ -53,9 +56,11 @@ Examples Batches::operator[](int64_t index) const {
               " is outside [0, ", size(), ")");
   const int64_t begin = index * options_.batch_size();
   const int64_t end = std::min(begin + options_.batch_size(), examples_.size());
-  const auto rows = order_.slice(0, begin, end).to(examples_.inputs.device());
-  return Examples{examples_.inputs.index_select(0, rows),
-                  examples_.targets.index_select(0, rows.to(examples_.targets.device()))};
+  const auto rows = order_.slice(0, begin, end);
+  auto pick = [&](const torch::Tensor& t) {
+    return t.defined() ? t.index_select(0, rows.to(t.device())) : t;
+  };
+  return Examples{pick(examples_.inputs), pick(examples_.targets)};
 }
 
 }  // namespace baton::data

@@ -15,7 +15,9 @@ struct Examples {
   torch::Tensor inputs;
   torch::Tensor targets;
 
-  int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
+  int64_t size() const {
+    return inputs.defined() ? inputs.size(0) : targets.defined() ? targets.size(0) : 0;
+  }
 };
 
 // A CPU generator seeded with `seed`, for sample_batch and friends.
@@ -34,6 +36,8 @@ struct BatchesOptions {
 class Batches {
  public:
   // REQUIRES: examples.inputs.size(0) == examples.targets.size(0) > 0, batch_size > 0.
+  // Either may be undefined (a reader that needs only the other): its
+  // batches are then undefined too, in the same order.
   Batches(Examples examples, BatchesOptions options);
 
   // Batches per epoch.

@@ -61,7 +61,7 @@ fs::path canonical_folder(const std::string& folder) {
 
 // Throws baton::Error naming `name` unless `bytes` are `file` as Fashion-MNIST has it.
 void check_file(const IdxFile& file, std::string_view bytes, const std::string& name) {
-  const IdxArray array = parse_idx(bytes, name);
+  const IdxArray array = parse_idx(bytes, name, file.dims.size());
   check_idx_dims(array, file.dims, name, file.what);
   if (file.labels) check_idx_labels(array, kClasses, name);
 }
@@ -215,26 +215,42 @@ int prepare_fashion_mnist(const FashionMnistOptions& options) {
   return decompressed;
 }
 
-Examples load_fashion_mnist(Split split, const FashionMnistOptions& options) {
+Examples load_fashion_mnist_bytes(Split split, const FashionMnistOptions& options,
+                                  FashionMnistParts parts) {
   check_source_folder(options);
   const IdxFile& images_file = kFiles[split == Split::kTrain ? 0 : 2];
   const IdxFile& labels_file = kFiles[split == Split::kTrain ? 1 : 3];
-  std::string images = cached_file(options, images_file, nullptr);
-  std::string labels = cached_file(options, labels_file, nullptr);
-  const IdxArray image_array = parse_idx(images, images_file.name);
-  const IdxArray label_array = parse_idx(labels, labels_file.name);
-  const int64_t n = image_array.dims[0];
-  BATON_CHECK(label_array.dims[0] == n, "[data.fashion_mnist] ", n, " images but ",
-              label_array.dims[0], " labels");
-  // As torch::data::datasets::MNIST reads them: bytes / 255 and int64 targets.
-  const auto inputs =
-      torch::from_blob(const_cast<char*>(image_array.values.data()), {n, 1, 28, 28}, torch::kUInt8)
-          .to(torch::kFloat32)
-          .div_(255);
-  const auto targets =
-      torch::from_blob(const_cast<char*>(label_array.values.data()), {n}, torch::kUInt8)
-          .to(torch::kInt64);
-  return Examples{(inputs - kFashionMnistMean) / kFashionMnistStd, targets};
+  Examples out;
+  // Each file is parsed (and so checked) in a string that is gone when this
+  // returns; the tensors own copies of the bytes.
+  if (parts.images) {
+    const std::string images = cached_file(options, images_file, nullptr);
+    const IdxArray array = parse_idx(images, images_file.name, images_file.dims.size());
+    out.inputs = torch::from_blob(const_cast<char*>(array.values.data()),
+                                  {array.dims[0], 1, 28, 28}, torch::kUInt8)
+                     .clone();
+  }
+  if (parts.labels) {
+    const std::string labels = cached_file(options, labels_file, nullptr);
+    const IdxArray array = parse_idx(labels, labels_file.name, labels_file.dims.size());
+    out.targets =
+        torch::from_blob(const_cast<char*>(array.values.data()), {array.dims[0]}, torch::kUInt8)
+            .to(torch::kInt64);
+  }
+  BATON_CHECK(!parts.images || !parts.labels || out.inputs.size(0) == out.targets.size(0),
+              "[data.fashion_mnist] ", out.inputs.size(0), " images but ", out.targets.size(0),
+              " labels");
+  return out;
+}
+
+torch::Tensor normalize_fashion_mnist(const torch::Tensor& images) {
+  // As torch::data::datasets::MNIST reads them: bytes / 255, then the dataset's mean and std.
+  return (images.to(torch::kFloat32).div_(255) - kFashionMnistMean) / kFashionMnistStd;
+}
+
+Examples load_fashion_mnist(Split split, const FashionMnistOptions& options) {
+  Examples bytes = load_fashion_mnist_bytes(split, options, FashionMnistParts{});
+  return Examples{normalize_fashion_mnist(bytes.inputs), bytes.targets};
 }
 
 }  // namespace baton::data

@@ -52,4 +52,22 @@ int prepare_fashion_mnist(const FashionMnistOptions& options = {});
 // N is 60000 for kTrain and 10000 for kTest.
 Examples load_fashion_mnist(Split split, const FashionMnistOptions& options = {});
 
+// Which parts of a split a reader needs (a pipeline's first stage the
+// images, its last the labels).
+struct FashionMnistParts {
+  bool images = true;
+  bool labels = true;
+};
+
+// The parts asked for, the images as their bytes: inputs uint8 [N, 1, 28, 28]
+// (a quarter of the floats' memory), targets int64 [N]; a part not asked for
+// is an undefined tensor and its file is not read.
+Examples load_fashion_mnist_bytes(Split split, const FashionMnistOptions& options,
+                                  FashionMnistParts parts);
+
+// Images as load_fashion_mnist gives them, from their bytes: float, / 255,
+// normalized. Elementwise, so a batch normalized alone is bitwise the rows of
+// the whole split normalized.
+torch::Tensor normalize_fashion_mnist(const torch::Tensor& images);
+
 }  // namespace baton::data

@@ -29,7 +29,7 @@ std::string format_idx_dims(const std::vector<int64_t>& dims) {
   return text;
 }
 
-IdxArray parse_idx(std::string_view bytes, const std::string& name) {
+IdxArray parse_idx(std::string_view bytes, const std::string& name, size_t expected_ndims) {
   const std::string where = "[data.idx] " + printable(name, 256);
   BATON_CHECK(bytes.size() >= 4, where, " holds ", bytes.size(),
               " bytes, too few for the 4-byte magic number of an IDX file");
@@ -57,6 +57,16 @@ IdxArray parse_idx(std::string_view bytes, const std::string& name) {
     if (!larger && !empty) count *= dim;
   }
   const bool matches = empty ? payload == 0 : !larger && count == payload;
+  // Another kind of IDX file whose header does not fit its bytes (a labels
+  // header where images belong): named by both magic numbers. One that fits
+  // its bytes is named by its shape (check_idx_dims).
+  const uint32_t expected_magic = (uint32_t{kIdxUnsignedByte} << 8) | expected_ndims;
+  BATON_CHECK(matches || expected_ndims == 0 || ndims == expected_ndims, where,
+              " has the magic number ", hex32(magic), " (", magic, ": unsigned bytes in ",
+              int{ndims}, ndims == 1 ? " dimension" : " dimensions", ") where ",
+              hex32(expected_magic), " (", expected_magic, ": ", expected_ndims,
+              expected_ndims == 1 ? " dimension" : " dimensions",
+              ") is expected; is it another file of the dataset?");
   const std::string mismatch =
       larger && !empty ? " elements are more than"
                        : detail::concat(" = ", empty ? 0 : count, " elements do not match");

@@ -25,7 +25,11 @@ struct IdxArray {
 // message. Throws baton::Error naming it when the file is shorter than its
 // header, the magic number is not 0x000008NN with N >= 1 dimensions, or the
 // product of the dimensions differs from the number of bytes after the header.
-IdxArray parse_idx(std::string_view bytes, const std::string& name);
+// `expected_ndims` (0: any) is the dimension count the caller needs: another
+// count whose header does not fit the file's bytes is refused naming the
+// magic number found and the one expected (one that fits is the caller's to
+// check by shape, check_idx_dims).
+IdxArray parse_idx(std::string_view bytes, const std::string& name, size_t expected_ndims = 0);
 
 // Throws baton::Error naming `name` and `what` (e.g. "Fashion-MNIST's train
 // images") unless `array.dims` equals `expected`.

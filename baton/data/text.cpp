@@ -10,8 +10,10 @@ TextCorpus::TextCorpus(const std::string& path) : path_(path) {
                                       "; name a text file with --text");
   BATON_CHECK(bytes.size() >= 2, "[data.text] the text corpus ", path, " holds ", bytes.size(),
               " bytes; it needs at least 2");
-  tokens_ = torch::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, torch::kUInt8)
-                .to(torch::kLong);
+  // The bytes themselves (one per token), widened to int64 per batch: a
+  // corpus takes its file's size in memory, not eight times it.
+  tokens_ =
+      torch::from_blob(bytes.data(), {static_cast<int64_t>(bytes.size())}, torch::kUInt8).clone();
 }
 
 Examples TextCorpus::sample_batch(int64_t batch, int64_t context, at::Generator& generator) const {
@@ -21,7 +23,8 @@ Examples TextCorpus::sample_batch(int64_t batch, int64_t context, at::Generator&
   // A window and its target need context + 1 bytes: starts lie in [0, size - context).
   const auto starts = torch::randint(0, size() - context, {batch, 1}, generator, torch::kLong);
   const auto positions = starts + torch::arange(context, torch::kLong);
-  return Examples{tokens_.take(positions), tokens_.take(positions + 1)};
+  return Examples{tokens_.take(positions).to(torch::kLong),
+                  tokens_.take(positions + 1).to(torch::kLong)};
 }
 
 }  // namespace baton::data

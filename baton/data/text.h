@@ -13,7 +13,7 @@
 namespace baton::data {
 
 inline constexpr const char* kDefaultTextPath = "/usr/share/common-licenses/GPL-3";
-// The largest corpus read: its int64 tokens take 8 times as much memory.
+// The largest corpus read (held as its bytes, one per token).
 inline constexpr uint64_t kMaxTextBytes = uint64_t{1} << 30;
 
 class TextCorpus {
@@ -26,11 +26,11 @@ class TextCorpus {
   explicit TextCorpus(const std::string& path = kDefaultTextPath);
 
   const std::string& path() const { return path_; }
-  // Tokens int64 [size()], each in [0, 256).
+  // Tokens uint8 [size()]: the file's bytes, each a token id in [0, 256).
   const torch::Tensor& tokens() const { return tokens_; }
   int64_t size() const { return tokens_.size(0); }
 
-  // `batch` windows at random offsets drawn from `generator`: inputs int64
+  // `batch` windows at random offsets drawn from `generator`: inputs int64 (widened per batch)
   // [batch, context] and targets = the same windows shifted one byte ahead.
   // REQUIRES: batch > 0, 0 < context < size().
   Examples sample_batch(int64_t batch, int64_t context, at::Generator& generator) const;

@@ -170,6 +170,15 @@ std::vector<SkipEdge> skip_edges(const ModelSpec& spec) {
   return edges;
 }
 
+std::vector<schedule::Skip> stage_skips(const ModelSpec& spec, const partition::Partition& cut) {
+  std::vector<schedule::Skip> skips;
+  for (const SkipEdge& e : skip_edges(spec)) {
+    const int from = cut.stage_of_layer(e.from), to = cut.stage_of_layer(e.to);
+    if (from != to) skips.push_back({e.name, from, to});
+  }
+  return skips;
+}
+
 ModelSpec from_sequential(const torch::nn::Sequential& sequential, std::string name) {
   ModelSpec spec;
   spec.name = std::move(name);

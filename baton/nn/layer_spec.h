@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "baton/nn/skip.h"
+#include "baton/partition/partition.h"
+#include "baton/schedule/schedule.h"
 
 namespace baton::comm {
 class Communicator;
@@ -74,6 +76,10 @@ struct ModelSpec {
 // the layer (index and name) for a pop with no earlier stash, a name stashed
 // twice, and a stash never popped.
 std::vector<SkipEdge> skip_edges(const ModelSpec& spec);
+
+// The skip connections whose two layers land on different stages of `cut`:
+// the schedule's skips (schedule::with_skips), in stash order.
+std::vector<schedule::Skip> stage_skips(const ModelSpec& spec, const partition::Partition& cut);
 
 // The seed that layer `global_index` is built under: a mix of both values, so
 // nearby seeds and indices give unrelated streams.

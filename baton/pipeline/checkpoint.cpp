@@ -57,31 +57,41 @@ void write_text(const fs::path& path, const std::string& text) {
   write_atomically(path.string(), std::vector<char>(text.begin(), text.end()));
 }
 
-// Step folders left as <name>.partial by a save that was killed, when they
-// hold nothing but names baton writes: nothing else's is removed.
-void remove_partial_leftovers(const fs::path& dir) {
+// `path` is, or lies inside, one of `protect`.
+bool is_protected(const fs::path& path, const std::vector<std::string>& protect) {
   std::error_code error;
+  for (const std::string& p : protect) {
+    for (fs::path q = fs::absolute(p, error); !q.empty(); q = q.parent_path()) {
+      if (fs::equivalent(q, path, error)) return true;
+      if (q == q.parent_path()) break;
+    }
+  }
+  return false;
+}
+
+// What saves that did not finish left in `dir` (manifest.h, is_leftover):
+// every leftover but the step folders the root manifest keeps and those
+// `protect` names. Nothing that is not baton's is removed.
+void remove_leftovers(const fs::path& dir, const std::vector<std::string>& protect) {
+  std::error_code error;
+  std::vector<std::string> kept;
+  if (fs::exists(dir / kManifest, error)) kept = kept_folders(read_manifest(dir.string()));
+  std::vector<fs::path> doomed;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    const std::string suffix = kPartialSuffix;
-    const bool partial = name.rfind("step_", 0) == 0 && name.size() > suffix.size() &&
-                         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-    if (!partial || !entry.is_directory(error) || entry.is_symlink(error)) continue;
-    bool ours = true;
-    for (const auto& inner : fs::directory_iterator(entry.path(), error)) {
-      ours = ours && inner.is_regular_file(error) && !inner.is_symlink(error) &&
-             is_baton_step_file(inner.path().filename().string());
-    }
-    if (ours && !error) fs::remove_all(entry.path(), error);
+    if (std::find(kept.begin(), kept.end(), name) != kept.end()) continue;
+    if (is_leftover(dir.string(), name) && !is_protected(entry.path(), protect))
+      doomed.push_back(entry.path());
   }
+  for (const fs::path& path : doomed) fs::remove_all(path, error);
 }
 
 // Rank 0, before any rank writes: the folder is baton's, what killed saves
 // left is gone, and the new step's partial folder exists. Returns
 // {"folder": the step folder's name}, one that does not exist yet.
-json begin_save(const std::string& dir, int64_t step) {
+json begin_save(const std::string& dir, int64_t step, const std::vector<std::string>& protect) {
   prepare_save_folder("[checkpoint] save into", dir);
-  remove_partial_leftovers(dir);
+  remove_leftovers(dir, protect);
   const std::string plain = step_folder(step);
   std::string folder = plain;
   auto taken = [&](const std::string& name) {
@@ -94,18 +104,6 @@ json begin_save(const std::string& dir, int64_t step) {
   BATON_CHECK(::mkdir(partial.c_str(), 0755) == 0, "[checkpoint] cannot create folder ",
               partial.string(), ": ", std::strerror(errno));
   return {{"folder", folder}};
-}
-
-// `path` is, or lies inside, one of `protect`.
-bool is_protected(const fs::path& path, const std::vector<std::string>& protect) {
-  std::error_code error;
-  for (const std::string& p : protect) {
-    for (fs::path q = fs::absolute(p, error); !q.empty(); q = q.parent_path()) {
-      if (fs::equivalent(q, path, error)) return true;
-      if (q == q.parent_path()) break;
-    }
-  }
-  return false;
 }
 
 // Rank 0, once every rank's files are on disk: the partial folder becomes
@@ -258,7 +256,7 @@ void save(const SaveRequest& r) {
   json plan = nullptr;
   if (r.comm->rank() == 0) {
     try {
-      plan = begin_save(r.dir, r.step);
+      plan = begin_save(r.dir, r.step, r.protect);
     } catch (const Error& e) {
       plan = {{"error", e.what()}};
     }
@@ -303,6 +301,7 @@ void save(const SaveRequest& r) {
   } catch (...) {
     std::error_code ignored;
     for (const fs::path& path : written) fs::remove(path, ignored);
+    ::rmdir(partial.c_str());  // only when no rank left anything in it
     throw;
   }
 

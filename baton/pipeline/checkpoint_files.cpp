@@ -19,6 +19,7 @@
 
 #include "baton/core/crc32.h"
 #include "baton/core/error.h"
+#include "baton/core/test_hooks.h"
 
 namespace baton::checkpoint {
 
@@ -203,15 +204,12 @@ std::string rng_file(const std::string& step_dir) {
 }
 
 void kill_if_asked(int rank, int64_t step, const std::string& next_path) {
-  const char* hook = std::getenv("BATON_TEST_KILL_IN_SAVE");
-  if (hook == nullptr) return;
-  int hook_rank = -1;
-  long long hook_step = -1;
-  if (std::sscanf(hook, "%d:%lld", &hook_rank, &hook_step) != 2) return;
-  if (hook_rank != rank || hook_step != step) return;
+  bool parent = false;
+  if (!hook_fires("BATON_TEST_KILL_IN_SAVE", rank, step, &parent)) return;
   // What a kill in the middle of a write leaves: half a temporary file.
   std::ofstream(detail::concat(next_path, ".tmp.", ::getpid()), std::ios::binary)
       << "PK\x03\x04half";
+  if (parent) ::kill(::getppid(), SIGKILL);
   std::raise(SIGKILL);
 }
 

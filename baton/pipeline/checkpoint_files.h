@@ -61,10 +61,11 @@ std::string optimizer_file(const std::string& step_dir, int layer);
 std::string rng_file(const std::string& step_dir);
 
 // Test hook: with BATON_TEST_KILL_IN_SAVE="<rank>:<step>" in the
-// environment, rank <rank> kills itself with SIGKILL during the save of step
-// <step>, right after its first file, leaving a half-written temporary file
-// beside it. CLI tests use it to check that an interrupted save leaves the
-// previous checkpoint loadable.
+// environment (core/test_hooks.h: markers, "^" for the launcher), rank
+// <rank> kills itself with SIGKILL during the save of step <step>, right
+// after its first file, leaving a half-written temporary file beside it. CLI
+// tests use it to check that an interrupted save leaves the previous
+// checkpoint loadable.
 void kill_if_asked(int rank, int64_t step, const std::string& next_path);
 
 }  // namespace baton::checkpoint

@@ -327,11 +327,18 @@ void prepare_save_folder(const std::string& where, const std::string& dir) {
   }
   if (fs::exists(status)) {
     BATON_CHECK(fs::is_directory(status), where, " ", dir, " is a file; name a folder");
-    if (!fs::is_empty(dir, error)) {
-      const fs::path manifest_path = fs::path(dir) / kManifest;
-      BATON_CHECK(fs::is_regular_file(manifest_path, error), where, " ", dir,
-                  " is not empty and holds no baton checkpoint (no ", kManifest,
+    const fs::path manifest_path = fs::path(dir) / kManifest;
+    const bool has_manifest = fs::exists(fs::symlink_status(manifest_path, error));
+    if (!has_manifest) {
+      // Empty, or what saves that never committed left: baton's own.
+      const std::string foreign = first_foreign_entry(dir);
+      BATON_CHECK(foreign.empty(), where, " ", dir, " is not empty and holds no baton checkpoint (",
+                  printable(foreign, 128), " is not what a baton save leaves, and there is no ",
+                  kManifest,
                   "); baton saves only into an empty folder or a checkpoint folder of its own");
+    } else {
+      BATON_CHECK(fs::is_regular_file(manifest_path, error), where, " ", dir, ": its ", kManifest,
+                  " is not a regular file, so baton will not write there");
       json manifest;
       try {
         manifest = read_manifest(dir);
@@ -353,8 +360,7 @@ void prepare_save_folder(const std::string& where, const std::string& dir) {
                 " cannot be created: ", std::strerror(errno));
     BATON_CHECK(fs::is_directory(dir, error), where, " ", dir, " cannot be created as a folder");
   }
-  const std::string probe =
-      (fs::path(dir) / (".baton-probe." + std::to_string(::getpid()))).string();
+  const std::string probe = (fs::path(dir) / (kProbePrefix + std::to_string(::getpid()))).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   BATON_CHECK(fd >= 0, where, " ", dir, " cannot be written: ", std::strerror(errno));
   ::close(fd);
@@ -363,6 +369,33 @@ void prepare_save_folder(const std::string& where, const std::string& dir) {
 
 bool is_baton_step_file(const std::string& name) {
   return baton_file_name(name);
+}
+
+bool is_leftover(const std::string& dir, const std::string& name) {
+  std::error_code error;
+  const fs::path path = fs::path(dir) / name;
+  const fs::file_status status = fs::symlink_status(path, error);
+  if (error || fs::is_symlink(status)) return false;
+  const bool temporary_manifest = name.rfind(std::string(kManifest) + ".tmp.", 0) == 0;
+  const bool probe = name.rfind(kProbePrefix, 0) == 0;
+  if (temporary_manifest || probe) return fs::is_regular_file(status);
+  if (name.rfind("step_", 0) != 0 || !fs::is_directory(status)) return false;
+  for (const auto& inner : fs::directory_iterator(path, error)) {
+    const fs::file_status inner_status = inner.symlink_status(error);
+    if (error || !fs::is_regular_file(inner_status) ||
+        !baton_file_name(inner.path().filename().string()))
+      return false;
+  }
+  return !error;
+}
+
+std::string first_foreign_entry(const std::string& dir) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!is_leftover(dir, name)) return name;
+  }
+  return error ? dir : std::string();
 }
 
 }  // namespace baton::checkpoint

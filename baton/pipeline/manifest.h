@@ -70,7 +70,9 @@ bool is_step_manifest(const nlohmann::json& manifest);
 std::vector<std::string> kept_folders(const nlohmann::json& manifest);
 
 // Makes sure baton may save into `dir`, before any work: `dir` is an empty
-// folder, or holds a root manifest of a baton checkpoint; a missing folder
+// folder, one holding only leftovers (is_leftover: a save killed before its
+// root manifest), or one holding a root manifest of a baton checkpoint; a
+// missing folder
 // is created (so a dangling link or a folder under /proc fails now, not at
 // the end of training), and a probe file is created and removed in it.
 // `where` starts the messages ("[train] --save"). Throws
@@ -81,5 +83,19 @@ void prepare_save_folder(const std::string& where, const std::string& dir);
 // True for the names baton writes in a step folder (layer_00003.pt,
 // layer_00003.optim.pt, rng.pt, manifest.json) and their ".tmp.<pid>" files.
 bool is_baton_step_file(const std::string& name);
+
+// The probe file prepare_save_folder creates and removes: ".baton-probe.<pid>".
+inline constexpr const char* kProbePrefix = ".baton-probe.";
+
+// True when DIR/name is something a save that did not finish leaves behind,
+// with names baton writes and nothing else: a "step_*" folder (".partial" or
+// not) holding only step files (is_baton_step_file), a "manifest.json.tmp.*"
+// file, a probe file. The root manifest is a save's commit point: a step
+// folder it does not name is not a checkpoint of DIR. Links are never
+// leftovers.
+bool is_leftover(const std::string& dir, const std::string& name);
+
+// The first entry of DIR that is not a leftover; empty when there is none.
+std::string first_foreign_entry(const std::string& dir);
 
 }  // namespace baton::checkpoint

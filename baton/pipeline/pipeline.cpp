@@ -136,7 +136,9 @@ std::vector<partition::LayerCost> profiled_costs(const nn::ModelSpec& model,
   const int L = model.num_layers();
   const nn::Tensors sample =
       o.sample_inputs().empty() ? nn::Tensors{o.sample()} : o.sample_inputs();
-  std::vector<partition::LayerCost> costs = runtime::profile_layers(model, sample, o.seed());
+  // In the run's precision, as its steps compute.
+  std::vector<partition::LayerCost> costs = runtime::profile_layers(
+      model, sample, o.seed(), /*repeats=*/3, runtime::parse_precision(o.precision()));
   std::vector<torch::Tensor> times{torch::zeros({2, L}, torch::kFloat64)};
   for (int i = 0; i < L; ++i) {
     times[0][0][i] = costs[i].forward_time;
@@ -240,13 +242,7 @@ StagePlan plan_stages(const nn::ModelSpec& model, const PipelineOptions& o,
   BATON_ASSERT(plan.partition.stages() == stages, "zb-auto made ", stages, " stages for pp=", pp);
   // Skip connections whose two layers land on different stages become the
   // schedule's: transfers straight from one stage's rank to the other's.
-  std::vector<schedule::Skip> skips;
-  for (const nn::SkipEdge& e : nn::skip_edges(model)) {
-    const int from = plan.partition.stage_of_layer(e.from),
-              to = plan.partition.stage_of_layer(e.to);
-    if (from != to) skips.push_back({e.name, from, to});
-  }
-  plan.schedule = schedule::with_skips(plan.schedule, std::move(skips));
+  plan.schedule = schedule::with_skips(plan.schedule, nn::stage_skips(model, plan.partition));
   return plan;
 }
 

@@ -5,6 +5,7 @@
 
 #include "baton/core/error.h"
 #include "baton/core/input_file.h"
+#include "baton/core/printable.h"
 #include "baton/partition/balance.h"
 
 namespace baton::plan {
@@ -77,6 +78,13 @@ Profile parse_profile(const std::string& text, const std::string& path) {
   BATON_CHECK(b >= 1 && b == std::floor(b) && b < (1 << 30), "[plan] --profile ", path,
               ": \"microbatch\" is ", b, "; it must be a whole number of at least 1");
   profile.microbatch = static_cast<int>(b);
+  if (json.contains("precision")) {
+    const nlohmann::json& precision = json["precision"];
+    BATON_CHECK(precision == "fp32" || precision == "bf16" || precision == "fp16",
+                "[plan] --profile ", path, ": \"precision\" is ", printable(precision.dump(), 64),
+                "; expected \"fp32\", \"bf16\" or \"fp16\"");
+    profile.precision = precision.get<std::string>();
+  }
   if (json.contains("optimizer_s_per_parameter_byte")) {
     profile.optimizer_s_per_parameter_byte =
         number(json, "optimizer_s_per_parameter_byte", "the file", path);

@@ -68,6 +68,9 @@ struct Profile {
   double action_overhead_s = 0;  // each F and each B of a stage, beyond its layers
   double step_overhead_s = 0;    // each step of a rank, beyond the optimizer
   std::vector<ProfiledLayer> layers;
+  // The compute precision the layers were timed in ("fp32", "bf16", "fp16");
+  // a profile that records none was timed in fp32.
+  std::string precision = "fp32";
 };
 
 // Parses a profile; throws baton::Error naming `path` and the first problem

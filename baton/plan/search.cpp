@@ -395,11 +395,12 @@ PlanResult plan(const PlanRequest& req) {
                 kRuleNames[removal.deepest], "): ", refused);
   }
   if (fitting.empty() && removal.deepest == kMemory) {
-    BATON_CHECK(false, "[plan] no configuration fits in ", cl.memory_gb, " GB per GPU",
-                req.max_memory_fraction < 1 ? " x --max-memory-fraction " : "",
-                req.max_memory_fraction < 1 ? std::to_string(req.max_memory_fraction) : "",
-                "; the smallest needs ", gb(smallest.memory_bytes), " GB per GPU (",
-                describe(smallest.config), "; out_of_memory removed the last candidates)");
+    BATON_CHECK(
+        false, "[plan] no configuration fits in ", cl.memory_gb, " GB per GPU",
+        req.max_memory_fraction < 1 ? " x --max-memory-fraction " : "",
+        req.max_memory_fraction < 1 ? detail::concat(req.max_memory_fraction) : std::string(),
+        "; the smallest needs ", gb(smallest.memory_bytes), " GB per GPU (",
+        describe(smallest.config), "; out_of_memory removed the last candidates)");
   }
   BATON_CHECK(!fitting.empty(), "[plan] no plan is left: ",
               removal.deepest >= 0 ? kRuleNames[removal.deepest] : "nothing",
@@ -444,7 +445,7 @@ PlanResult plan(const PlanRequest& req) {
   }
   BATON_CHECK(!result.plans.empty(), "[plan] no simulated configuration fits in ", cl.memory_gb,
               " GB per GPU", req.max_memory_fraction < 1 ? " x --max-memory-fraction " : "",
-              req.max_memory_fraction < 1 ? std::to_string(req.max_memory_fraction) : "",
+              req.max_memory_fraction < 1 ? detail::concat(req.max_memory_fraction) : std::string(),
               "; the smallest needs ", gb(smallest_simulated.memory_bytes), " GB per GPU (",
               describe(smallest_simulated.config), ")");
   std::sort(result.plans.begin(), result.plans.end(), faster);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include "baton/comm/memory_counter.h"
 #include "baton/comm/tag.h"
 #include "baton/comm/tensor_bundle.h"
 #include "baton/core/error.h"
@@ -192,9 +193,23 @@ bool Executor::skipped(const Step& step, size_t index) const {
   return !step.forward_only && carries_->skipped(step, index);
 }
 
+namespace {
+
+// F allocates what the backward keeps; B, I and W the gradients; the rest
+// moves or reduces data.
+comm::MemoryCategory memory_category(schedule::ActionKind kind) {
+  using schedule::ActionKind;
+  if (kind == ActionKind::F) return comm::MemoryCategory::kActivations;
+  if (schedule::is_compute(kind)) return comm::MemoryCategory::kGradients;
+  return comm::MemoryCategory::kBuffers;
+}
+
+}  // namespace
+
 void Executor::interpret(Step& step) {
   const auto& actions = step.schedule.actions[rank_];
   // Post every receive now, so data can land while this rank computes.
+  comm::MemoryCategoryScope receives(comm::MemoryCategory::kBuffers);
   for (size_t i = 0; i < actions.size(); ++i) {
     const Action& a = actions[i];
     if (skipped(step, i)) continue;
@@ -212,16 +227,21 @@ void Executor::interpret(Step& step) {
   for (size_t i = 0; i < actions.size(); ++i) {
     if (skipped(step, i)) continue;
     if (trains) carries_->before(step, actions[i], i);
+    // What an action allocates is charged to its category (memory_counter.h).
+    comm::MemoryCategoryScope charged(memory_category(actions[i].kind));
     try {
       run_action(step, i);
     } catch (const c10::Error& e) {
       if (options_.precision == Precision::Fp32 || !schedule::is_compute(actions[i].kind)) throw;
       // A layer without a kernel for the compute dtype: one line, not a backtrace.
       const std::string what = e.what_without_backtrace();
+      const auto stage = stages_.find(actions[i].stage);
+      const std::string layer = stage == stages_.end() ? "" : stage->second->failed_layer();
       throw Error(baton::detail::concat(
-          "[runtime] ", describe(actions[i], -1), " in ", to_string(options_.precision),
-          " failed under LibTorch ", TORCH_VERSION, ": ", what.substr(0, what.find('\n')),
-          " (an op of the stage has no ", to_string(options_.precision),
+          "[runtime] ", describe(actions[i], -1), layer.empty() ? "" : ", " + layer, " in ",
+          to_string(options_.precision), " failed under LibTorch ", TORCH_VERSION, ": ",
+          what.substr(0, what.find('\n')), " (an op of the stage has no ",
+          to_string(options_.precision),
           " kernel for these inputs here; baton computes LayerNorm and the loss in fp32: do the "
           "same in that layer, or use fp32)"));
     }

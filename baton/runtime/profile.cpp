@@ -17,13 +17,13 @@ double median(std::vector<double> v) {
 
 std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
                                                  const torch::Tensor& sample, uint64_t seed,
-                                                 int repeats) {
-  return profile_layers(model, nn::Tensors{sample}, seed, repeats);
+                                                 int repeats, Precision precision) {
+  return profile_layers(model, nn::Tensors{sample}, seed, repeats, precision);
 }
 
 std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
                                                  const nn::Tensors& sample, uint64_t seed,
-                                                 int repeats) {
+                                                 int repeats, Precision precision) {
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a, Clock::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
@@ -46,6 +46,8 @@ std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
       for (const auto& t : x)
         input.push_back(t.is_floating_point() ? t.detach().requires_grad_(true) : t);
       const auto t0 = Clock::now();
+      // One step's autocast region per run: the weights' casts count, once.
+      AutocastScope autocast(precision, torch::kCPU);
       out = nn::call_layer(layer, input, i > 0 ? &previous : nullptr);
       const auto t1 = Clock::now();
       std::vector<torch::Tensor> roots, seeds;

@@ -9,6 +9,7 @@
 #include "baton/nn/layer_call.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/partition/partition.h"
+#include "baton/runtime/precision.h"
 
 namespace baton::runtime {
 
@@ -18,12 +19,16 @@ namespace baton::runtime {
 // parameters, the layer's input (what autograd keeps), and its output (what a
 // stage ending with it sends).
 // A model of several inputs takes them as a list (nn/layer_call.h); bytes
-// then count every tensor.
+// then count every tensor. `precision`: each run under autocast to its
+// compute dtype on the CPU, as the executor runs a step (precision.h), so
+// times and bytes are that precision's.
 std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
                                                  const torch::Tensor& sample, uint64_t seed,
-                                                 int repeats = 3);
+                                                 int repeats = 3,
+                                                 Precision precision = Precision::Fp32);
 std::vector<partition::LayerCost> profile_layers(const nn::ModelSpec& model,
                                                  const nn::Tensors& sample, uint64_t seed,
-                                                 int repeats = 3);
+                                                 int repeats = 3,
+                                                 Precision precision = Precision::Fp32);
 
 }  // namespace baton::runtime

@@ -2,6 +2,7 @@
 
 #include <torch/autograd.h>
 
+#include "baton/comm/memory_counter.h"
 #include "baton/core/error.h"
 #include "baton/nn/weight_grad.h"
 
@@ -29,10 +30,18 @@ nn::Tensors Stage::forward(const nn::Tensors& input, double* activation_bytes) {
   const nn::LayerSlot* previous = nullptr;
   for (auto& layer : layers_) {
     if (recording && activation_bytes) *activation_bytes += nn::bytes_of(x);
+    running_ = &layer;  // stays set when the layer throws
     x = nn::call_layer(layer, x, previous);
     previous = &layer;
   }
+  running_ = nullptr;
   return x;
+}
+
+std::string Stage::failed_layer() const {
+  if (running_ == nullptr) return "";
+  const std::string type = running_->module.ptr()->name();  // e.g. torch::nn::LayerNormImpl
+  return "layer " + std::to_string(running_->index) + " (\"" + running_->name + "\", " + type + ")";
 }
 
 void Stage::set_defer_weight_grad(bool defer, int64_t key) {
@@ -61,6 +70,7 @@ std::vector<std::shared_ptr<Stage>> build_stages(const nn::ModelSpec& model,
                                                  uint64_t seed) {
   BATON_CHECK(partition.layers() == model.num_layers(), "[runtime.stage] the partition covers ",
               partition.layers(), " layers but model ", model.name, " has ", model.num_layers());
+  comm::MemoryCategoryScope charged(comm::MemoryCategory::kParameters);
   std::vector<std::shared_ptr<Stage>> stages;
   for (int s : stage_indices) {
     stages.push_back(

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "baton/nn/layer_call.h"
@@ -32,6 +33,10 @@ class Stage {
   // one returns what the next cannot take.
   nn::Tensors forward(const nn::Tensors& input, double* activation_bytes = nullptr);
 
+  // "layer 5 (\"block\")": the layer whose call threw in the last forward, or
+  // "" when the last forward finished (a failure in the backward names none).
+  std::string failed_layer() const;
+
   // The module that owns the layers ("3" for global layer 3), for
   // parameters(), named_parameters() and the deferred-weight-gradient walk.
   torch::nn::Module& module() { return *holder_; }
@@ -48,6 +53,7 @@ class Stage {
   int first_layer_;
   std::shared_ptr<torch::nn::Module> holder_;
   std::vector<nn::LayerSlot> layers_;
+  const nn::LayerSlot* running_ = nullptr;  // the layer forward() is calling
 };
 
 }  // namespace baton::runtime

@@ -146,6 +146,10 @@ class RowReader {
   void add(const Action& a, size_t column) {
     BATON_CHECK(++total_ <= kMaxActions, "[schedule.csv] line ", line_, ": more than ", kMaxActions,
                 " actions, the limit of a schedule");
+    if (a.skip >= 0)
+      fail(column, to_string(a) +
+                       " is a transfer of a skip connection, which PyTorch's schedule CSV cannot "
+                       "describe; use baton's text format for schedules with skips");
     const uint64_t k = key(a.kind, a.stage, a.microbatch);
     if (a.kind == ActionKind::RECV_F || a.kind == ActionKind::RECV_B) {
       const ActionKind consumer = a.kind == ActionKind::RECV_F ? ActionKind::F : ActionKind::B;

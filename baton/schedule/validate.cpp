@@ -125,7 +125,10 @@ void check_shape(const Schedule& schedule) {
                                       "(SEND_F and RECV_B name the stashing stage, RECV_F and "
                                       "SEND_B the popping one)")
                      : detail::concat("rank ", r, ": ", to_string(a), " names skip ", a.skip,
-                                      " but the schedule has ", schedule.skips.size()),
+                                      schedule.skips.empty()
+                                          ? std::string(" but the schedule declares no skips")
+                                          : detail::concat(" but only skips 0..",
+                                                           schedule.skips.size() - 1, " exist")),
                {{r, i}});
         }
         continue;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "baton/core/error.h"
+#include "baton/core/output_files.h"
 #include "baton/pipeline/checkpoint.h"
 
 namespace baton::train {
@@ -57,6 +58,19 @@ std::string flag_of(const std::string& key) {
   return flag;
 }
 
+// A norm of 0 is no clipping, a value the flag refuses: say so instead.
+bool no_clipping(const std::string& flag, const json& value) {
+  return flag == "--clip-grad-norm" && value.is_number() && value.get<double>() == 0;
+}
+// "with --batch 32", or "without clipping".
+std::string with_value(const std::string& flag, const json& value) {
+  return no_clipping(flag, value) ? "without clipping" : "with " + flag + " " + value.dump();
+}
+// "--batch 32", or "no clipping".
+std::string has_value(const std::string& flag, const json& value) {
+  return no_clipping(flag, value) ? "no clipping" : flag + " " + value.dump();
+}
+
 void check_resume(const TrainConfig& c) {
   const json manifest = checkpoint::check(c.resume);
   const std::string path = (fs::path(c.resume) / checkpoint::kManifest).string();
@@ -83,8 +97,8 @@ void check_resume(const TrainConfig& c) {
         std::find(allowed.begin(), allowed.end(), flag.substr(2)) != allowed.end()) {
       continue;
     }
-    BATON_CHECK(false, "[train] --resume ", c.resume, ": ", path, " was saved with ", flag, " ",
-                saved[key].dump(), " but this run has ", flag, " ", value.dump(),
+    BATON_CHECK(false, "[train] --resume ", c.resume, ": ", path, " was saved ",
+                with_value(flag, saved[key]), " but this run has ", has_value(flag, value),
                 "; pass --allow-resume-change ", flag.substr(2), " to continue with the new value");
   }
   BATON_CHECK(saved.value("optimizer", "") == c.optimizer, "[train] --resume ", c.resume, ": ",
@@ -93,6 +107,23 @@ void check_resume(const TrainConfig& c) {
   const int64_t step = manifest["step"].get<int64_t>();
   BATON_CHECK(c.steps <= 0 || step < c.steps, "[train] --resume ", c.resume, " is at step ", step,
               ", not below --steps ", c.steps, " (the total); raise --steps to train further");
+}
+
+// A save folder holding a checkpoint is this run's only when the run
+// continues it (--resume names it or one of its steps; --resume auto resolved
+// to it): a fresh run must never rotate another run's saves out.
+void check_save_folder_is_this_runs(const TrainConfig& c) {
+  std::error_code error;
+  if (!fs::exists(fs::symlink_status(fs::path(c.save) / checkpoint::kManifest, error))) return;
+  if (!c.resume.empty() && path_within(c.resume, c.save)) return;
+  const json manifest = checkpoint::read_manifest(c.save);
+  const json& model = manifest["model"];
+  BATON_CHECK(false, "[train] --save ", c.save, " holds a checkpoint at step ",
+              manifest["step"].get<int64_t>(), " (model ", model.value("name", "?"), ", ",
+              model.value("layers", -1),
+              " layers) that this run does not continue; continue it "
+              "with --resume ",
+              c.save, " (or --resume auto), or save into an empty or new folder");
 }
 
 }  // namespace
@@ -112,12 +143,14 @@ int64_t newest_checkpoint_step(const std::string& folder) {
 void check_checkpoint_flags(const TrainConfig& c) {
   // Resume first: it only reads, and a refused resume should leave no new folder behind.
   if (!c.resume.empty()) check_resume(c);
-  if (!c.save.empty()) checkpoint::prepare_save_folder("[train] --save", c.save);
+  if (c.save.empty()) return;
+  checkpoint::prepare_save_folder("[train] --save", c.save);
+  check_save_folder_is_this_runs(c);
 }
 
 SaveOptions save_options(const TrainConfig& c) {
   SaveOptions options;
-  options.keep_last = c.keep_last;
+  options.keep_last = c.keep_last > 0 ? c.keep_last : kDefaultKeepLast;
   if (c.resume.empty()) return options;
   // The step folder a load of --resume read: its root manifest's newest, or itself.
   options.protect.push_back(c.resume);

@@ -30,9 +30,11 @@ int64_t newest_checkpoint_step(const std::string& folder);
 // (checkpoint::check: every file's size and CRC-32) of this model (same
 // model, layers, hidden, heads, context, in_features, classes,
 // tie_embeddings), optimizer, and a step below --steps; --save names a folder
-// baton may save into (checkpoint::prepare_save_folder: empty or baton's own;
-// created now when missing). Throws baton::Error naming the flag, the file
-// and the mismatch.
+// baton may save into (checkpoint::prepare_save_folder: empty, leftovers of
+// an unfinished save, or a checkpoint folder; created now when missing), and
+// one that holds a checkpoint only when --resume continues it (names it or a
+// step inside it): a fresh run never saves over another run's steps. Throws
+// baton::Error naming the flag, the file and the mismatch.
 void check_checkpoint_flags(const TrainConfig& config);
 
 // How this run's saves rotate: --keep-last, and the step folder --resume

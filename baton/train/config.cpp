@@ -291,10 +291,24 @@ void check_config(const TrainConfig& c) {
                 "\"; expected a comma-separated list of batch, seed, lr-schedule, "
                 "clip-grad-norm, precision");
   }
-  BATON_CHECK(c.keep_last >= 1,
+  BATON_CHECK(c.keep_last >= 0,
               "[train.config] keep_last must be at least 1 (the newest save), "
               "got ",
               c.keep_last);
+  // Checkpoint flags that would do nothing are mistakes (as --save-every without --save).
+  BATON_CHECK(c.keep_last == 0 || !c.save.empty(), "[train.config] --keep-last ", c.keep_last,
+              " needs --save DIR: it says how many of --save's checkpoints to keep");
+  BATON_CHECK(c.allow_resume_change.empty() || !c.resume.empty() || c.append_metrics,
+              "[train.config] --allow-resume-change ", printable(c.allow_resume_change),
+              " needs --resume: it says what may differ from the checkpoint a run resumes");
+  if (decoder) {
+    positive("heads", c.heads);
+    positive("context", c.context);
+  }
+  if (c.model == "mlp") {
+    positive("in_features", c.in_features);
+    positive("classes", c.classes);
+  }
   positive("microbatches", c.microbatches);
   positive("batch", c.batch);
   positive("layers", c.layers);

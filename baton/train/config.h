@@ -22,6 +22,8 @@ namespace baton::train {
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
 // The largest --bucket-mb: 1 TiB, far above any stage's gradients.
 inline constexpr int kMaxBucketMb = 1 << 20;
+// Saves kept in --save's folder when --keep-last is not given.
+inline constexpr int kDefaultKeepLast = 2;
 
 struct TrainConfig {
   // Model
@@ -102,15 +104,19 @@ struct TrainConfig {
   int save_every = 0;  // 0: only at the end; needs save
   // Folder of a checkpoint to continue from (up to steps in all); "auto":
   // --save's newest checkpoint when it has one, else a fresh start
-  // (resolve_resume_auto). A resumed run appends to --metrics.
+  // (resolve_resume_auto). A resumed run continues --metrics
+  // (progress.h, keep_steps_up_to).
   std::string resume;
   // The local launcher (--nproc) restarts every rank from --save's newest
   // checkpoint up to this many times when a rank dies; needs --save.
   int max_restarts = 0;
-  // Derived, not a flag: a run given --resume (a restart too) appends to
-  // --metrics instead of truncating it. Set by resolve_resume_auto.
+  // Derived, not a flag: --resume was given (a restart's too, even an auto
+  // that resolved to a fresh start), so --metrics is continued instead of
+  // truncated. Set by resolve_resume_auto.
   bool append_metrics = false;
-  int keep_last = 2;  // saves kept in `save` (SaveOptions::keep_last), at least 1
+  // Saves kept in `save` (SaveOptions::keep_last), at least 1; 0: not given
+  // (kDefaultKeepLast).
+  int keep_last = 0;
   // What a resume may change from the checkpoint's run: a comma-separated
   // subset of batch, seed, lr-schedule, clip-grad-norm, precision (empty:
   // none; a change is refused).

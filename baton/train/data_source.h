@@ -1,7 +1,7 @@
 // Where training batches come from, by model: synthetic data for mlp,
-// Fashion-MNIST for cnn, a text file for gpt and llama. Every rank builds the same
-// source and draws the same batches (deterministic in the seed and step), so
-// no data moves between ranks; a rank uses only what its stages need.
+// Fashion-MNIST for cnn, a text file for gpt and llama. Every rank draws the
+// same batches (deterministic in the seed and step), so no data moves between
+// ranks; a rank holds only the part its stages read (DataRoles).
 #pragma once
 
 #include <torch/types.h>
@@ -9,23 +9,45 @@
 #include <memory>
 #include <utility>
 
+#include "baton/schedule/schedule.h"
 #include "baton/train/config.h"
 
 namespace baton::train {
 
+// What a rank reads of each batch: the ranks of the first stage the inputs,
+// those of the last stage the targets, a rank holding both both, a middle
+// rank neither (runtime/executor.h: only they use them).
+struct DataRoles {
+  bool inputs = true;
+  bool targets = true;
+};
+
+// The roles of pipeline rank `pp_rank` in `lowered` (its placement).
+DataRoles data_roles(const schedule::Schedule& lowered, int pp_rank);
+
 class DataSource {
  public:
   virtual ~DataSource() = default;
-  // The mini-batch of global step `step` (inputs, targets).
+  // The mini-batch of global step `step` (inputs, targets); a part the
+  // source's roles do not read is an undefined tensor.
   virtual std::pair<torch::Tensor, torch::Tensor> batch(int64_t step) = 0;
   // Steps in one epoch; 0 when the source has no epochs (synthetic, text).
   virtual int64_t steps_per_epoch() const = 0;
-  // A held-out set for accuracy; empty tensors when there is none.
-  virtual std::pair<torch::Tensor, torch::Tensor> test_set() { return {}; }
+  // Zeros shaped as `rows` inputs: what a rank that reads no inputs profiles
+  // layers on (their times and bytes follow the shape, not the values).
+  virtual torch::Tensor zero_inputs(int64_t rows) const = 0;
+  // Rows of the held-out set for accuracy; 0 when there is none. The same on
+  // every rank, whatever its roles.
+  virtual int64_t test_size() const { return 0; }
+  // Rows [begin, begin + rows) of the held-out set, the parts of the roles.
+  virtual std::pair<torch::Tensor, torch::Tensor> test_rows(int64_t begin, int64_t rows) {
+    return {};
+  }
 };
 
 // Throws baton::Error naming the file when the data is missing or malformed.
-std::unique_ptr<DataSource> make_data_source(const TrainConfig& config);
+// Only the parts `roles` names are read and held (a middle rank holds none).
+std::unique_ptr<DataSource> make_data_source(const TrainConfig& config, DataRoles roles = {});
 
 // Checks that the data make_data_source needs is there and well formed,
 // before ranks start: Fashion-MNIST is decompressed into its cache once and

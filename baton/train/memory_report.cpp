@@ -10,7 +10,7 @@
 namespace baton::train {
 namespace {
 
-constexpr int kFields = 8;
+constexpr int kFields = 9 + comm::kMemoryCategories;
 
 // "512 B", "5.25 kB", "1.20 MB", "8.07 GB".
 std::string format_bytes(double bytes) {
@@ -49,6 +49,12 @@ RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) == 0)
     m.peak_rss_bytes = usage.ru_maxrss * 1024.0;  // KiB on Linux
+  if (comm::memory_counter_installed()) {
+    const comm::MemoryFigures figures = comm::memory_figures();
+    m.measured_peak_bytes = static_cast<double>(figures.peak_bytes);
+    for (int k = 0; k < comm::kMemoryCategories; ++k)
+      m.measured[k] = static_cast<double>(figures.at_peak[k]);
+  }
   return m;
 }
 
@@ -56,10 +62,13 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
   if (comm.world_size() == 1) return {local};
   const int world = comm.world_size();
   std::vector<torch::Tensor> table{torch::zeros({world, kFields}, torch::kFloat64)};
-  const double values[kFields] = {local.parameter_bytes, local.gradient_bytes,
-                                  local.optimizer_bytes, local.peak_activation_bytes,
-                                  local.peak_rss_bytes,  static_cast<double>(local.weight_versions),
-                                  local.reduction_ms,    local.exposed_reduction_ms};
+  std::vector<double> values = {
+      local.parameter_bytes,    local.gradient_bytes,
+      local.optimizer_bytes,    local.peak_activation_bytes,
+      local.peak_rss_bytes,     static_cast<double>(local.weight_versions),
+      local.reduction_ms,       local.exposed_reduction_ms,
+      local.measured_peak_bytes};
+  values.insert(values.end(), local.measured.begin(), local.measured.end());
   for (int i = 0; i < kFields; ++i) table[0][local.rank][i] = values[i];
   comm.all_reduce_sum(table, "the memory report gather");
   std::vector<RankMemory> out(world);
@@ -73,7 +82,10 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
                         row[4].item<double>(),
                         static_cast<int>(row[5].item<double>()),
                         row[6].item<double>(),
-                        row[7].item<double>()};
+                        row[7].item<double>(),
+                        row[8].item<double>()};
+    for (int k = 0; k < comm::kMemoryCategories; ++k)
+      out[r].measured[k] = row[9 + k].item<double>();
   }
   return out;
 }
@@ -93,8 +105,24 @@ std::string format_memory(const RankMemory& m) {
           : std::string());
 }
 
+std::string format_measured_memory(const RankMemory& m) {
+  if (m.measured_peak_bytes <= 0) return "";
+  std::string parts;
+  for (int k = 0; k < comm::kMemoryCategories; ++k) {
+    parts += detail::concat(k ? ", " : "", comm::to_string(static_cast<comm::MemoryCategory>(k)),
+                            " ", format_bytes(m.measured[k]));
+  }
+  return detail::concat("rank ", m.rank, ": allocator peak ", format_bytes(m.measured_peak_bytes),
+                        ": ", parts);
+}
+
 nlohmann::json to_json(const RankMemory& m) {
+  nlohmann::json measured = nlohmann::json::object();
+  for (int k = 0; k < comm::kMemoryCategories; ++k)
+    measured[comm::to_string(static_cast<comm::MemoryCategory>(k))] = m.measured[k];
   return {{"rank", m.rank},
+          {"measured_peak_bytes", m.measured_peak_bytes},
+          {"measured", measured},
           {"parameter_bytes", m.parameter_bytes},
           {"gradient_bytes", m.gradient_bytes},
           {"optimizer_bytes", m.optimizer_bytes},

@@ -5,12 +5,14 @@
 
 #include <torch/optim/optimizer.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "baton/comm/communicator.h"
+#include "baton/comm/memory_counter.h"
 
 namespace baton::train {
 
@@ -30,11 +32,17 @@ struct RankMemory {
   // (runtime::StepResult::reduction_ms, exposed_reduction_ms).
   double reduction_ms = 0;
   double exposed_reduction_ms = 0;
+  // The counting allocator's figures (runtime/memory_counter.h), when it is
+  // installed (0 otherwise): the most bytes held at once since the peak was
+  // last reset (at steady state: from the run's third step), and by
+  // category at that peak.
+  double measured_peak_bytes = 0;
+  std::array<double, comm::kMemoryCategories> measured = {};
 };
 
 // This rank's figures: its parameters and their gradients, the optimizer's
-// state, and `peak_activation_bytes` and `weight_versions` as the runtime
-// measured them.
+// state, `peak_activation_bytes` and `weight_versions` as the runtime
+// measured them, and the counting allocator's peak when it is installed.
 RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
                           torch::optim::Optimizer& optimizer, double peak_activation_bytes,
                           int weight_versions = 1);
@@ -47,6 +55,11 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
 // than one weight version, ", weight versions 2" after the parameters; with
 // all-reduces, ", all-reduce 12.30 ms a step (exposed 4.50 ms)" at the end)
 std::string format_memory(const RankMemory& memory);
+// "rank 0: allocator peak 2.31 MB: parameters 270.34 kB, gradients ..., other
+// 1.00 kB" (empty when the counter measured nothing).
+std::string format_measured_memory(const RankMemory& memory);
+// The figures at rest as fields ("parameter_bytes", ...), and the allocator's
+// as "measured_peak_bytes" and "measured": {category: bytes at the peak}.
 nlohmann::json to_json(const RankMemory& memory);
 
 }  // namespace baton::train

@@ -148,13 +148,15 @@ void write_profile(const TrainConfig& c) {
   // efficiently than the line through b / 2 and b says. kRounds rounds of the
   // three, each layer's time the fastest round's.
   const int64_t b = sample.size(0), h = b / 2;
+  const runtime::Precision precision = runtime::parse_precision(c.precision);
   std::vector<partition::LayerCost> costs, half, larger;
   for (int round = 0; round < kRounds; ++round) {
-    keep_faster(costs, runtime::profile_layers(model, sample, c.seed, kRepeats));
+    keep_faster(costs, runtime::profile_layers(model, sample, c.seed, kRepeats, precision));
     if (h >= 1)
-      keep_faster(half, runtime::profile_layers(model, sample.narrow(0, 0, h), c.seed, kRepeats));
+      keep_faster(half, runtime::profile_layers(model, sample.narrow(0, 0, h), c.seed, kRepeats,
+                                                precision));
     if (inputs.size(0) > b)
-      keep_faster(larger, runtime::profile_layers(model, inputs, c.seed, kRepeats));
+      keep_faster(larger, runtime::profile_layers(model, inputs, c.seed, kRepeats, precision));
   }
 
   nlohmann::json layers = nlohmann::json::array();
@@ -211,6 +213,7 @@ void write_profile(const TrainConfig& c) {
       {"microbatches", c.microbatches},
       {"threads", at::get_num_threads()},
       {"device", c.device},
+      {"precision", c.precision},
       {"repeats", kRepeats},
       {"rounds", kRounds},
       {"backward_split", "halved"},

@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +26,37 @@ std::string format_eta(double seconds) {
   return buffer;
 }
 
+void keep_steps_up_to(const std::string& path, int64_t last_step) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return;  // a pipe, /dev/stdout: as it is
+  std::ifstream in(path);
+  std::string line, kept;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    const nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool earlier = parsed.is_object() && parsed.contains("step") &&
+                         parsed["step"].is_number_integer() &&
+                         parsed["step"].get<int64_t>() <= last_step;
+    if (earlier) {
+      kept += line + "\n";
+    } else {
+      dropped = true;
+    }
+  }
+  BATON_CHECK(!in.bad(), "[train] cannot read the metrics file \"", path, "\"");
+  if (!dropped) return;
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << kept;
+    out.flush();
+    BATON_CHECK(out.good(), "[train] cannot rewrite the metrics file \"", path,
+                "\": ", std::strerror(errno));
+  }
+  BATON_CHECK(std::rename(temporary.c_str(), path.c_str()) == 0,
+              "[train] cannot rewrite the metrics file \"", path, "\": ", std::strerror(errno));
+}
+
 Progress::Progress(const TrainConfig& config, int64_t total_steps, bool leader, int64_t first_step)
     : config_(config),
       total_(total_steps),
@@ -29,8 +64,10 @@ Progress::Progress(const TrainConfig& config, int64_t total_steps, bool leader, 
       leader_(leader),
       started_(Clock::now()) {
   if (leader_ && !config_.metrics.empty()) {
-    // A resumed run (a restart among them) adds its steps to the file's: it
-    // then holds every step, a re-run one twice.
+    // A resumed run (a restart among them) continues the file: it keeps the
+    // lines of the steps its checkpoint holds and adds its own, so that the
+    // file reads as one undisturbed run's.
+    if (config_.append_metrics) keep_steps_up_to(config_.metrics, first_);
     metrics_.open(config_.metrics, config_.append_metrics ? std::ios::app : std::ios::out);
     BATON_CHECK(metrics_.good(), "[train] cannot write metrics file \"", config_.metrics, "\"");
   }
@@ -78,6 +115,10 @@ void Progress::finish(double loss, double accuracy, const std::vector<RankMemory
   std::printf("final loss %.4f, %.1f s\n", loss,
               std::chrono::duration<double>(Clock::now() - started_).count());
   for (const RankMemory& m : memory) std::printf("%s\n", format_memory(m).c_str());
+  for (const RankMemory& m : memory) {
+    const std::string measured = format_measured_memory(m);
+    if (!measured.empty()) std::printf("%s\n", measured.c_str());
+  }
   flush_stdout("[train]");
   nlohmann::json final_line{{"final", true}, {"loss", loss}, {"steps", total_}};
   if (accuracy >= 0) final_line["test_accuracy"] = accuracy;

@@ -61,6 +61,12 @@ class Progress {
   std::chrono::steady_clock::time_point started_;
 };
 
+// Keeps the lines of the metrics file `path` whose "step" is at most
+// `last_step` and drops the rest (the steps of a run that died after its
+// checkpoint, and its summary): how a resumed run continues the file. A path
+// that is not a regular file is left alone. Throws baton::Error naming it.
+void keep_steps_up_to(const std::string& path, int64_t last_step);
+
 // "m:ss" for a number of seconds.
 std::string format_eta(double seconds);
 

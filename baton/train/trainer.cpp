@@ -11,20 +11,25 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "baton/comm/memory_counter.h"
 #include "baton/comm/p2p_probe.h"
+#include "baton/comm/transport_limits.h"
 #include "baton/core/blas_kernels.h"
 #include "baton/core/error.h"
 #include "baton/core/output_files.h"
 #include "baton/core/printable.h"
 #include "baton/core/realtime.h"
+#include "baton/core/test_hooks.h"
 #include "baton/nn/models.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/precision.h"
 #include "baton/schedule/generator.h"
+#include "baton/schedule/lower.h"
 #include "baton/schedule/runnable.h"
 #include "baton/schedule/update_delays.h"
+#include "baton/topology/topology.h"
 #include "baton/train/checkpoint_flags.h"
 #include "baton/train/data_source.h"
 #include "baton/train/evaluate.h"
@@ -182,7 +187,9 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
   if (balance_profiles(c.balance) || c.schedule == "zb-auto") {
     // One micro-batch of a replica's share of the batch.
-    options.sample(runtime::split_microbatches(data.batch(0).first, c.microbatches * c.dp).front());
+    torch::Tensor inputs = data.batch(0).first;
+    if (!inputs.defined()) inputs = data.zero_inputs(c.batch);  // a rank that reads none
+    options.sample(runtime::split_microbatches(inputs, c.microbatches * c.dp).front());
   }
   return options;
 }
@@ -221,10 +228,19 @@ void check_setup(const TrainConfig& c) {
     const std::string refusal = realtime_refusal();
     BATON_CHECK(refusal.empty(), refusal);
   }
+  const int world = c.dp * c.pp * c.tp;
+  if (world > 1 && c.transport != "gloo" && c.device == "cpu") {
+    const std::string refusal = comm::shm_transport_refusal(world);
+    BATON_CHECK(refusal.empty(), refusal);
+  }
   runtime::parse_recompute(c.recompute);
   // Zero costs are enough to check a method's name or hand-written counts.
-  partition::balance(c.balance, std::vector<partition::LayerCost>(model.num_layers()),
-                     lowered.stages);
+  const partition::Partition cut = partition::balance(
+      c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);
+  // The skip connections the ranks give the schedule: a file declaring others
+  // is refused here (a cut by profiled costs places them only in the ranks).
+  if (nn::skip_edges(model).empty() || !balance_profiles(c.balance))
+    schedule::with_skips(lowered, nn::stage_skips(model, cut));
   check_data(c);
 }
 
@@ -241,13 +257,18 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
       c.threads > 0 ? c.threads : std::max(1, cores / std::max(1, ctx.local_world_size));
   // Before the intra-op and communication threads start: they inherit the class.
   if (c.realtime) run_realtime();
+  // Before anything is allocated: every byte of the rank counted (runtime/memory_counter.h).
+  comm::install_memory_counter();
   at::set_num_threads(threads);
   torch::manual_seed(c.seed);
   const bool leader = ctx.rank == 0;
   if (leader) check_output_paths(c);  // again: torchrun starts ranks without check_setup
 
   const nn::ModelSpec model = make_model(c);
-  std::unique_ptr<DataSource> data = make_data_source(c);
+  // Only the data this rank's stages read: inputs on the first stage's
+  // ranks, targets on the last's.
+  const int pp_rank = topology::Topology(c.dp, c.pp, c.tp).coords(ctx.rank).pp;
+  std::unique_ptr<DataSource> data = make_data_source(c, data_roles(make_schedule(c), pp_rank));
   Pipeline pipeline(model, model.loss, pipeline_options(c, ctx, *data));
   comm::Communicator& comm = pipeline.communicator();
   auto optimizer = make_optimizer(c, pipeline.parameters());
@@ -267,12 +288,16 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
                            (c.zero > 0 ? detail::concat("zero=", c.zero, ", ") : std::string());
     std::printf(
         "baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
-        "batch=%d, balance %s -> %s, recompute %s, %d thread(s) per rank%s%s%s, %lld steps\n",
+        "batch=%d, balance %s -> %s, recompute %s, precision %s, %s, %d thread(s) per "
+        "rank%s%s%s, %lld steps\n",
         c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp,
         pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
-        pipeline.partition().to_string().c_str(), c.recompute.c_str(), threads,
-        omp_passive ? " (OpenMP waits passive)" : "", c.realtime ? ", real-time (SCHED_FIFO)" : "",
-        blas.empty() ? "" : (", " + blas).c_str(), static_cast<long long>(total));
+        pipeline.partition().to_string().c_str(), c.recompute.c_str(), c.precision.c_str(),
+        c.clip_grad_norm > 0 ? detail::concat("clip-grad-norm ", c.clip_grad_norm).c_str()
+                             : "no clipping",
+        threads, omp_passive ? " (OpenMP waits passive)" : "",
+        c.realtime ? ", real-time (SCHED_FIFO)" : "", blas.empty() ? "" : (", " + blas).c_str(),
+        static_cast<long long>(total));
     if (pipeline.schedule().name == "pipemare") {
       std::string delays;
       for (int d : schedule::update_delays(pipeline.schedule()))
@@ -294,6 +319,10 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
                 static_cast<long long>(first));
     flush_stdout("[train]");
   }
+  // Test hook (core/test_hooks.h): "R:S" kills rank R once S steps are done
+  // and saved, the resumed ones included (S = the step resumed from).
+  constexpr const char* kKillHook = "BATON_TEST_KILL_AT_STEP";
+  kill_if_hooked(kKillHook, ctx.rank, first);
   Progress progress(c, total, leader, first);
   const SaveOptions saving = save_options(c);
 
@@ -304,6 +333,8 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   const int64_t compared_from = c.compare_sim ? std::max(first, total - kComparedSteps) : total;
   std::vector<trace::Timeline> compared;  // the steps --compare-sim measures, but the last
   for (int64_t step = first; step < total; ++step) {
+    // The measured peak is the steady state's: from this run's third step on.
+    if (step == first + 2) comm::reset_memory_peak();
     auto [inputs, targets] = data->batch(step);
     set_learning_rate(*optimizer, learning_rate(c, step, total));
     optimizer->zero_grad();
@@ -331,7 +362,10 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
                    static_cast<long long>(step + 1), done.grad_norm,
                    c.precision == "fp16" ? " (an fp16 overflow: the loss scale halves)" : "");
     }
-    if (!updates_inside && !skipped) optimizer->step();
+    if (!updates_inside && !skipped) {
+      comm::MemoryCategoryScope charged(comm::MemoryCategory::kOptimizer);
+      optimizer->step();
+    }
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
     peak_activation_bytes = std::max(peak_activation_bytes, done.peak_activation_bytes);
     weight_versions = std::max(weight_versions, done.weight_versions);
@@ -350,6 +384,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     if (step >= compared_from && step + 1 < total)
       compared.push_back(gather_step_timeline(c, pipeline));
     save_if_due(c, pipeline, *optimizer, step + 1, total, saving);
+    kill_if_hooked(kKillHook, ctx.rank, step + 1);
   }
   // What a message costs, for --compare-sim's simulator to charge
   // (collective; nothing alone). Probed after the steps, as they ran: at

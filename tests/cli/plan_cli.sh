@@ -66,10 +66,13 @@ expect_bad_input_of plan "has an empty item" "${SMALL[@]}" --gpus 8 --gpu-memory
   --schedules 1f1b,
 expect_bad_input_of plan "sometimes" "${SMALL[@]}" --gpus 8 --gpu-memory-gb 80 --recompute sometimes
 expect_bad_input_of plan "--zero: 3" "${SMALL[@]}" --gpus 8 --gpu-memory-gb 80 --zero 3
-expect_bad_input_of plan "--max-memory-fraction" "${SMALL[@]}" --gpus 8 --gpu-memory-gb 80 \
-  --max-memory-fraction 1.5
-expect_bad_input_of plan "--max-memory-fraction" "${SMALL[@]}" --gpus 8 --gpu-memory-gb 80 \
-  --max-memory-fraction 0
+# Regression (issue 30, item 16): the value as given, the range as (0, 1].
+for bad in 1.5 0 -1 nan abc; do
+  expect_bad_input_of plan "--max-memory-fraction: must be a number in (0, 1], got $bad" "${SMALL[@]}" \
+    --gpus 8 --gpu-memory-gb 80 --max-memory-fraction "$bad"
+done
+expect_bad_input_of plan "80 GB per GPU x --max-memory-fraction 0.01; the smallest needs" "${SMALL[@]}" \
+  --gpus 8 --gpu-memory-gb 80 --max-memory-fraction 0.01
 expect_bad_input_of plan "--tp 3 does not divide --gpus 8" "${SMALL[@]}" --gpus 8 \
   --gpu-memory-gb 80 --tp 3
 expect_bad_input_of plan "--tp x --pp x --dp = 16" "${SMALL[@]}" --gpus 8 --gpu-memory-gb 80 \

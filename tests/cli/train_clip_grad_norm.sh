@@ -30,6 +30,18 @@ assert "grad_norm" not in unclipped[0], unclipped[0]
 assert abs(one[-1]["loss"] - unclipped[-1]["loss"]) > 1e-4 * abs(unclipped[-1]["loss"]), (one[-1], unclipped[-1])
 PY
 
+# Regression (issue 30, item 17): the start-up line names the precision and
+# the clip; simulate's --clip-grad-norm takes the same value train's does.
+grep -qF "precision fp32, clip-grad-norm 0.1," "$tmp/one.out" || fail "no clip in: $(head -1 "$tmp/one.out")"
+grep -qF "precision fp32, no clipping," "$tmp/unclipped.out" || fail "$(head -1 "$tmp/unclipped.out")"
+S=(--schedule 1f1b --pp 2 --microbatches 4 --dp 2 --param-mb 1)
+plain=$("$baton" simulate "${S[@]}" --print-schedule) || fail "simulate without a clip"
+clipped=$("$baton" simulate "${S[@]}" --print-schedule --clip-grad-norm 1) || fail "simulate --clip-grad-norm 1"
+[ "$(printf '%s' "$clipped" | grep -o CLIP_NORM | wc -l)" -gt 0 ] || fail "no CLIP_NORM: $clipped"
+[ "$(printf '%s' "$plain" | grep -o CLIP_NORM | wc -l)" -eq 0 ] || fail "a CLIP_NORM without the flag"
+expect_bad_input_of simulate "--clip-grad-norm: must be a finite number > 0, got 0" "${S[@]}" --clip-grad-norm 0
+expect_bad_input_of simulate "--clip-grad-norm" "${S[@]}" --clip-grad-norm
+
 for bad in 0 -1 nan inf x; do
   expect_bad_input "--clip-grad-norm: must be a finite norm above 0, got $bad" "${T[@]}" --clip-grad-norm "$bad"
 done
@@ -46,7 +58,8 @@ timeout 300 "$baton" train "${T[@]}" --threads 1 --clip-grad-norm 1 --save "$tmp
 R=("${J[@]}" --hidden 16 --steps 3 --resume "$tmp/ck")
 expect_bad_input "was saved with --clip-grad-norm 1.0 but this run has --clip-grad-norm 0.5" \
   "${R[@]}" --clip-grad-norm 0.5
-expect_bad_input "was saved with --clip-grad-norm 1.0 but this run has --clip-grad-norm 0.0" "${R[@]}"
+# Regression (issue 30, item 13): no clipping is named as such, not as a refused value.
+expect_bad_input "was saved with --clip-grad-norm 1.0 but this run has no clipping" "${R[@]}"
 timeout 300 "$baton" train "${R[@]}" --threads 1 --clip-grad-norm 0.5 --allow-resume-change clip-grad-norm \
   > "$tmp/allowed.out" 2>&1 || fail "an allowed change was refused: $(tail -3 "$tmp/allowed.out")"
 echo "1 passed, 0 failed"

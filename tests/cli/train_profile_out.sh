@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `baton train --profile-out` writes a profile that `baton plan --profile`
 # accepts, trains nothing, and refuses a bad path with one line before
-# profiling.
+# profiling. A bf16 profile is measured in bf16, and planned only as one.
 source "$(dirname "$0")/lib/common.sh"
 P=(--model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --pp 1 --threads 1)
 
@@ -49,6 +49,31 @@ PY
 plan=$("$baton" plan --profile "$tmp/p.json" --gpus 2 --gpus-per-node 2 --gpu-memory-gb 1 \
   --batch 8 --json) || fail "plan --profile exit $?"
 python3 -c 'import json,sys; assert json.loads(sys.argv[1])["plans"]' "$plan" || fail "no plans: $plan"
+
+# Regression (issue 30, item 9): the profile is measured in the run's
+# precision and records it; the planner refuses a profile of another one.
+timeout 120 "$baton" train "${P[@]}" --precision bf16 --profile-out "$tmp/bf16.json" > /dev/null 2>&1 \
+  || fail "bf16 profile exit $?"
+python3 - "$tmp/p.json" "$tmp/bf16.json" <<'PY' || fail "the bf16 profile: $(cat "$tmp/bf16.json")"
+import json, sys
+fp32, bf16 = (json.load(open(f)) for f in sys.argv[1:])
+assert fp32["precision"] == "fp32" and bf16["precision"] == "bf16", (fp32["precision"], bf16["precision"])
+# Under autocast a Linear's output is bf16: half the bytes of fp32's, its
+# parameters (the fp32 masters) the same.
+for a, b in zip(fp32["layers"], bf16["layers"]):
+    assert b["output_bytes"] * 2 == a["output_bytes"], (a, b)
+    assert b["parameter_bytes"] == a["parameter_bytes"], (a, b)
+PY
+PLAN=(--gpus 2 --gpus-per-node 2 --gpu-memory-gb 1 --batch 8 --json)
+expect_bad_input_of plan "--profile $tmp/bf16.json was measured in bf16 but the run is fp32 (--precision's default)" \
+  --profile "$tmp/bf16.json" "${PLAN[@]}"
+expect_bad_input_of plan "--profile $tmp/p.json was measured in fp32 but the run is bf16" \
+  --profile "$tmp/p.json" "${PLAN[@]}" --precision bf16
+"$baton" plan --profile "$tmp/bf16.json" "${PLAN[@]}" --precision bf16 > /dev/null \
+  || fail "plan of a bf16 profile with --precision bf16 exit $?"
+expect_bad_input_of plan "--precision bf16 says what a --profile was measured in" \
+  --model gpt --layers 4 --hidden 64 --heads 4 --seq 64 --vocab 100 --peak-tflops 10 "${PLAN[@]}" \
+  --precision bf16
 # The TOML key mirrors the flag.
 printf 'model = "mlp"\nlayers = 4\nhidden = 16\nbatch = 8\nmicrobatches = 2\npp = 1\nprofile_out = "%s"\n' \
   "$tmp/q.json" > "$tmp/c.toml"

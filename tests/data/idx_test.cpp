@@ -46,6 +46,23 @@ TEST(Idx, AZeroDimensionMakesAnEmptyArray) {
               testing::HasSubstr("its 0 x 5 = 0 elements do not match the 1 bytes"));
 }
 
+// Regression (issue 30, item 12): a labels header on an images file's bytes
+// was described by its element count; both magic numbers are named.
+TEST(Idx, AnotherKindOfIdxFileNamesTheMagicFoundAndTheMagicExpected) {
+  const std::string labels = idx({3}, std::string(3 * 2 * 2, 'x'));
+  std::string what;
+  try {
+    parse_idx(labels, "/d/train-images-idx3-ubyte", 3);
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  EXPECT_THAT(what, testing::HasSubstr("/d/train-images-idx3-ubyte has the magic number "
+                                       "0x00000801 (2049: unsigned bytes in 1 dimension) where "
+                                       "0x00000803 (2051: 3 dimensions) is expected"));
+  // A file whose header fits its bytes parses; its shape is the caller's to check.
+  EXPECT_EQ(parse_idx(idx({3}, "abc"), "f", 3).dims, (std::vector<int64_t>{3}));
+}
+
 // Issue 16.6: a wrong magic number was exit 3 with no file named.
 TEST(Idx, AWrongMagicNumberNamesTheFileAndTheNumber) {
   std::string bytes = idx({1}, "a");

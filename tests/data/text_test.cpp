@@ -14,6 +14,7 @@ namespace {
 TEST(TextTest, ReadsEveryByteOfTheDefaultCorpus) {
   const TextCorpus corpus;
   EXPECT_EQ(corpus.size(), static_cast<int64_t>(std::filesystem::file_size(kDefaultTextPath)));
+  EXPECT_EQ(corpus.tokens().scalar_type(), torch::kUInt8);  // a byte a token, not eight
   EXPECT_GE(corpus.tokens().min().item<int64_t>(), 0);
   EXPECT_LT(corpus.tokens().max().item<int64_t>(), TextCorpus::kVocabSize);
   EXPECT_EQ(corpus.tokens()[0].item<int64_t>(), static_cast<int64_t>(' '));  // GPL-3 opens indented

@@ -155,7 +155,7 @@ TEST(MixedPrecision, Fp16ScalesTheLossOrIsRefusedWhereTheCpuCannot) {
 
 // A user's LayerNorm on the bf16 output of a Linear: LibTorch 1.13's CPU
 // kernel refuses the mix, and the executor says so in one line naming the
-// action and the version; LibTorch 2.x autocasts it and trains.
+// action, the layer and the version; LibTorch 2.x autocasts it and trains.
 TEST(MixedPrecision, AnOpWithoutALowPrecisionKernelIsOneLineNamingTheActionAndVersion) {
   torch::manual_seed(0);
   torch::nn::Sequential model(torch::nn::Linear(8, 16),
@@ -176,7 +176,9 @@ TEST(MixedPrecision, AnOpWithoutALowPrecisionKernelIsOneLineNamingTheActionAndVe
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    EXPECT_NE(what.find("[runtime] stage 0 micro-batch 0 F in bf16 failed under LibTorch 1.13"),
+    // Regression (issue 30, item 18): the layer is named, index and type.
+    EXPECT_NE(what.find("[runtime] stage 0 micro-batch 0 F, layer 1 (\"1\", "
+                        "torch::nn::LayerNormImpl) in bf16 failed under LibTorch 1.13"),
               std::string::npos)
         << what;
   }

@@ -207,6 +207,17 @@ TEST(ParseCsv, NamesTheLineAndColumnOfAnUnknownAction) {
   EXPECT_NE(e.find("WAIT_REDUCE_GRAD or (...)OVERLAP_F_B)"), std::string::npos) << e;
 }
 
+// Regression (issue 30, item 14): a skip transfer was called a duplicate of
+// the receive it is not.
+TEST(ParseCsv, SaysASkipTransferIsBeyondPyTorchsCsvInsteadOfCallingItADuplicate) {
+  const std::string e = csv_error("0F0,0RECV_B0,0RECV_B0@0,0B0\n");
+  EXPECT_EQ(e.find("appears twice"), std::string::npos) << e;
+  EXPECT_NE(e.find("column 3: 0RECV_B0@0 is a transfer of a skip connection, which PyTorch's "
+                   "schedule CSV cannot describe"),
+            std::string::npos)
+      << e;
+}
+
 TEST(ParseCsv, NamesTheLineAndColumnOfABadStage) {
   EXPECT_NE(csv_error("0F0,F0\n")
                 .find("line 1 (rank 0), column 2: action \"F0\" must start "

@@ -127,7 +127,17 @@ TEST(SkipConnections, TheValidatorWantsEachTransferOnceAndInOrder) {
   EXPECT_NE(validate_error(twice).find("skips 0 and 1 are both named \"x\""), std::string::npos);
   Schedule unknown = good;
   unknown.skips.clear();
-  EXPECT_NE(validate_error(unknown).find("names skip 0 but the schedule has 0"), std::string::npos);
+  EXPECT_NE(validate_error(unknown).find("names skip 0 but the schedule declares no skips"),
+            std::string::npos)
+      << validate_error(unknown);
+  // Regression (issue 30, item 15): the bound is named as the skips that exist.
+  Schedule beyond = good;
+  for (auto& list : beyond.actions)
+    for (Action& a : list)
+      if (a.skip == 0) a.skip = 1;
+  EXPECT_NE(validate_error(beyond).find("names skip 1 but only skips 0..0 exist"),
+            std::string::npos)
+      << validate_error(beyond);
 }
 
 // The schedules without a flush carry a skip's backward transfers with the

@@ -83,12 +83,13 @@ CLI::Validator count_at_least(int minimum) {
         char* end = nullptr;
         errno = 0;
         const long long value = std::strtoll(text.c_str(), &end, 10);
-        const bool integer = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+        // Digits past long long's range (ERANGE) are a whole number out of range, not a word.
+        const bool integer = !text.empty() && end != nullptr && end != text.c_str() && *end == '\0';
         if (!integer) {
           return "must be a whole number of at least " + std::to_string(minimum) + ", got \"" +
                  text + "\"";
         }
-        if (value < minimum || value > std::numeric_limits<int>::max()) {
+        if (errno == ERANGE || value < minimum || value > std::numeric_limits<int>::max()) {
           return "must be an integer in [" + std::to_string(minimum) + ", " +
                  std::to_string(std::numeric_limits<int>::max()) + "], got " + text;
         }
@@ -257,6 +258,10 @@ int run(TrainFlags& f) {
     return 0;
   }
   if (env) {
+    // The same checks on every launch path, before the first step (exit 2):
+    // torchrun starts ranks that nothing checked, and a rank of ours that
+    // finds bad input must exit 2 so that no launcher restarts on it.
+    train::check_setup(config);
     return run_rank(config, *env);
   }
   const int nproc = f.nproc > 0 ? f.nproc : 1;
@@ -273,6 +278,7 @@ int run(TrainFlags& f) {
   exe[n] = '\0';
   std::vector<std::string> argv = f.argv;
   argv[0] = exe;
+  const std::vector<std::string> first_argv = argv;
   comm::LaunchOutcome outcome;
   comm::LaunchOptions options;
   options.outcome = &outcome;
@@ -293,7 +299,9 @@ int run(TrainFlags& f) {
   int rc = comm::launch_local(nproc, argv, options);
   // --max-restarts: a rank died (not the launcher stopped, not a refused
   // input, which a restart would meet again): every rank again, from the
-  // newest checkpoint in --save.
+  // newest checkpoint in --save, or, while it holds none, from where the run
+  // started (its --resume, or step 0), so the restarted run is the
+  // undisturbed one.
   for (int restart = 1; restart <= config.max_restarts; ++restart) {
     if (rc == 0 || rc == 2 || outcome.interrupted || outcome.failed_rank < 0) break;
     const int64_t step = train::newest_checkpoint_step(config.save);
@@ -305,11 +313,14 @@ int run(TrainFlags& f) {
     }
     std::cerr << "[launch] " << outcome.cause << ": restart " << restart << " of "
               << config.max_restarts << ", every rank "
-              << (step >= 0 ? detail::concat("resumes from step ", step, " of ", config.save)
-                            : detail::concat("starts again from step 0 (no checkpoint in ",
-                                             config.save, " yet)"))
+              << (step >= 0
+                      ? detail::concat("resumes from step ", step, " of ", config.save)
+                      : detail::concat("starts again from ",
+                                       config.resume.empty() ? std::string("step 0")
+                                                             : "the checkpoint in " + config.resume,
+                                       " (no checkpoint in ", config.save, " yet)"))
               << std::endl;
-    argv = with_resume(argv, "auto");
+    argv = step >= 0 ? with_resume(first_argv, config.save) : first_argv;
     rc = comm::launch_local(nproc, argv, options);
   }
   return rc;

@@ -1,0 +1,15 @@
+// What the point-to-point transports need of the process, checked before any
+// rank starts (baton train's check_setup).
+#pragma once
+
+#include <string>
+
+namespace baton::comm {
+
+// Empty when the shared-memory transport can create a rank's inbox in a
+// group of `world_size` ranks under this process's limits; otherwise one line
+// naming the limit (the file size limit, ulimit -f, which the inbox's memfd
+// counts against), the bytes needed and what to do. Reads BATON_SHM_RING_KB.
+std::string shm_transport_refusal(int world_size);
+
+}  // namespace baton::comm
