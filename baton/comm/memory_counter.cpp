@@ -20,7 +20,7 @@ struct Counts {
   std::atomic<int64_t> current{0};
   std::array<std::atomic<int64_t>, kMemoryCategories> by_category{};
   std::mutex peak_mutex;
-  std::atomic<int64_t> peak{0};  // raised under peak_mutex
+  std::atomic<int64_t> peak{0};                      // raised under peak_mutex
   std::array<int64_t, kMemoryCategories> at_peak{};  // under peak_mutex
 };
 
@@ -116,12 +116,18 @@ std::atomic<bool> g_installed{false};
 
 const char* to_string(MemoryCategory category) {
   switch (category) {
-    case MemoryCategory::kParameters: return "parameters";
-    case MemoryCategory::kGradients: return "gradients";
-    case MemoryCategory::kOptimizer: return "optimizer";
-    case MemoryCategory::kActivations: return "activations";
-    case MemoryCategory::kBuffers: return "buffers";
-    case MemoryCategory::kOther: return "other";
+    case MemoryCategory::kParameters:
+      return "parameters";
+    case MemoryCategory::kGradients:
+      return "gradients";
+    case MemoryCategory::kOptimizer:
+      return "optimizer";
+    case MemoryCategory::kActivations:
+      return "activations";
+    case MemoryCategory::kBuffers:
+      return "buffers";
+    case MemoryCategory::kOther:
+      return "other";
   }
   return "other";
 }

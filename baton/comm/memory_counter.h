@@ -8,8 +8,8 @@
 // (ranks run as threads in tests share them). Tensors allocated before
 // install_memory_counter() are not counted, nor freed from the counts.
 // Thread-safe; with several threads allocating, the by-category figures at
-// the peak are read just after it, not at its instant. On CUDA the caching allocator's own statistics serve instead
-// (torch.cuda's memory statistics).
+// the peak are read just after it, not at its instant. On CUDA the caching allocator's own
+// statistics serve instead (torch.cuda's memory statistics).
 #pragma once
 
 #include <c10/core/Allocator.h>

@@ -50,8 +50,8 @@ bool hook_fires(const char* variable, int rank, int64_t step, bool* kill_parent)
     if (hook.rank != rank || hook.step != step) continue;
     bool earlier_fired = true;
     for (size_t j = 0; j < k; ++j)
-      earlier_fired = earlier_fired && (hooks[j].marker.empty() ||
-                                        ::access(hooks[j].marker.c_str(), F_OK) == 0);
+      earlier_fired = earlier_fired &&
+                      (hooks[j].marker.empty() || ::access(hooks[j].marker.c_str(), F_OK) == 0);
     if (!earlier_fired) continue;
     if (!hook.marker.empty()) {
       const int fd = ::open(hook.marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

@@ -16,15 +16,17 @@ using nlohmann::json;
 
 // The keys that fix the model's layers and shapes: a checkpoint must agree on all.
 json model_keys(const TrainConfig& c) {
-  return {{"model", c.model},     {"layers", c.layers},
-          {"hidden", c.hidden},   {"heads", c.heads},
-          {"context", c.context}, {"in_features", c.in_features},
-          {"classes", c.classes}, {"tie_embeddings", c.tie_embeddings}};
+  return {{"model", c.model},      {"layers", c.layers},
+          {"hidden", c.hidden},    {"heads", c.heads},
+          {"context", c.context},  {"in_features", c.in_features},
+          {"classes", c.classes},  {"tie_embeddings", c.tie_embeddings},
+          {"vocab", vocabulary(c)}};
 }
 
 // A saved config's value of `key`; checkpoints from before tie_embeddings are untied.
 json saved_value(const json& saved, const std::string& key) {
   if (saved.contains(key)) return saved[key];
+  if (key == "vocab") return json(256);  // before --data: bytes
   return key == "tie_embeddings" ? json(false) : json();
 }
 
@@ -101,6 +103,24 @@ void check_resume(const TrainConfig& c) {
                 with_value(flag, saved[key]), " but this run has ", has_value(flag, value),
                 "; pass --allow-resume-change ", flag.substr(2), " to continue with the new value");
   }
+  // The corpus: the same dataset (by its identity), unless allowed.
+  const json saved_dataset = manifest.value("extra", json::object())
+                                 .value("data", json::object())
+                                 .value("dataset", json());
+  // (Checked once before baton's launcher starts ranks; under torchrun by each rank.)
+  const json dataset = c.launcher_checked ? json() : dataset_identity(c);
+  if (!saved_dataset.is_null() && !dataset.is_null() &&
+      std::find(allowed.begin(), allowed.end(), "data") == allowed.end()) {
+    json a = saved_dataset, b = dataset;
+    a.erase("path");
+    b.erase("path");
+    BATON_CHECK(a == b, "[train] --resume ", c.resume, ": ", path, " was saved training on ",
+                saved_dataset.value("path", "?"), " (", saved_dataset.value("tokens", 0),
+                " tokens, .idx CRC-32 ", saved_dataset.value("index_crc32", 0), ") but --data ",
+                c.data, " is another dataset (", dataset.value("tokens", 0),
+                " tokens, .idx CRC-32 ", dataset.value("index_crc32", 0),
+                "); pass --allow-resume-change data to continue on it");
+  }
   BATON_CHECK(saved.value("optimizer", "") == c.optimizer, "[train] --resume ", c.resume, ": ",
               path, " holds the state of optimizer ", saved.value("optimizer", "?"),
               " but this run has --optimizer ", c.optimizer);
@@ -163,12 +183,15 @@ SaveOptions save_options(const TrainConfig& c) {
 }
 
 int64_t resume_if_asked(const TrainConfig& c, Pipeline& pipeline,
-                        torch::optim::Optimizer& optimizer, int64_t total) {
+                        torch::optim::Optimizer& optimizer, int64_t total, DataSource& data) {
   if (c.resume.empty()) return 0;
   const json extra = pipeline.load(c.resume, &optimizer);
   const int64_t step = pipeline.steps();
+  // --data continues at the saved sample (the same next sample on any layout).
+  const json position = extra.value("data", json::object());
+  data.resume_at(step, position.value("next_sample", step * int64_t{c.batch}));
   // The data position is the step (batches are a function of seed and step); check it agrees.
-  const int64_t next_batch = extra.value("data", json::object()).value("next_batch", step);
+  const int64_t next_batch = position.value("next_batch", step);
   BATON_CHECK(next_batch == step, "[train] --resume ", c.resume, ": data position ", next_batch,
               " does not match step ", step);
   BATON_CHECK(step < total, "[train] --resume ", c.resume, " is at step ", step, ", not below the ",
@@ -177,15 +200,24 @@ int64_t resume_if_asked(const TrainConfig& c, Pipeline& pipeline,
 }
 
 void save_if_due(const TrainConfig& c, const Pipeline& pipeline, torch::optim::Optimizer& optimizer,
-                 int64_t done, int64_t total, const SaveOptions& options) {
+                 int64_t done, int64_t total, const SaveOptions& options, const DataSource& data,
+                 const json& dataset) {
   if (c.save.empty()) return;
   const bool due = done == total || (c.save_every > 0 && done % c.save_every == 0);
   if (!due) return;
+  json position{{"next_batch", done}, {"batch", c.batch}, {"seed", c.seed}};
+  const int64_t next_sample = data.sample_of_step(done);
+  if (next_sample >= 0) position["next_sample"] = next_sample;
+  if (!dataset.is_null()) {
+    const int64_t samples_per_epoch = (dataset["tokens"].get<int64_t>() - 1) / c.context;
+    position["epoch"] = samples_per_epoch > 0 ? next_sample / samples_per_epoch : 0;
+    position["dataset"] = dataset;
+  }
   const json extra{
       {"config", config_json(c)},
       {"lr_schedule",
        {{"kind", c.lr_schedule}, {"lr", c.lr}, {"step", done}, {"total_steps", total}}},
-      {"data", {{"next_batch", done}, {"batch", c.batch}, {"seed", c.seed}}}};
+      {"data", position}};
   pipeline.save(c.save, &optimizer, extra, options);
 }
 

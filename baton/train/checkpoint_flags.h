@@ -14,6 +14,7 @@
 
 #include "baton/pipeline/pipeline.h"
 #include "baton/train/config.h"
+#include "baton/train/data_source.h"
 
 namespace baton::train {
 
@@ -43,13 +44,18 @@ SaveOptions save_options(const TrainConfig& config);
 
 // With --resume, restores the pipeline and optimizer and returns the step to
 // continue from (collective-free); 0 without it.
+// `data` continues at the checkpoint's next sample (DataSource::resume_at).
 int64_t resume_if_asked(const TrainConfig& config, Pipeline& pipeline,
-                        torch::optim::Optimizer& optimizer, int64_t total_steps);
+                        torch::optim::Optimizer& optimizer, int64_t total_steps, DataSource& data);
 
 // After `steps_done` steps: saves into --save when --save-every divides it or
 // it is the last step (a collective).
+// The data position saved is the step, and with --data the next global
+// sample, its epoch and `dataset` (dataset_identity), which a resume on
+// another dataset must allow (--allow-resume-change data).
 void save_if_due(const TrainConfig& config, const Pipeline& pipeline,
                  torch::optim::Optimizer& optimizer, int64_t steps_done, int64_t total_steps,
-                 const SaveOptions& options);
+                 const SaveOptions& options, const DataSource& data,
+                 const nlohmann::json& dataset = nullptr);
 
 }  // namespace baton::train

@@ -84,6 +84,12 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"in_features", field(&TrainConfig::in_features, "in_features")},
       {"classes", field(&TrainConfig::classes, "classes")},
       {"text", field(&TrainConfig::text, "text")},
+      {"data", field(&TrainConfig::data, "data")},
+      {"data_format", field(&TrainConfig::data_format, "data_format")},
+      {"vocab", field(&TrainConfig::vocab, "vocab", 1)},
+      {"valid", field(&TrainConfig::valid, "valid")},
+      {"eval_every", field(&TrainConfig::eval_every, "eval_every", 1)},
+      {"eval_batches", field(&TrainConfig::eval_batches, "eval_batches", 1)},
       {"data_dir", field(&TrainConfig::data_dir, "data_dir")},
       {"cache_dir", field(&TrainConfig::cache_dir, "cache_dir")},
       {"augment", field(&TrainConfig::augment, "augment")},
@@ -286,10 +292,10 @@ void check_config(const TrainConfig& c) {
               "[train.config] pipemare-decay must be in [0, 1), got ", c.pipemare_decay);
   for (const std::string& key : resume_change_keys(c)) {
     BATON_CHECK(key == "batch" || key == "seed" || key == "lr-schedule" ||
-                    key == "clip-grad-norm" || key == "precision",
+                    key == "clip-grad-norm" || key == "precision" || key == "data",
                 "[train.config] allow-resume-change names \"", printable(key),
                 "\"; expected a comma-separated list of batch, seed, lr-schedule, "
-                "clip-grad-norm, precision");
+                "clip-grad-norm, precision, data");
   }
   BATON_CHECK(c.keep_last >= 0,
               "[train.config] keep_last must be at least 1 (the newest save), "
@@ -305,6 +311,26 @@ void check_config(const TrainConfig& c) {
     positive("heads", c.heads);
     positive("context", c.context);
   }
+  BATON_CHECK(c.data.empty() || c.text.empty(),
+              "[train.config] --data and --text both given; "
+              "train on one corpus: --data (tokenized) or --text (bytes)");
+  BATON_CHECK(c.data.empty() || decoder,
+              "[train.config] --data holds token ids for gpt and "
+              "llama; model ",
+              c.model, " reads none");
+  BATON_CHECK(c.data_format == "megatron" || c.data_format == "flat-uint16" ||
+                  c.data_format == "flat-uint32",
+              "[train.config] unknown data format \"", printable(c.data_format),
+              "\" (expected megatron, flat-uint16 or flat-uint32)");
+  BATON_CHECK(c.vocab >= 0, "[train.config] vocab must be at least 1, got ", c.vocab);
+  BATON_CHECK(c.vocab == 0 || !c.data.empty(), "[train.config] --vocab ", c.vocab,
+              " sizes the vocabulary of --data; without it gpt and llama read bytes (256)");
+  BATON_CHECK(c.valid.empty() || !c.data.empty(),
+              "[train.config] --valid is a held-out --data corpus; give --data too");
+  BATON_CHECK(c.eval_every >= 0 && c.eval_batches >= 1,
+              "[train.config] eval_every must be at least 1 and eval_batches at least 1");
+  BATON_CHECK(c.eval_every == 0 || !c.valid.empty(), "[train.config] --eval-every ", c.eval_every,
+              " evaluates on --valid PREFIX; give it");
   if (c.model == "mlp") {
     positive("in_features", c.in_features);
     positive("classes", c.classes);

@@ -36,8 +36,19 @@ struct TrainConfig {
   int in_features = 64;         // mlp (synthetic data)
   int classes = 10;             // mlp (synthetic data)
   std::string text;             // gpt corpus; empty: /usr/share/common-licenses/GPL-3
-  std::string data_dir;         // cnn, resnet: Fashion-MNIST .gz folder; empty: Debian's
-  std::string cache_dir;        // cache root, a folder per data_dir in it; empty: ~/.cache/baton
+  // gpt, llama: a tokenized corpus (data/token_dataset.h) instead of text:
+  // PREFIX of PREFIX.idx/.bin (megatron) or a flat file (flat-uint16,
+  // flat-uint32); its vocabulary from PREFIX.model, else `vocab`.
+  std::string data;
+  std::string data_format = "megatron";
+  int vocab = 0;  // 0: not given (PREFIX.model's, or 256 for text)
+  // A held-out corpus in the same format, evaluated every `eval_every`
+  // steps (and at the end) on its first `eval_batches` batches, in order.
+  std::string valid;
+  int eval_every = 0;
+  int eval_batches = 4;
+  std::string data_dir;   // cnn, resnet: Fashion-MNIST .gz folder; empty: Debian's
+  std::string cache_dir;  // cache root, a folder per data_dir in it; empty: ~/.cache/baton
   // cnn, resnet: each training image moved by up to augment_shift pixels
   // (0 to 8) and mirrored with probability 1/2, drawn from (seed, step)
   // (data::augment_images).
@@ -114,6 +125,11 @@ struct TrainConfig {
   // that resolved to a fresh start), so --metrics is continued instead of
   // truncated. Set by resolve_resume_auto.
   bool append_metrics = false;
+  // Derived, not flags: this process runs one rank (RANK set), and baton's
+  // launcher checked the input before starting it. --data's whole-corpus
+  // checks run where nothing did (check_data), never on every rank.
+  bool in_rank = false;
+  bool launcher_checked = false;
   // Saves kept in `save` (SaveOptions::keep_last), at least 1; 0: not given
   // (kDefaultKeepLast).
   int keep_last = 0;

@@ -109,6 +109,17 @@ void Progress::step_done(int64_t step, double loss, double step_s, const StepExt
   write_line(line.dump());
 }
 
+void Progress::valid_done(int64_t step, double loss) {
+  if (!leader_) return;
+  const double perplexity = std::exp(loss);
+  std::printf("step %lld/%lld  valid loss %.4f  perplexity %.2f\n",
+              static_cast<long long>(step + 1), static_cast<long long>(total_), loss, perplexity);
+  flush_stdout("[train]");
+  write_line(
+      nlohmann::json{{"step", step + 1}, {"valid_loss", loss}, {"valid_perplexity", perplexity}}
+          .dump());
+}
+
 void Progress::finish(double loss, double accuracy, const std::vector<RankMemory>& memory) {
   if (!leader_) return;
   if (accuracy >= 0) std::printf("test accuracy %.4f\n", accuracy);

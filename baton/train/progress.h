@@ -46,6 +46,10 @@ class Progress {
   // line is lost.
   void step_done(int64_t step, double loss, double step_s, const StepExtras& extras = {});
 
+  // After step `step` (0-based), the held-out loss: a line "valid loss X
+  // perplexity Y" and a metrics line {"step", "valid_loss", "valid_perplexity"}.
+  void valid_done(int64_t step, double loss);
+
   // The summary: accuracy < 0 means none. Writes the final metrics line with
   // every rank's memory.
   void finish(double loss, double accuracy, const std::vector<RankMemory>& memory);

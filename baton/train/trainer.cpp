@@ -55,7 +55,7 @@ nn::ModelOptions model_options(const TrainConfig& c) {
   nn::ModelOptions options;
   options.layers(c.layers).hidden(c.hidden).heads(c.heads).context(c.context);
   options.tie_embeddings(c.tie_embeddings).label_smoothing(c.label_smoothing);
-  options.in_features(c.in_features).classes(c.classes).vocab(256);
+  options.in_features(c.in_features).classes(c.classes).vocab(vocabulary(c));
   return options;
 }
 
@@ -267,8 +267,12 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   const nn::ModelSpec model = make_model(c);
   // Only the data this rank's stages read: inputs on the first stage's
   // ranks, targets on the last's.
-  const int pp_rank = topology::Topology(c.dp, c.pp, c.tp).coords(ctx.rank).pp;
-  std::unique_ptr<DataSource> data = make_data_source(c, data_roles(make_schedule(c), pp_rank));
+  const topology::Coords here = topology::Topology(c.dp, c.pp, c.tp).coords(ctx.rank);
+  const DataRoles roles = data_roles(make_schedule(c), here.pp);
+  std::unique_ptr<DataSource> data = make_data_source(c, roles, here.dp);
+  std::unique_ptr<DataSource> valid = make_valid_source(c, roles);
+  // What a checkpoint records of --data (rank 0, which writes the manifest, reads the data).
+  const nlohmann::json dataset = leader ? dataset_identity(c) : nlohmann::json();
   Pipeline pipeline(model, model.loss, pipeline_options(c, ctx, *data));
   comm::Communicator& comm = pipeline.communicator();
   auto optimizer = make_optimizer(c, pipeline.parameters());
@@ -313,7 +317,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     }
     flush_stdout("[train]");
   }
-  const int64_t first = resume_if_asked(c, pipeline, *optimizer, total);
+  const int64_t first = resume_if_asked(c, pipeline, *optimizer, total, *data);
   if (leader && first > 0) {
     std::printf("baton train: resumed from %s at step %lld\n", c.resume.c_str(),
                 static_cast<long long>(first));
@@ -383,7 +387,9 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     progress.step_done(step, loss, step_s, extras);
     if (step >= compared_from && step + 1 < total)
       compared.push_back(gather_step_timeline(c, pipeline));
-    save_if_due(c, pipeline, *optimizer, step + 1, total, saving);
+    if (valid && ((c.eval_every > 0 && (step + 1) % c.eval_every == 0) || step + 1 == total))
+      progress.valid_done(step, valid_loss(pipeline, model, *valid, c));
+    save_if_due(c, pipeline, *optimizer, step + 1, total, saving, *data, dataset);
     kill_if_hooked(kKillHook, ctx.rank, step + 1);
   }
   // What a message costs, for --compare-sim's simulator to charge

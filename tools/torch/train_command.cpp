@@ -171,8 +171,8 @@ int run_rank(const train::TrainConfig& config, const comm::RankEnv& context) {
 // "not given": refuse it by name instead.
 void check_no_empty_paths(const CLI::App& cmd) {
   for (const char* name :
-       {"--config", "--text", "--data-dir", "--cache-dir", "--schedule-file", "--metrics",
-        "--trace", "--svg", "--profile-out", "--save", "--resume"}) {
+       {"--config", "--text", "--data", "--valid", "--data-dir", "--cache-dir", "--schedule-file",
+        "--metrics", "--trace", "--svg", "--profile-out", "--save", "--resume"}) {
     const CLI::Option* option = cmd.get_option_no_throw(name);
     if (option == nullptr || option->count() == 0) continue;
     for (const std::string& value : option->results()) {
@@ -242,6 +242,8 @@ int run(TrainFlags& f) {
     for (const auto& line : deprecations) std::cerr << "baton: warning: " << line << std::endl;
   }
   train::check_config(config);
+  config.in_rank = env.has_value();
+  config.launcher_checked = our_rank;
   BATON_CHECK(
       config.max_restarts == 0 || our_rank || (!env && f.nproc > 1),
       "[train] --max-restarts restarts the ranks that --nproc starts; ",
@@ -349,6 +351,25 @@ Action add_train(CLI::App& app) {
   flag(cmd, *f, "--classes", &train::TrainConfig::classes, "Classes (mlp, synthetic data)");
   flag(cmd, *f, "--text", &train::TrainConfig::text,
        "UTF-8 text file for gpt and llama (default: GPL-3 text)");
+  flag(
+      cmd, *f, "--data", &train::TrainConfig::data,
+      "gpt, llama: a tokenized corpus, PREFIX of Megatron's PREFIX.idx/.bin (baton data "
+      "prepare) or a flat file of ids; memory-mapped; its vocabulary from PREFIX.model or --vocab");
+  flag(cmd, *f, "--data-format", &train::TrainConfig::data_format,
+       "With --data: megatron (default), flat-uint16 or flat-uint32 (nanoGPT's train.bin)");
+  flag(cmd, *f, "--vocab", &train::TrainConfig::vocab,
+       "With --data and no PREFIX.model: the vocabulary size (257 for --byte-level data)")
+      ->check(kCount);
+  flag(cmd, *f, "--valid", &train::TrainConfig::valid,
+       "With --data: a held-out corpus in the same format; its loss and perplexity every "
+       "--eval-every steps and at the end");
+  flag(cmd, *f, "--eval-every", &train::TrainConfig::eval_every,
+       "With --valid: evaluate every N steps (default: at the end only)")
+      ->check(kCount);
+  flag(cmd, *f, "--eval-batches", &train::TrainConfig::eval_batches,
+       "With --valid: the held-out samples, this many batches from its start, in order "
+       "(default 4)")
+      ->check(kCount);
   flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
   flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir,
        "Where decompressed data is kept (default ~/.cache/baton), a folder per --data-dir");
