@@ -106,6 +106,7 @@ void Progress::step_done(int64_t step, double loss, double step_s, const StepExt
         std::isfinite(extras.grad_norm) ? nlohmann::json(extras.grad_norm) : nullptr;
   if (extras.skipped) line["skipped"] = true;
   if (extras.loss_scale > 0) line["loss_scale"] = extras.loss_scale;
+  if (extras.data_ms >= 0) line["data_ms"] = extras.data_ms;
   write_line(line.dump());
 }
 

@@ -32,6 +32,9 @@ struct StepExtras {
   bool skipped = false;
   // fp16 (else 0: not written): the loss scale of the step's backward.
   double loss_scale = 0;
+  // The leader's time to read the step's batch (DataSource::batch), before
+  // the step's timing starts (negative: not written).
+  double data_ms = -1;
 };
 
 class Progress {

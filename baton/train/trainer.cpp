@@ -339,7 +339,10 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   for (int64_t step = first; step < total; ++step) {
     // The measured peak is the steady state's: from this run's third step on.
     if (step == first + 2) comm::reset_memory_peak();
+    const auto read_started = Clock::now();
     auto [inputs, targets] = data->batch(step);
+    const double data_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - read_started).count();
     set_learning_rate(*optimizer, learning_rate(c, step, total));
     optimizer->zero_grad();
     // The steps --compare-sim measures start on every rank at once, as the
@@ -382,6 +385,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
       exposed_reduction_ms.push_back(done.exposed_reduction_ms);
     }
     extras.grad_norm = done.grad_norm;
+    extras.data_ms = data_ms;
     extras.skipped = skipped;
     if (c.precision == "fp16") extras.loss_scale = done.loss_scale;
     progress.step_done(step, loss, step_s, extras);
