@@ -147,6 +147,9 @@ void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule&
               " has no flush between steps and runs in fp32 only (its weights change within a "
               "step, and a step's weight casts would go stale); drop --precision ",
               c.precision);
+  BATON_CHECK(c.valid.empty(), "[train.config] ", which,
+              " carries backwards between steps, so no step ends with whole weights to evaluate "
+              "--valid on (use a schedule with a flush, e.g. 1f1b)");
   BATON_CHECK(!c.compare_sim, "[train.config] --compare-sim compares one flushed step; ", which,
               " carries backwards between steps (compare its median step with `baton simulate`'s "
               "steady_step)");
@@ -257,7 +260,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
       c.threads > 0 ? c.threads : std::max(1, cores / std::max(1, ctx.local_world_size));
   // Before the intra-op and communication threads start: they inherit the class.
   if (c.realtime) run_realtime();
-  // Before anything is allocated: every byte of the rank counted (runtime/memory_counter.h).
+  // Before anything is allocated: every byte of the rank counted (comm/memory_counter.h).
   comm::install_memory_counter();
   at::set_num_threads(threads);
   torch::manual_seed(c.seed);

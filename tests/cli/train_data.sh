@@ -69,6 +69,9 @@ expect_bad_input "missing.idx does not exist" "${B[@]}" --data missing --vocab 2
 expect_bad_input "--data holds token ids for gpt and llama; model mlp reads none" \
   --model mlp --layers 2 --hidden 8 --batch 8 --microbatches 2 --pp 1 --steps 2 --data corpus --vocab 257
 expect_bad_input "--eval-every 2 evaluates on --valid PREFIX" "${B[@]}" --data corpus --vocab 257 --eval-every 2
+expect_bad_input "--schedule 2bw carries backwards between steps" --model gpt --layers 2 --hidden 32 \
+  --heads 4 --batch 8 --microbatches 2 --pp 2 --nproc 2 --steps 2 --data corpus --vocab 257 \
+  --valid valid --schedule 2bw
 printf 'MMIDIDX\0\0' > bad.idx; cp corpus.bin bad.bin
 expect_bad_input "bad.idx" "${B[@]}" --data bad --vocab 257
 head -c 100 corpus.bin > short.bin; cp corpus.idx short.idx
