@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "baton/comm/launcher.h"
 #include "baton/core/error.h"
 #include "tools/cli.h"
 
@@ -20,13 +21,12 @@ Action add_data(CLI::App& app) {
       "data", "Prepare and inspect tokenized datasets (runs baton-data, beside this baton)");
   cmd->prefix_command();  // every argument goes to baton-data as it is
   return [] {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    BATON_CHECK(n > 0, "[data] cannot find this executable: ", std::strerror(errno));
-    self[n] = '\0';
-    std::string path(self);
-    path = path.substr(0, path.rfind('/') + 1) + "baton-data";
-    std::vector<std::string> args = command_line();
+    std::vector<const char*> given;
+    for (const std::string& a : command_line()) given.push_back(a.c_str());
+    // This executable, resolved as the launcher resolves it, with the same arguments.
+    std::vector<std::string> args =
+        comm::self_command(static_cast<int>(given.size()), given.data());
+    const std::string path = args[0].substr(0, args[0].rfind('/') + 1) + "baton-data";
     args[0] = path;
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
