@@ -203,7 +203,7 @@ nn::ModelSpec model_spec(const TrainConfig& c) {
   return make_model(c);
 }
 
-void check_setup(const TrainConfig& c) {
+void check_setup(const TrainConfig& c, bool check_outputs) {
   check_config(c);
   const schedule::Schedule lowered = make_schedule(c);
   check_no_flush_combinations(c, lowered);
@@ -222,7 +222,7 @@ void check_setup(const TrainConfig& c) {
   runtime::check_precision_supported(runtime::parse_precision(c.precision),
                                      torch::Device(c.device));
   check_parameter_memory(c);
-  check_output_paths(c);
+  if (check_outputs) check_output_paths(c);
   BATON_CHECK(c.device != "cuda" || torch::cuda::is_available(),
               "[train.config] device cuda: this process sees no CUDA device (or LibTorch was built "
               "without CUDA)");
@@ -265,7 +265,6 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   at::set_num_threads(threads);
   torch::manual_seed(c.seed);
   const bool leader = ctx.rank == 0;
-  if (leader) check_output_paths(c);  // again: torchrun starts ranks without check_setup
 
   const nn::ModelSpec model = make_model(c);
   // Only the data this rank's stages read: inputs on the first stage's

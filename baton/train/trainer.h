@@ -17,8 +17,10 @@ namespace baton::train {
 // with one line: the schedule is defined for (pp, microbatches, virtual), the
 // model exists, it has at least as many layers as stages, a hand-written
 // --balance fits, the data is there, the output files can be written (each its
-// own), and the parameters fit in this machine's memory.
-void check_setup(const TrainConfig& config);
+// own), and the parameters fit in this machine's memory. `check_outputs`
+// false leaves the output files to another process: the ranks of one job
+// would race trying the same paths, so only rank 0 tries them.
+void check_setup(const TrainConfig& config, bool check_outputs = true);
 
 // The model zoo's ModelSpec for the config's model flags.
 nn::ModelSpec model_spec(const TrainConfig& config);

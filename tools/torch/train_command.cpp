@@ -262,8 +262,9 @@ int run(TrainFlags& f) {
   if (env) {
     // The same checks on every launch path, before the first step (exit 2):
     // torchrun starts ranks that nothing checked, and a rank of ours that
-    // finds bad input must exit 2 so that no launcher restarts on it.
-    train::check_setup(config);
+    // finds bad input must exit 2 so that no launcher restarts on it. Rank 0
+    // alone tries the output paths (several ranks trying one path would race).
+    train::check_setup(config, /*check_outputs=*/env->rank == 0);
     return run_rank(config, *env);
   }
   const int nproc = f.nproc > 0 ? f.nproc : 1;
