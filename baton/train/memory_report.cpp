@@ -10,7 +10,7 @@
 namespace baton::train {
 namespace {
 
-constexpr int kFields = 9 + comm::kMemoryCategories;
+constexpr int kFields = 10 + 2 * comm::kMemoryCategories;
 
 // "512 B", "5.25 kB", "1.20 MB", "8.07 GB".
 std::string format_bytes(double bytes) {
@@ -63,12 +63,13 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
   const int world = comm.world_size();
   std::vector<torch::Tensor> table{torch::zeros({world, kFields}, torch::kFloat64)};
   std::vector<double> values = {
-      local.parameter_bytes,    local.gradient_bytes,
-      local.optimizer_bytes,    local.peak_activation_bytes,
-      local.peak_rss_bytes,     static_cast<double>(local.weight_versions),
-      local.reduction_ms,       local.exposed_reduction_ms,
-      local.measured_peak_bytes};
+      local.parameter_bytes,     local.gradient_bytes,
+      local.optimizer_bytes,     local.peak_activation_bytes,
+      local.peak_rss_bytes,      static_cast<double>(local.weight_versions),
+      local.reduction_ms,        local.exposed_reduction_ms,
+      local.measured_peak_bytes, local.predicted_peak_bytes};
   values.insert(values.end(), local.measured.begin(), local.measured.end());
+  values.insert(values.end(), local.predicted.begin(), local.predicted.end());
   for (int i = 0; i < kFields; ++i) table[0][local.rank][i] = values[i];
   comm.all_reduce_sum(table, "the memory report gather");
   std::vector<RankMemory> out(world);
@@ -84,8 +85,11 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
                         row[6].item<double>(),
                         row[7].item<double>(),
                         row[8].item<double>()};
-    for (int k = 0; k < comm::kMemoryCategories; ++k)
-      out[r].measured[k] = row[9 + k].item<double>();
+    out[r].predicted_peak_bytes = row[9].item<double>();
+    for (int k = 0; k < comm::kMemoryCategories; ++k) {
+      out[r].measured[k] = row[10 + k].item<double>();
+      out[r].predicted[k] = row[10 + comm::kMemoryCategories + k].item<double>();
+    }
   }
   return out;
 }
@@ -105,24 +109,61 @@ std::string format_memory(const RankMemory& m) {
           : std::string());
 }
 
-std::string format_measured_memory(const RankMemory& m) {
-  if (m.measured_peak_bytes <= 0) return "";
+namespace {
+
+std::string by_category(const std::array<double, comm::kMemoryCategories>& bytes) {
   std::string parts;
   for (int k = 0; k < comm::kMemoryCategories; ++k) {
     parts += detail::concat(k ? ", " : "", comm::to_string(static_cast<comm::MemoryCategory>(k)),
-                            " ", format_bytes(m.measured[k]));
+                            " ", format_bytes(bytes[k]));
   }
+  return parts;
+}
+
+nlohmann::json by_category_json(const std::array<double, comm::kMemoryCategories>& bytes) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int k = 0; k < comm::kMemoryCategories; ++k)
+    out[comm::to_string(static_cast<comm::MemoryCategory>(k))] = bytes[k];
+  return out;
+}
+
+}  // namespace
+
+std::string format_measured_memory(const RankMemory& m) {
+  if (m.measured_peak_bytes <= 0) return "";
   return detail::concat("rank ", m.rank, ": allocator peak ", format_bytes(m.measured_peak_bytes),
-                        ": ", parts);
+                        ": ", by_category(m.measured));
+}
+
+std::string format_predicted_memory(const RankMemory& m) {
+  if (m.predicted_peak_bytes <= 0) return "";
+  std::string ratio;
+  if (m.measured_peak_bytes > 0) {
+    char text[48];
+    std::snprintf(text, sizeof text, " (%.3f of the allocator's)",
+                  m.predicted_peak_bytes / m.measured_peak_bytes);
+    ratio = text;
+  }
+  return detail::concat("rank ", m.rank, ": predicted peak ", format_bytes(m.predicted_peak_bytes),
+                        ratio, ": ", by_category(m.predicted));
+}
+
+double optimizer_state_per_parameter_byte(const std::string& optimizer) {
+  // Adam and AdamW: the two moments; SGD here has no momentum.
+  return optimizer == "sgd" ? 0 : 2;
+}
+
+void set_prediction(RankMemory& memory, const sim::MemoryPrediction& p) {
+  memory.predicted_peak_bytes = p.peak;
+  memory.predicted = {p.parameters, p.gradients, p.optimizer, p.activations, p.buffers, p.other};
 }
 
 nlohmann::json to_json(const RankMemory& m) {
-  nlohmann::json measured = nlohmann::json::object();
-  for (int k = 0; k < comm::kMemoryCategories; ++k)
-    measured[comm::to_string(static_cast<comm::MemoryCategory>(k))] = m.measured[k];
   return {{"rank", m.rank},
+          {"predicted_peak_bytes", m.predicted_peak_bytes},
+          {"predicted", by_category_json(m.predicted)},
           {"measured_peak_bytes", m.measured_peak_bytes},
-          {"measured", measured},
+          {"measured", by_category_json(m.measured)},
           {"parameter_bytes", m.parameter_bytes},
           {"gradient_bytes", m.gradient_bytes},
           {"optimizer_bytes", m.optimizer_bytes},

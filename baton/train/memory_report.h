@@ -13,6 +13,7 @@
 
 #include "baton/comm/communicator.h"
 #include "baton/comm/memory_counter.h"
+#include "baton/sim/memory_model.h"
 
 namespace baton::train {
 
@@ -38,7 +39,18 @@ struct RankMemory {
   // category at that peak.
   double measured_peak_bytes = 0;
   std::array<double, comm::kMemoryCategories> measured = {};
+  // The activation model's (sim/memory_model.h) peak for a steady-state
+  // step, by the same categories (0 when not predicted).
+  double predicted_peak_bytes = 0;
+  std::array<double, comm::kMemoryCategories> predicted = {};
 };
+
+// What an optimizer keeps per parameter byte, and its step's temporaries
+// beyond that, for an optimizer named as --optimizer names them.
+double optimizer_state_per_parameter_byte(const std::string& optimizer);
+
+// The prediction's figures into `memory`.
+void set_prediction(RankMemory& memory, const sim::MemoryPrediction& prediction);
 
 // This rank's figures: its parameters and their gradients, the optimizer's
 // state, `peak_activation_bytes` and `weight_versions` as the runtime
@@ -55,6 +67,8 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
 // than one weight version, ", weight versions 2" after the parameters; with
 // all-reduces, ", all-reduce 12.30 ms a step (exposed 4.50 ms)" at the end)
 std::string format_memory(const RankMemory& memory);
+// "rank 0: predicted peak 2.40 MB: parameters ..." (empty when not predicted).
+std::string format_predicted_memory(const RankMemory& memory);
 // "rank 0: allocator peak 2.31 MB: parameters 270.34 kB, gradients ..., other
 // 1.00 kB" (empty when the counter measured nothing).
 std::string format_measured_memory(const RankMemory& memory);

@@ -130,6 +130,8 @@ void Progress::finish(double loss, double accuracy, const std::vector<RankMemory
   for (const RankMemory& m : memory) {
     const std::string measured = format_measured_memory(m);
     if (!measured.empty()) std::printf("%s\n", measured.c_str());
+    const std::string predicted = format_predicted_memory(m);
+    if (!predicted.empty()) std::printf("%s\n", predicted.c_str());
   }
   flush_stdout("[train]");
   nlohmann::json final_line{{"final", true}, {"loss", loss}, {"steps", total_}};

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/optim.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "baton/nn/models.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline.h"
+#include "baton/runtime/memory_profile.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/precision.h"
 #include "baton/schedule/generator.h"
@@ -197,6 +199,45 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
   return options;
 }
 
+// The activation model's peak for pipeline rank `pp_rank`'s steady-state
+// step (sim/memory_model.h): the layers measured on one micro-batch of zero
+// inputs with the counting allocator, composed by the schedule's order.
+sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelSpec& model,
+                                          const Pipeline& pipeline, DataSource& data, int pp_rank) {
+  const torch::Tensor inputs = data.zero_inputs(c.batch);
+  const nn::Tensors sample{runtime::split_microbatches(inputs, c.microbatches * c.dp).front()};
+  const sim::ModelMemory measured =
+      runtime::measure_model_memory(model, sample, c.seed, runtime::parse_precision(c.precision));
+  const schedule::Schedule& schedule = pipeline.schedule();
+  const partition::Partition& cut = pipeline.partition();
+  std::vector<sim::StageMemory> stages;
+  for (int s = 0; s < schedule.stages; ++s) {
+    stages.push_back(sim::stage_memory(measured, cut.first_layer(s), cut.end_layer(s),
+                                       s == schedule.stages - 1));
+  }
+  sim::StaticMemory fixed;
+  double largest = 0;
+  for (auto& [name, p] : pipeline.named_parameters()) {
+    fixed.parameters += bytes_of(p);
+    largest = std::max(largest, bytes_of(p));
+  }
+  fixed.gradients = fixed.parameters;
+  double stepped = 0;  // what the optimizer steps (its share under --zero 1)
+  for (const auto& p : pipeline.parameters()) stepped += bytes_of(p);
+  const double per_byte = optimizer_state_per_parameter_byte(c.optimizer);
+  fixed.optimizer = per_byte * stepped;
+  fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
+  const runtime::Recompute recompute = runtime::parse_recompute(c.recompute);
+  std::vector<bool> recomputed(c.microbatches);
+  for (int mb = 0; mb < c.microbatches; ++mb) {
+    recomputed[mb] = recompute == runtime::Recompute::Always ||
+                     (recompute == runtime::Recompute::ExceptLast && mb + 1 < c.microbatches);
+  }
+  // Adam's step makes temporaries the size of the parameter it updates.
+  return sim::predict_rank_memory(schedule, pp_rank, stages, fixed, recomputed,
+                                  per_byte > 0 ? 2 * largest : largest);
+}
+
 }  // namespace
 
 nn::ModelSpec model_spec(const TrainConfig& c) {
@@ -329,6 +370,8 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   // and saved, the resumed ones included (S = the step resumed from).
   constexpr const char* kKillHook = "BATON_TEST_KILL_AT_STEP";
   kill_if_hooked(kKillHook, ctx.rank, first);
+  // Before the steps: measuring moves the allocator's peak, reset at the third.
+  const sim::MemoryPrediction predicted = predict_rank_memory(c, model, pipeline, *data, here.pp);
   Progress progress(c, total, leader, first);
   const SaveOptions saving = save_options(c);
 
@@ -418,6 +461,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   for (auto& [name, p] : pipeline.named_parameters()) held.push_back(p);
   RankMemory local =
       measure_memory(ctx.rank, held, *optimizer, peak_activation_bytes, weight_versions);
+  set_prediction(local, predicted);
   local.reduction_ms = median(reduction_ms);
   local.exposed_reduction_ms = median(exposed_reduction_ms);
   const std::vector<RankMemory> memory = gather_memory(comm, local);

@@ -1,0 +1,139 @@
+#include "baton/runtime/memory_profile.h"
+
+#include <torch/autograd.h>
+
+#include <functional>
+
+#include "baton/comm/memory_counter.h"
+
+namespace baton::runtime {
+namespace {
+
+using Call = std::function<nn::Tensors(const nn::Tensors&)>;
+using NodePtr = decltype(torch::autograd::Edge::function);
+
+double held() { return static_cast<double>(comm::memory_figures().current_bytes); }
+double peak() { return static_cast<double>(comm::memory_figures().peak_bytes); }
+
+// Copies of `x` made now, recorded from leaves for the floating-point ones,
+// so that dropping them frees them unless a graph saved them.
+struct Fresh {
+  nn::Tensors leaves;
+  nn::Tensors values;
+};
+
+Fresh fresh(const nn::Tensors& x) {
+  Fresh in;
+  for (const auto& t : x) {
+    if (t.defined() && t.is_floating_point()) {
+      in.leaves.push_back(t.detach().requires_grad_(true));
+      in.values.push_back(in.leaves.back().clone());
+    } else {
+      in.values.push_back(t.defined() ? t.clone() : t);
+    }
+  }
+  return in;
+}
+
+void run_backward(const nn::Tensors& out) {
+  std::vector<torch::Tensor> roots, seeds;
+  for (const auto& y : out) {
+    if (y.defined() && y.requires_grad()) {
+      roots.push_back(y);
+      seeds.push_back(torch::ones_like(y));
+    }
+  }
+  if (!roots.empty()) torch::autograd::backward(roots, seeds);
+}
+
+// One call on `x`: what its graph keeps, its temporaries, and its backward's.
+sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision precision) {
+  const auto under_autocast = [&](const nn::Tensors& input) {
+    AutocastScope autocast(precision, torch::kCPU);
+    return call(input);
+  };
+  {  // Warm-up: the parameters' gradients and any lazily made state exist after it.
+    Fresh in = fresh(x);
+    run_backward(under_autocast(in.values));
+  }
+  sim::LayerMemory m;
+  m.input_bytes = nn::bytes_of(x);
+  {
+    const double base = held();
+    Fresh in = fresh(x);
+    comm::reset_memory_peak();
+    nn::Tensors out = under_autocast(in.values);
+    const double after = held();
+    m.forward_extra = std::max(0.0, peak() - after);
+    m.output_bytes = nn::bytes_of(out);
+    std::vector<NodePtr> graph;
+    for (const auto& y : out) {
+      if (y.defined() && y.grad_fn()) graph.push_back(y.grad_fn());
+    }
+    in.values.clear();
+    const double without_input = held();
+    m.keeps_input = m.input_bytes > 0 && after - without_input < m.input_bytes / 2;
+    out.clear();
+    const double graph_only = held();
+    m.keeps_output = m.output_bytes > 0 && without_input - graph_only < m.output_bytes / 2;
+    // The leaves (views of x, allocated before `base`) stay out of the count.
+    m.graph_bytes = std::max(0.0, graph_only - base);
+  }
+  {
+    Fresh in = fresh(x);
+    nn::Tensors out = under_autocast(in.values);
+    std::vector<torch::Tensor> roots, seeds;
+    for (const auto& y : out) {
+      if (y.defined() && y.requires_grad()) {
+        roots.push_back(y);
+        seeds.push_back(torch::ones_like(y));
+      }
+    }
+    const double before = held();
+    comm::reset_memory_peak();
+    if (!roots.empty()) torch::autograd::backward(roots, seeds);
+    m.backward_extra = std::max(0.0, peak() - before);
+  }
+  return m;
+}
+
+}  // namespace
+
+sim::ModelMemory measure_model_memory(const nn::ModelSpec& model, const nn::Tensors& sample,
+                                      uint64_t seed, Precision precision) {
+  comm::install_memory_counter();
+  sim::ModelMemory memory;
+  memory.microbatch = sample.empty() || !sample.front().defined() || sample.front().dim() == 0
+                          ? 1
+                          : static_cast<double>(sample.front().size(0));
+  nn::SkipFrame skips(/*keep=*/true);  // each layer runs several times
+  nn::Tensors x = sample;
+  nn::LayerSlot previous;
+  for (int i = 0; i < model.num_layers(); ++i) {
+    nn::LayerSlot layer{nn::build_layer(model, i, seed), i, model.layers[i].name};
+    const nn::LayerSlot* before = i > 0 ? &previous : nullptr;
+    const Call call = [&](const nn::Tensors& input) {
+      return nn::call_layer(layer, input, before);
+    };
+    memory.layers.push_back(measure_call(call, x, precision));
+    {
+      torch::NoGradGuard no_grad;
+      AutocastScope autocast(precision, torch::kCPU);
+      x = call(x);
+    }
+    previous = nn::LayerSlot{{}, layer.index, layer.name};
+  }
+  // The loss in fp32, as the executor computes it, on zero class ids.
+  if (model.loss && x.size() == 1 && x.front().defined() && x.front().dim() >= 1) {
+    torch::Tensor y = x.front().to(torch::kFloat);
+    std::vector<int64_t> shape(y.sizes().begin(), y.sizes().end() - 1);
+    const torch::Tensor target = torch::zeros(shape, torch::kLong);
+    const Call loss = [&](const nn::Tensors& input) {
+      return nn::Tensors{model.loss(input.front(), target)};
+    };
+    memory.loss = measure_call(loss, {y}, Precision::Fp32);
+  }
+  return memory;
+}
+
+}  // namespace baton::runtime

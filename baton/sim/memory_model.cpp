@@ -1,0 +1,205 @@
+#include "baton/sim/memory_model.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "baton/core/error.h"
+
+namespace baton::sim {
+
+StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last) {
+  BATON_CHECK(0 <= first && first < end && end <= static_cast<int>(model.layers.size()),
+              "[sim.memory] layers ", first, "..", end - 1, " but the model has ",
+              model.layers.size());
+  StageMemory s;
+  const LayerMemory& in = model.layers[first];
+  const LayerMemory& out = model.layers[end - 1];
+  s.input_bytes = in.input_bytes;
+  s.output_bytes = last ? 0 : out.output_bytes;
+  double peak_forward = 0, peak_backward = 0;
+  for (int i = first; i < end; ++i) {
+    const LayerMemory& l = model.layers[i];
+    // The forward's temporaries come on top of what the layers before kept.
+    peak_forward = std::max(peak_forward, s.stash + l.output_bytes + l.forward_extra);
+    s.stash += l.graph_bytes;
+    // A boundary inside the stage saved by both layers is one tensor.
+    if (i + 1 < end && l.keeps_output && model.layers[i + 1].keeps_input) s.stash -= l.output_bytes;
+    // A boundary saved by neither is freed once the next layer has run.
+    peak_backward = std::max(peak_backward, l.backward_extra);
+  }
+  // The input is held outside the stash (a received buffer, the data, the
+  // previous stage's output).
+  if (in.keeps_input) s.stash -= in.input_bytes;
+  if (last) {
+    // The loss's graph; the last layer's output lives on only if one of them saved it.
+    s.stash += model.loss.graph_bytes;
+    if (out.keeps_output && model.loss.keeps_input) s.stash -= out.output_bytes;
+    peak_backward = std::max(peak_backward, model.loss.backward_extra);
+    peak_forward = std::max(peak_forward, s.stash + model.loss.forward_extra);
+  } else if (!out.keeps_output) {
+    s.stash += out.output_bytes;  // the executor holds the output until the B
+  }
+  s.forward_extra = std::max(0.0, peak_forward - s.stash);
+  s.backward_extra = peak_backward;
+  return s;
+}
+
+namespace {
+
+using schedule::Action;
+using schedule::ActionKind;
+
+class Walk {
+ public:
+  Walk(const std::vector<StageMemory>& stages, const StaticMemory& fixed)
+      : stages_(stages), fixed_(fixed) {
+    held_.parameters = fixed.parameters;
+    held_.gradients = fixed.gradients_freed ? 0 : fixed.gradients;
+    held_.optimizer = fixed.optimizer;
+    held_.other = fixed.other;
+  }
+
+  const StageMemory& stage(int s) const {
+    BATON_CHECK(s >= 0 && s < static_cast<int>(stages_.size()), "[sim.memory] stage ", s,
+                " has no memory figures");
+    return stages_[s];
+  }
+
+  // Receives are posted at the step's start: their buffers exist from then
+  // until the step ends (their handles hold them).
+  void post(const Action& a) {
+    held_.buffers +=
+        a.kind == ActionKind::RECV_F ? stage(a.stage).input_bytes : stage(a.stage).output_bytes;
+  }
+
+  void forward(const Action& a, bool recomputed) {
+    const StageMemory& s = stage(a.stage);
+    const double kept = recomputed ? s.output_bytes : s.stash;
+    MemoryPrediction extra;
+    extra.activations = kept + s.forward_extra;
+    consider(extra);
+    held_.activations += kept;
+    stash_[{a.stage, a.microbatch}] = kept;
+  }
+
+  void backward(const Action& a, bool recomputed, bool ends) {
+    const StageMemory& s = stage(a.stage);
+    // Gradients freed between steps come back whole at the rank's first B
+    // (its stages' first B's, at most a few actions apart).
+    if (fixed_.gradients_freed && !gradients_back_) {
+      held_.gradients += fixed_.gradients;
+      gradients_back_ = true;
+    }
+    // A recomputed micro-batch runs its F again first: its stash exists for the B.
+    const double again = recomputed && a.kind != ActionKind::W ? s.stash - s.output_bytes : 0;
+    if (a.kind != ActionKind::W) {
+      MemoryPrediction extra;
+      extra.activations = again;
+      extra.gradients = s.backward_extra;
+      consider(extra);
+    }
+    if (!ends) return;
+    auto kept = stash_.find({a.stage, a.microbatch});
+    if (kept != stash_.end()) {
+      // A sent output stays held by its send until the step ends.
+      const bool sent = sent_.count({a.stage, a.microbatch}) > 0;
+      held_.activations -= kept->second - (sent ? std::min(kept->second, s.output_bytes) : 0);
+      stash_.erase(kept);
+    }
+    // The gradient this B takes: from the next stage on this rank, freed now.
+    auto taken = handed_.find({a.stage + 1, a.microbatch});
+    if (taken != handed_.end()) {
+      held_.gradients -= taken->second;
+      handed_.erase(taken);
+    }
+    // The input's gradient: sent (held by its send until the step ends) or
+    // handed to the stage before on this rank.
+    if (a.stage > 0) {
+      held_.gradients += s.input_bytes;
+      handed_[{a.stage, a.microbatch}] = s.input_bytes;
+    }
+  }
+
+  void send(const Action& a) {
+    if (a.kind == ActionKind::SEND_F) sent_.insert({a.stage, a.microbatch});
+    if (a.kind == ActionKind::SEND_B) handed_.erase({a.stage, a.microbatch});  // kept to the end
+  }
+
+  void optimizer_step(double extra) {
+    MemoryPrediction temporaries;
+    temporaries.optimizer = extra;
+    consider(temporaries);
+  }
+
+  MemoryPrediction peak() const { return peak_; }
+
+
+ private:
+  // What is held now plus `extra`: a new peak?
+  void consider(const MemoryPrediction& extra) {
+    MemoryPrediction now = held_;
+    now.parameters += extra.parameters;
+    now.gradients += extra.gradients;
+    now.optimizer += extra.optimizer;
+    now.activations += extra.activations;
+    now.buffers += extra.buffers;
+    now.other += extra.other;
+    now.peak = now.parameters + now.gradients + now.optimizer + now.activations + now.buffers +
+               now.other;
+    if (now.peak > peak_.peak) peak_ = now;
+  }
+
+  const std::vector<StageMemory>& stages_;
+  StaticMemory fixed_;
+  MemoryPrediction held_, peak_;
+  std::map<std::pair<int, int>, double> stash_, handed_;
+  std::set<std::pair<int, int>> sent_;
+  bool gradients_back_ = false;
+};
+
+}  // namespace
+
+MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int rank,
+                                     const std::vector<StageMemory>& stages,
+                                     const StaticMemory& fixed,
+                                     const std::vector<bool>& recomputed,
+                                     double optimizer_extra) {
+  BATON_CHECK(rank >= 0 && rank < schedule.ranks, "[sim.memory] rank ", rank,
+              " is not in a schedule of ", schedule.ranks);
+  const auto& actions = schedule.actions[rank];
+  Walk walk(stages, fixed);
+  const bool split = schedule.splits_backward();
+  auto again = [&](int mb) {
+    return mb >= 0 && mb < static_cast<int>(recomputed.size()) && recomputed[mb];
+  };
+  for (const Action& a : actions) {
+    if ((a.kind == ActionKind::RECV_F || a.kind == ActionKind::RECV_B) && a.skip < 0) walk.post(a);
+  }
+  for (const Action& a : actions) {
+    switch (a.kind) {
+      case ActionKind::F:
+        walk.forward(a, again(a.microbatch));
+        break;
+      case ActionKind::B:
+        walk.backward(a, again(a.microbatch), /*ends=*/true);
+        break;
+      case ActionKind::I:
+        walk.backward(a, again(a.microbatch), /*ends=*/!split);
+        break;
+      case ActionKind::W:
+        walk.backward(a, false, /*ends=*/true);
+        break;
+      case ActionKind::SEND_F:
+      case ActionKind::SEND_B:
+        if (a.skip < 0) walk.send(a);
+        break;
+      default:
+        break;
+    }
+  }
+  walk.optimizer_step(optimizer_extra);
+  return walk.peak();
+}
+
+}  // namespace baton::sim

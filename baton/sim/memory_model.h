@@ -1,0 +1,78 @@
+// The activation model: what a rank holds at each action of its step, and
+// its peak, from per-layer bytes measured by the counting allocator
+// (runtime/memory_profile.h) and the schedule's order. Torch-free.
+//
+// A stage's micro-batch keeps, from its F until its B, the tensors its
+// layers' graphs save (each boundary inside the stage once), the stage's
+// output (the executor holds it until the B), and on the last stage what
+// the loss saves. Its input is held anyway (a received buffer, the data, or
+// the previous stage's output), so it is not counted again. A B adds, for a
+// moment, its backward's temporaries (the input gradients of the layer in
+// flight) and leaves the input gradient to send.
+#pragma once
+
+#include <vector>
+
+#include "baton/schedule/schedule.h"
+
+namespace baton::sim {
+
+// One layer on one micro-batch, in bytes.
+struct LayerMemory {
+  double graph_bytes = 0;     // what its recorded graph holds once input and output are dropped
+  bool keeps_input = false;   // the graph saved the input (it is in graph_bytes)
+  bool keeps_output = false;  // the graph saved the output (it is in graph_bytes)
+  double input_bytes = 0;
+  double output_bytes = 0;
+  double forward_extra = 0;   // most bytes above the forward's end during it (temporaries)
+  double backward_extra = 0;  // most bytes above the backward's start during it
+};
+
+struct ModelMemory {
+  std::vector<LayerMemory> layers;
+  LayerMemory loss;  // the loss on the last layer's output (its input: that output)
+  double microbatch = 1;
+};
+
+// One stage's micro-batch, in bytes.
+struct StageMemory {
+  double stash = 0;           // held from the F's end until the B
+  double forward_extra = 0;   // most beyond the stash during the F
+  double backward_extra = 0;  // most beyond what is held at the B's start during it
+  double input_bytes = 0;     // its input (a received message when the stage before is elsewhere)
+  double output_bytes = 0;    // its output (a sent message; the gradient received for it)
+};
+
+// Layers [first, end) as one stage; `last`: the stage computes the loss.
+StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last);
+
+// What a rank holds besides its steps' activations and messages.
+struct StaticMemory {
+  double parameters = 0;
+  double gradients = 0;  // the parameters' gradients
+  double optimizer = 0;
+  double other = 0;  // the data batch and whatever else lives outside a step
+  // The gradients are freed between steps (LibTorch 2.x's zero_grad sets
+  // them to none) and come back at each stage's first B.
+  bool gradients_freed = false;
+};
+
+// A rank's peak, by the allocator's categories (comm/memory_counter.h).
+struct MemoryPrediction {
+  double peak = 0;
+  double parameters = 0, gradients = 0, optimizer = 0, activations = 0, buffers = 0, other = 0;
+};
+
+// Walks `schedule`'s actions of `rank` (lowered: with its sends and
+// receives), `stages[s]` for each stage it runs. `recomputed(mb)`: whether
+// micro-batch mb's F keeps nothing and its B runs the F again. The peak is
+// the most held at any action: during an F or B with its temporaries, or at
+// the optimizer's step (`optimizer_extra` beyond the static bytes, e.g.
+// Adam's temporaries).
+MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int rank,
+                                     const std::vector<StageMemory>& stages,
+                                     const StaticMemory& fixed,
+                                     const std::vector<bool>& recomputed,
+                                     double optimizer_extra = 0);
+
+}  // namespace baton::sim

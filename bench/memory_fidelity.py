@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Issue 32's memory fidelity sweep: for each configuration, every rank's
+predicted peak bytes (the activation model, sim/memory_model.h, from layers
+measured by the counting allocator) against the counting allocator's measured
+peak over steps 3 onwards, from the final `memory` line of --metrics.
+
+    python3 bench/memory_fidelity.py [--baton build/baton] [--quick]
+
+Prints one row per configuration and rank: predicted, measured, ratio; and
+the worst |ratio - 1| at the end (target: within 5%)."""
+import argparse, json, os, subprocess, sys, tempfile
+
+MODELS = {
+    "mlp": ["--model", "mlp", "--hidden", "256", "--layers", "8", "--batch", "64"],
+    "cnn": ["--model", "cnn", "--batch", "64"],
+    "gpt": ["--model", "gpt", "--layers", "4", "--hidden", "128", "--heads", "4",
+            "--context", "128", "--batch", "32"],
+    "llama": ["--model", "llama", "--layers", "4", "--hidden", "128", "--heads", "4",
+              "--context", "128", "--batch", "32"],
+    "resnet": ["--model", "resnet", "--batch", "32"],
+}
+SCHEDULES = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-v", "v-min", "dualpipev", "2bw"]
+
+
+def run(baton, args, metrics):
+    cmd = [baton, "train"] + args + ["--steps", "4", "--threads", "1", "--metrics", metrics,
+                                     "--log-every", "100"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        return None, (p.stdout + p.stderr).strip().splitlines()[-1:]
+    with open(metrics) as f:
+        final = [json.loads(l) for l in f if '"final"' in l][-1]
+    return final["memory"], None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baton", default="build/baton")
+    ap.add_argument("--quick", action="store_true", help="gpt and mlp, four schedules, p = 2")
+    ap.add_argument("--models", nargs="*", default=None)
+    ap.add_argument("--schedules", nargs="*", default=None)
+    a = ap.parse_args()
+    models = a.models or (["mlp", "gpt"] if a.quick else list(MODELS))
+    schedules = a.schedules or (["gpipe", "1f1b", "interleaved", "zb-h1"] if a.quick
+                                else SCHEDULES)
+    grid = []
+    for model in models:
+        for sched in schedules:
+            for pp in ([2] if a.quick else [2, 4]):
+                for recompute in (["never"] if a.quick else ["never", "always"]):
+                    for precision in (["fp32"] if a.quick else ["fp32", "bf16"]):
+                        grid.append((model, sched, pp, recompute, precision, 1))
+    if not a.quick:
+        grid.append(("gpt", "1f1b", 2, "never", "fp32", 2))  # dp 2, ZeRO-1
+    worst = 0
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    print("| model | schedule | pp | recompute | precision | dp | rank | predicted MB | "
+          "measured MB | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, sched, pp, recompute, precision, dp in grid:
+            args = MODELS[model] + ["--schedule", sched, "--pp", str(pp), "--microbatches",
+                                    "8", "--recompute", recompute, "--precision", precision,
+                                    "--nproc", str(pp * dp)]
+            if dp > 1:
+                args += ["--dp", str(dp), "--zero", "1"]
+            memory, error = run(a.baton, args, os.path.join(tmp, "m.jsonl"))
+            if memory is None:
+                print(f"| {model} | {sched} | {pp} | {recompute} | {precision} | {dp} | - | "
+                      f"refused: {error[0][:80] if error else '?'} | | |")
+                continue
+            for m in memory:
+                p, q = m["predicted_peak_bytes"], m["measured_peak_bytes"]
+                ratio = p / q if q > 0 else float("nan")
+                worst = max(worst, abs(ratio - 1))
+                print(f"| {model} | {sched} | {pp} | {recompute} | {precision} | {dp} | "
+                      f"{m['rank']} | {p / 1e6:.2f} | {q / 1e6:.2f} | {ratio:.3f} |",
+                      flush=True)
+    print(f"worst |predicted / measured - 1|: {worst:.3f} (target 0.05); "
+          f"load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

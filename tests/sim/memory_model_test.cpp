@@ -1,0 +1,94 @@
+// The activation model (sim/memory_model.h) against hand counts: a stage's
+// stash from its layers' measured graphs, and a rank's peak walked through
+// 1F1B and GPipe orders with sends held to the step's end.
+#include <gtest/gtest.h>
+
+#include "baton/schedule/text_format.h"
+#include "baton/sim/memory_model.h"
+
+namespace baton::sim {
+namespace {
+
+LayerMemory layer(double graph, bool keeps_in, bool keeps_out, double in, double out,
+                  double backward_extra = 0) {
+  LayerMemory l;
+  l.graph_bytes = graph;
+  l.keeps_input = keeps_in;
+  l.keeps_output = keeps_out;
+  l.input_bytes = in;
+  l.output_bytes = out;
+  l.backward_extra = backward_extra;
+  return l;
+}
+
+TEST(MemoryModel, AStageCountsEachSavedBoundaryOnceAndItsOutputUntilTheBackward) {
+  ModelMemory m;
+  // Layer 0 saves its input (4) and output (8); layer 1 saves its input (the
+  // same 8) and an intermediate of 16; layer 2 saves nothing of its own.
+  m.layers = {layer(4 + 8, true, true, 4, 8), layer(8 + 16, true, false, 8, 2, 5),
+              layer(0, false, false, 2, 3, 7)};
+  m.loss = layer(6, false, false, 3, 1, 9);
+  const StageMemory first = stage_memory(m, 0, 2, /*last=*/false);
+  // 12 + 24 - 8 (the boundary both saved) - 4 (the input, held outside) + 2 (the output).
+  EXPECT_DOUBLE_EQ(first.stash, 26);
+  EXPECT_DOUBLE_EQ(first.input_bytes, 4);
+  EXPECT_DOUBLE_EQ(first.output_bytes, 2);
+  EXPECT_DOUBLE_EQ(first.backward_extra, 5);
+  const StageMemory last = stage_memory(m, 2, 3, /*last=*/true);
+  // Nothing of layer 2's; the loss's 6; no output held (the loss is a scalar).
+  EXPECT_DOUBLE_EQ(last.stash, 6);
+  EXPECT_DOUBLE_EQ(last.output_bytes, 0);
+  EXPECT_DOUBLE_EQ(last.backward_extra, 9);
+}
+
+TEST(MemoryModel, OneFOneBHoldsPStashesAndTheSentOutputsUntilTheStepEnds) {
+  const schedule::Schedule s = schedule::parse_schedule(
+      "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0F2 0SEND_F2 0RECV_B1 0B1 0RECV_B2 0B2\n"
+      "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1RECV_F2 1F2 1B2 1SEND_B2\n");
+  StageMemory s0, s1;
+  s0.stash = 100, s0.output_bytes = 10, s0.input_bytes = 0, s0.backward_extra = 5;
+  s1.stash = 50, s1.input_bytes = 10, s1.backward_extra = 20;
+  StaticMemory fixed;
+  fixed.parameters = 1000, fixed.gradients = 1000, fixed.optimizer = 2000;
+  const std::vector<bool> none(3, false);
+  // Rank 0: 3 gradient buffers of 10 posted at the start and held to the
+  // end. At B1: the stashes of micro-batches 1 and 2 (200), micro-batch 0's
+  // sent output (10), the buffers (30), the B's 5.
+  const MemoryPrediction r0 = predict_rank_memory(s, 0, {s0, s1}, fixed, none);
+  EXPECT_DOUBLE_EQ(r0.activations, 210);
+  EXPECT_DOUBLE_EQ(r0.buffers, 30);
+  EXPECT_DOUBLE_EQ(r0.gradients, 1005);
+  EXPECT_DOUBLE_EQ(r0.peak, 1000 + 1005 + 2000 + 210 + 30);
+  // Rank 1: one stash at a time; at B2: two sent input gradients of 10 and
+  // the B's 20.
+  const MemoryPrediction r1 = predict_rank_memory(s, 1, {s0, s1}, fixed, none);
+  EXPECT_DOUBLE_EQ(r1.activations, 50);
+  EXPECT_DOUBLE_EQ(r1.gradients, 1000 + 20 + 20);
+  EXPECT_DOUBLE_EQ(r1.buffers, 30);
+  // Recomputed micro-batches keep only the output; the B rebuilds the rest
+  // (90) for a moment. At B1: outputs of micro-batches 0-2 (30).
+  const std::vector<bool> all(3, true);
+  const MemoryPrediction again = predict_rank_memory(s, 0, {s0, s1}, fixed, all);
+  EXPECT_DOUBLE_EQ(again.activations, 30 + 90);
+  EXPECT_DOUBLE_EQ(again.peak, 1000 + 1005 + 2000 + 120 + 30);
+}
+
+TEST(MemoryModel, GradientsFreedBetweenStepsComeBackAtTheFirstBackward) {
+  const schedule::Schedule s = schedule::parse_schedule("0F0 0F1 0B0 0B1\n");
+  StageMemory only;
+  only.stash = 300;
+  only.forward_extra = 500;
+  StaticMemory fixed;
+  fixed.parameters = 100, fixed.gradients = 100;
+  fixed.gradients_freed = true;
+  // The peak is F1's temporaries on two stashes, before any gradient exists
+  // (the B's 100 + 100 + 600 is less).
+  const MemoryPrediction p = predict_rank_memory(s, 0, {only}, fixed, {false, false});
+  EXPECT_DOUBLE_EQ(p.peak, 100 + 600 + 500);
+  EXPECT_DOUBLE_EQ(p.gradients, 0);
+  fixed.gradients_freed = false;
+  EXPECT_DOUBLE_EQ(predict_rank_memory(s, 0, {only}, fixed, {false, false}).peak, 1300);
+}
+
+}  // namespace
+}  // namespace baton::sim
