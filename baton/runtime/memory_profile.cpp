@@ -12,8 +12,12 @@ namespace {
 using Call = std::function<nn::Tensors(const nn::Tensors&)>;
 using NodePtr = decltype(torch::autograd::Edge::function);
 
-double held() { return static_cast<double>(comm::memory_figures().current_bytes); }
-double peak() { return static_cast<double>(comm::memory_figures().peak_bytes); }
+double held() {
+  return static_cast<double>(comm::memory_figures().current_bytes);
+}
+double peak() {
+  return static_cast<double>(comm::memory_figures().peak_bytes);
+}
 
 // Copies of `x` made now, recorded from leaves for the floating-point ones,
 // so that dropping them frees them unless a graph saved them.

@@ -134,7 +134,6 @@ class Walk {
 
   MemoryPrediction peak() const { return peak_; }
 
-
  private:
   // What is held now plus `extra`: a new peak?
   void consider(const MemoryPrediction& extra) {
@@ -145,8 +144,8 @@ class Walk {
     now.activations += extra.activations;
     now.buffers += extra.buffers;
     now.other += extra.other;
-    now.peak = now.parameters + now.gradients + now.optimizer + now.activations + now.buffers +
-               now.other;
+    now.peak =
+        now.parameters + now.gradients + now.optimizer + now.activations + now.buffers + now.other;
     if (now.peak > peak_.peak) peak_ = now;
   }
 
@@ -162,8 +161,7 @@ class Walk {
 
 MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int rank,
                                      const std::vector<StageMemory>& stages,
-                                     const StaticMemory& fixed,
-                                     const std::vector<bool>& recomputed,
+                                     const StaticMemory& fixed, const std::vector<bool>& recomputed,
                                      double optimizer_extra) {
   BATON_CHECK(rank >= 0 && rank < schedule.ranks, "[sim.memory] rank ", rank,
               " is not in a schedule of ", schedule.ranks);

@@ -71,8 +71,7 @@ struct MemoryPrediction {
 // Adam's temporaries).
 MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int rank,
                                      const std::vector<StageMemory>& stages,
-                                     const StaticMemory& fixed,
-                                     const std::vector<bool>& recomputed,
+                                     const StaticMemory& fixed, const std::vector<bool>& recomputed,
                                      double optimizer_extra = 0);
 
 }  // namespace baton::sim

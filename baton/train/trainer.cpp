@@ -204,6 +204,9 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
 // inputs with the counting allocator, composed by the schedule's order.
 sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelSpec& model,
                                           const Pipeline& pipeline, DataSource& data, int pp_rank) {
+  // What lives outside the steps (the data this rank reads), held now.
+  const double other = static_cast<double>(
+      comm::memory_figures().current[static_cast<int>(comm::MemoryCategory::kOther)]);
   const torch::Tensor inputs = data.zero_inputs(c.batch);
   const nn::Tensors sample{runtime::split_microbatches(inputs, c.microbatches * c.dp).front()};
   const sim::ModelMemory measured =
@@ -222,6 +225,7 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
     largest = std::max(largest, bytes_of(p));
   }
   fixed.gradients = fixed.parameters;
+  fixed.other = other;
   double stepped = 0;  // what the optimizer steps (its share under --zero 1)
   for (const auto& p : pipeline.parameters()) stepped += bytes_of(p);
   const double per_byte = optimizer_state_per_parameter_byte(c.optimizer);
@@ -233,9 +237,9 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
     recomputed[mb] = recompute == runtime::Recompute::Always ||
                      (recompute == runtime::Recompute::ExceptLast && mb + 1 < c.microbatches);
   }
-  // Adam's step makes temporaries the size of the parameter it updates.
+  // Adam's step makes a temporary the size of the parameter it updates.
   return sim::predict_rank_memory(schedule, pp_rank, stages, fixed, recomputed,
-                                  per_byte > 0 ? 2 * largest : largest);
+                                  per_byte > 0 ? largest : 0);
 }
 
 }  // namespace
