@@ -375,7 +375,20 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   constexpr const char* kKillHook = "BATON_TEST_KILL_AT_STEP";
   kill_if_hooked(kKillHook, ctx.rank, first);
   // Before the steps: measuring moves the allocator's peak, reset at the third.
-  const sim::MemoryPrediction predicted = predict_rank_memory(c, model, pipeline, *data, here.pp);
+  // Not under tp (the layers measured would be whole, the rank holds a
+  // share) nor on a device (the counter counts the CPU's allocator).
+  sim::MemoryPrediction predicted;
+  if (c.tp == 1 && c.device == "cpu") {
+    try {
+      predicted = predict_rank_memory(c, model, pipeline, *data, here.pp);
+    } catch (const std::exception& e) {
+      // A prediction that fails costs the report its line, not the run. Each
+      // rank measures every layer (one at a time), so rank 0 says why for all.
+      if (leader)
+        std::fprintf(stderr, "baton train: warning: rank %d: no memory prediction: %s\n", ctx.rank,
+                     std::string(e.what()).substr(0, std::string(e.what()).find('\n')).c_str());
+    }
+  }
   Progress progress(c, total, leader, first);
   const SaveOptions saving = save_options(c);
 
