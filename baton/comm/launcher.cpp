@@ -274,7 +274,16 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
         first_failed = r;
         result = exit_code(rank.status);
       }
-      if (!waited) {
+      if (!waited && WIFEXITED(rank.status) && WEXITSTATUS(rank.status) == 2) {
+        // Bad input the rank found and said (exit 2, as check_setup's): the
+        // others find it too. No line of ours; they get the grace period to
+        // say it and exit, so the job prints the one line of rank 0.
+        if (first_failed != r) result = 2;
+        outcome.failed_rank = r;
+        outcome.cause = ::baton::detail::concat("rank ", r, " refused its input");
+        kill_at = Clock::now() + options.grace_period;
+        blame_at.reset();
+      } else if (!waited) {
         // A crash or an error of its own: this rank is the cause.
         if (first_failed != r) result = exit_code(rank.status);
         outcome.failed_rank = r;

@@ -99,6 +99,13 @@ const std::map<std::string, std::function<void(const toml::node&, TrainConfig&)>
       {"bucket_mb", field(&TrainConfig::bucket_mb, "bucket_mb")},
       {"overlap_grad_reduce", field(&TrainConfig::overlap_grad_reduce, "overlap_grad_reduce")},
       {"precision", field(&TrainConfig::precision, "precision")},
+      {"max_memory_gb",
+       [](const toml::node& node, TrainConfig& config) {
+         field(&TrainConfig::max_memory_gb, "max_memory_gb")(node, config);
+         BATON_CHECK(std::isfinite(config.max_memory_gb) && config.max_memory_gb > 0,
+                     "key \"max_memory_gb\" must be a finite number of GB above 0, got ",
+                     config.max_memory_gb, " (leave it out for no cap)");
+       }},
       {"clip_grad_norm",
        [](const toml::node& node, TrainConfig& config) {
          field(&TrainConfig::clip_grad_norm, "clip_grad_norm")(node, config);
@@ -284,6 +291,13 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(std::isfinite(c.clip_grad_norm) && c.clip_grad_norm >= 0,
               "[train.config] clip-grad-norm must be a finite norm above 0, got ",
               c.clip_grad_norm);
+  BATON_CHECK(std::isfinite(c.max_memory_gb) && c.max_memory_gb >= 0,
+              "[train.config] max-memory-gb must be a finite number of GB above 0, got ",
+              c.max_memory_gb);
+  BATON_CHECK(c.max_memory_gb == 0 || (c.tp == 1 && c.device == "cpu"),
+              "[train.config] --max-memory-gb caps the activation model's prediction, made on "
+              "the CPU without tensor parallelism; leave it out with --tp ",
+              c.tp, " --device ", printable(c.device));
   BATON_CHECK(c.pipemare_warmup >= 0,
               "[train.config] pipemare-warmup must be a number of steps, at least 0 (0: no "
               "warm-up), got ",

@@ -59,6 +59,9 @@ struct TrainConfig {
   int dp = 1;                       // replicas of the pipeline; batch is the global batch over them
   double bucket_mb = 25;            // dp gradient buckets, MiB (DDP's bucket_cap_mb)
   bool overlap_grad_reduce = true;  // REDUCE_GRAD right after each bucket's last backward
+  // Refuse a layout whose predicted peak on any rank (the activation model,
+  // sim/memory_model.h) exceeds this many GB (1e9 bytes); 0: no cap.
+  double max_memory_gb = 0;
   // Global-norm gradient clipping (PipelineOptions::clip_grad_norm); 0: off.
   // The flag and the TOML key take a finite norm above 0 only.
   double clip_grad_norm = 0;

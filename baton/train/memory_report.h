@@ -49,6 +49,13 @@ struct RankMemory {
 // beyond that, for an optimizer named as --optimizer names them.
 double optimizer_state_per_parameter_byte(const std::string& optimizer);
 
+// --max-memory-gb, collective: every rank's predicted peak against `cap_bytes`.
+// Throws RefusedBeforeFirstStep (train/trainer.h), on every rank, when a rank's
+// parameters alone or its predicted peak exceed it; rank 0's names the first
+// such rank, its bytes and its largest part, the others' are empty.
+void check_memory_cap(comm::Communicator& comm, int rank, const sim::MemoryPrediction& predicted,
+                      double cap_gb);
+
 // The prediction's figures into `memory`.
 void set_prediction(RankMemory& memory, const sim::MemoryPrediction& prediction);
 

@@ -382,6 +382,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     try {
       predicted = predict_rank_memory(c, model, pipeline, *data, here.pp);
     } catch (const std::exception& e) {
+      if (c.max_memory_gb > 0) throw;  // the cap cannot be checked without it
       // A prediction that fails costs the report its line, not the run. Each
       // rank measures every layer (one at a time), so rank 0 says why for all.
       if (leader)
@@ -389,6 +390,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
                      std::string(e.what()).substr(0, std::string(e.what()).find('\n')).c_str());
     }
   }
+  if (c.max_memory_gb > 0) check_memory_cap(comm, ctx.rank, predicted, c.max_memory_gb);
   Progress progress(c, total, leader, first);
   const SaveOptions saving = save_options(c);
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "baton/comm/rank_env.h"
+#include "baton/core/error.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/train/config.h"
 
@@ -30,5 +31,14 @@ nn::ModelSpec model_spec(const TrainConfig& config);
 // metrics, trace and SVG. Throws baton::Error for bad input and for failures
 // of peers (naming the rank, stage and action that waited).
 void train(const TrainConfig& config, const comm::RankEnv& env);
+
+// Bad input a rank finds before its first step that no check before the ranks
+// could (a layout predicted above --max-memory-gb): the rank exits 2, as for
+// check_setup's, and no launcher restarts it. Rank 0 carries the message;
+// the others an empty one.
+class RefusedBeforeFirstStep : public Error {
+ public:
+  using Error::Error;
+};
 
 }  // namespace baton::train

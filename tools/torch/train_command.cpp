@@ -111,6 +111,18 @@ const CLI::Validator kPositiveNorm(
     },
     "NORM");
 
+// A finite number of GB above 0 (--max-memory-gb).
+const CLI::Validator kPositiveGb(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      errno = 0;
+      const double value = std::strtod(text.c_str(), &end);
+      const bool number = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+      if (number && std::isfinite(value) && value > 0) return "";
+      return "must be a finite number of GB above 0, got " + text;
+    },
+    "GB");
+
 // A number in [0, 1) (PipeMare's decay).
 const CLI::Validator kDecay(
     [](std::string& text) -> std::string {
@@ -151,6 +163,11 @@ int run_rank(const train::TrainConfig& config, const comm::RankEnv& context) {
     train::train(config, context);
     flush_stdout("[train]");
     return 0;
+  } catch (const train::RefusedBeforeFirstStep& e) {
+    // Bad input (exit 2, no restart); rank 0 says it for all.
+    if (std::string(e.what()).empty()) return 2;
+    print_error(naming_rank(context.rank, e.what()));
+    return 2;
   } catch (const Error& e) {
     print_error(naming_rank(context.rank, e.what()));
   } catch (const c10::Error& e) {
@@ -390,6 +407,10 @@ Action add_train(CLI::App& app) {
        "Clip the gradients to this global L2 norm before each update (over the whole model, "
        "as torch.nn.utils.clip_grad_norm_; a step whose norm is not finite is skipped)")
       ->check(kPositiveNorm);
+  flag(cmd, *f, "--max-memory-gb", &train::TrainConfig::max_memory_gb,
+       "Refuse the layout, before the first step, if any rank's predicted peak (every byte it "
+       "allocates, by the activation model) exceeds this many GB (1e9 bytes)")
+      ->check(kPositiveGb);
   flag(cmd, *f, "--tp", &train::TrainConfig::tp,
        "Tensor-parallel ranks per stage (gpt, llama: heads and MLP split, must divide --heads; "
        "mlp: column/row Linear pairs, must divide --hidden; --nproc dp*pp*tp)");

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue 32's cap: --max-memory-gb refuses, before the first step, a layout
+# whose predicted peak on some rank exceeds it (exit 2, one line naming the
+# rank, the bytes and the largest part), and accepts one that fits, whose
+# measured peak (the counting allocator's) then stays under it. The refused
+# layout, run without the cap, measures above it: the cap refuses what the
+# allocator would exceed. Bad values are one line and exit 2.
+source "$(dirname "$0")/lib/common.sh"
+
+for bad in 0 -1 nan abc inf; do
+  expect_bad_input "--max-memory-gb: must be a finite number of GB above 0, got $bad" \
+    "${T[@]}" --max-memory-gb "$bad"
+done
+printf 'model = "mlp"\nmax_memory_gb = 0\n' > "$tmp/zero.toml"
+expect_bad_input 'key "max_memory_gb" must be a finite number of GB above 0' --config "$tmp/zero.toml"
+expect_bad_input "--max-memory-gb caps the activation model's prediction" --model mlp \
+  --hidden 16 --layers 4 --batch 8 --microbatches 2 --steps 2 --max-memory-gb 1 --tp 2 --pp 1 \
+  --nproc 2
+
+gpt=(--model gpt --layers 4 --hidden 128 --heads 4 --context 128 --batch 64 --microbatches 8
+     --pp 2 --nproc 2 --threads 1 --steps 4 --log-every 100)
+# GPipe holds all 8 micro-batches' stashes (about 190 MB a rank), 1F1B about 2
+# (about 60 MB): a cap of 0.1 GB sits between them.
+expect_bad_input "[train] --max-memory-gb 0.1: rank 1 is predicted to hold" "${gpt[@]}" \
+  --schedule gpipe --max-memory-gb 0.1
+err=$("$baton" train "${gpt[@]}" --schedule gpipe --max-memory-gb 0.1 2>&1 >/dev/null)
+printf '%s' "$err" | grep -q "above the cap of 100.00 MB (its largest part: activations" ||
+  fail "the refusal does not name the largest part: $err"
+"$baton" train "${gpt[@]}" --schedule gpipe --metrics "$tmp/gpipe.jsonl" > /dev/null 2>&1 ||
+  fail "gpipe without the cap failed"
+"$baton" train "${gpt[@]}" --schedule 1f1b --max-memory-gb 0.1 --metrics "$tmp/1f1b.jsonl" \
+  > "$tmp/1f1b.out" 2>&1 || fail "1f1b under the cap was refused: $(tail -2 "$tmp/1f1b.out")"
+python3 - "$tmp/gpipe.jsonl" "$tmp/1f1b.jsonl" <<'PY' || fail "the cap does not match the allocator"
+import json, sys
+def final(path):
+    return [json.loads(l) for l in open(path) if '"final"' in l][-1]["memory"]
+cap = 0.1e9
+assert max(m["measured_peak_bytes"] for m in final(sys.argv[1])) > cap, "gpipe fits after all"
+for m in final(sys.argv[2]):
+    assert 0 < m["measured_peak_bytes"] <= cap, m
+PY
+# A cap below a rank's parameters alone says so.
+expect_bad_input "'s parameters alone take" "${gpt[@]}" --max-memory-gb 0.001
+echo ok
