@@ -39,6 +39,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="gpt and mlp, four schedules, p = 2")
     ap.add_argument("--models", nargs="*", default=None)
     ap.add_argument("--schedules", nargs="*", default=None)
+    ap.add_argument("--pp", nargs="*", type=int, default=None)
+    ap.add_argument("--recompute", nargs="*", default=None)
+    ap.add_argument("--precision", nargs="*", default=None)
+    ap.add_argument("--no-dp", action="store_true", help="leave out the dp 2 ZeRO-1 row")
     a = ap.parse_args()
     models = a.models or (["mlp", "gpt"] if a.quick else list(MODELS))
     schedules = a.schedules or (["gpipe", "1f1b", "interleaved", "zb-h1"] if a.quick
@@ -46,11 +50,11 @@ def main():
     grid = []
     for model in models:
         for sched in schedules:
-            for pp in ([2] if a.quick else [2, 4]):
-                for recompute in (["never"] if a.quick else ["never", "always"]):
-                    for precision in (["fp32"] if a.quick else ["fp32", "bf16"]):
+            for pp in a.pp or ([2] if a.quick else [2, 4]):
+                for recompute in a.recompute or (["never"] if a.quick else ["never", "always"]):
+                    for precision in a.precision or (["fp32"] if a.quick else ["fp32", "bf16"]):
                         grid.append((model, sched, pp, recompute, precision, 1))
-    if not a.quick:
+    if not a.quick and not a.no_dp:
         grid.append(("gpt", "1f1b", 2, "never", "fp32", 2))  # dp 2, ZeRO-1
     worst = 0
     print(f"load average {os.getloadavg()[0]:.2f}")

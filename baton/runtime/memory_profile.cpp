@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "baton/comm/memory_counter.h"
+#include "baton/nn/weight_grad.h"
 
 namespace baton::runtime {
 namespace {
@@ -50,8 +51,20 @@ void run_backward(const nn::Tensors& out) {
   if (!roots.empty()) torch::autograd::backward(roots, seeds);
 }
 
-// One call on `x`: what its graph keeps, its temporaries, and its backward's.
-sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision precision) {
+// The layers of `module` (itself included) that can defer their weight gradients.
+std::vector<nn::DeferredWeightGrad*> deferring(torch::nn::Module* module) {
+  std::vector<nn::DeferredWeightGrad*> out;
+  if (module == nullptr) return out;
+  for (auto& child : module->modules(/*include_self=*/true)) {
+    if (auto* layer = dynamic_cast<nn::DeferredWeightGrad*>(child.get())) out.push_back(layer);
+  }
+  return out;
+}
+
+// One call on `x`: what its graph keeps, its temporaries, and its backward's;
+// with `split` layers, what a split backward's I leaves for its W.
+sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision precision,
+                              const std::vector<nn::DeferredWeightGrad*>& split = {}) {
   const auto under_autocast = [&](const nn::Tensors& input) {
     AutocastScope autocast(precision, torch::kCPU);
     return call(input);
@@ -98,6 +111,21 @@ sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision 
     if (!roots.empty()) torch::autograd::backward(roots, seeds);
     m.backward_extra = std::max(0.0, peak() - before);
   }
+  if (!split.empty()) {
+    // I with the weight gradients deferred, as zero-bubble schedules run it:
+    // what stays once the graph, the input and its gradient are dropped is
+    // the W's stash (its inputs and output gradients).
+    const double base = held();
+    {
+      Fresh in = fresh(x);
+      nn::Tensors out = under_autocast(in.values);
+      for (auto* layer : split) layer->set_defer_weight_grad(true, 0);
+      run_backward(out);
+      for (auto* layer : split) layer->set_defer_weight_grad(false, 0);
+    }
+    m.weight_stash_bytes = std::max(0.0, held() - base);
+    for (auto* layer : split) layer->run_weight_backward(0);
+  }
   return m;
 }
 
@@ -119,12 +147,21 @@ sim::ModelMemory measure_model_memory(const nn::ModelSpec& model, const nn::Tens
     const Call call = [&](const nn::Tensors& input) {
       return nn::call_layer(layer, input, before);
     };
-    memory.layers.push_back(measure_call(call, x, precision));
+    memory.layers.push_back(measure_call(call, x, precision, deferring(layer.module.ptr().get())));
     {
       torch::NoGradGuard no_grad;
       AutocastScope autocast(precision, torch::kCPU);
       x = call(x);
     }
+    // As a stage hands it on (executor.cpp): floating tensors in the compute dtype.
+    double wire = 0;
+    for (const auto& t : x) {
+      if (!t.defined()) continue;
+      const bool cast = precision != Precision::Fp32 && t.is_floating_point();
+      wire += static_cast<double>(t.numel()) *
+              (cast ? c10::elementSize(compute_dtype(precision)) : t.element_size());
+    }
+    memory.layers.back().output_wire_bytes = wire;
     previous = nn::LayerSlot{{}, layer.index, layer.name};
   }
   // The loss in fp32, as the executor computes it, on zero class ids.

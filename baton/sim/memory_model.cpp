@@ -13,10 +13,14 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
               "[sim.memory] layers ", first, "..", end - 1, " but the model has ",
               model.layers.size());
   StageMemory s;
+  const auto wire = [](const LayerMemory& l) {
+    return l.output_wire_bytes > 0 ? l.output_wire_bytes : l.output_bytes;
+  };
   const LayerMemory& in = model.layers[first];
   const LayerMemory& out = model.layers[end - 1];
-  s.input_bytes = in.input_bytes;
-  s.output_bytes = last ? 0 : out.output_bytes;
+  // A later stage's input arrives as the stage before handed it on.
+  s.input_bytes = first > 0 ? wire(model.layers[first - 1]) : in.input_bytes;
+  s.output_bytes = last ? 0 : wire(out);
   double peak_forward = 0, peak_backward = 0;
   for (int i = first; i < end; ++i) {
     const LayerMemory& l = model.layers[i];
@@ -27,6 +31,7 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     if (i + 1 < end && l.keeps_output && model.layers[i + 1].keeps_input) s.stash -= l.output_bytes;
     // A boundary saved by neither is freed once the next layer has run.
     peak_backward = std::max(peak_backward, l.backward_extra);
+    s.weight_stash += l.weight_stash_bytes;
   }
   // The input is held outside the stash (a received buffer, the data, the
   // previous stage's output).
@@ -37,6 +42,8 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     if (out.keeps_output && model.loss.keeps_input) s.stash -= out.output_bytes;
     peak_backward = std::max(peak_backward, model.loss.backward_extra);
     peak_forward = std::max(peak_forward, s.stash + model.loss.forward_extra);
+  } else if (wire(out) != out.output_bytes) {
+    s.stash += wire(out);  // the executor holds the cast output until the B
   } else if (!out.keeps_output) {
     s.stash += out.output_bytes;  // the executor holds the output until the B
   }
@@ -83,41 +90,48 @@ class Walk {
     stash_[{a.stage, a.microbatch}] = kept;
   }
 
-  void backward(const Action& a, bool recomputed, bool ends) {
+  // A B, or a split backward's I or W (`split`: the schedule splits them).
+  void backward(const Action& a, bool recomputed, bool split) {
     const StageMemory& s = stage(a.stage);
+    const std::pair<int, int> cell{a.stage, a.microbatch};
     // Gradients freed between steps come back whole at the rank's first B
     // (its stages' first B's, at most a few actions apart).
     if (fixed_.gradients_freed && !gradients_back_) {
       held_.gradients += fixed_.gradients;
       gradients_back_ = true;
     }
-    // A recomputed micro-batch runs its F again first: its stash exists for the B.
-    const double again = recomputed && a.kind != ActionKind::W ? s.stash - s.output_bytes : 0;
-    if (a.kind != ActionKind::W) {
+    const bool input_part = a.kind != ActionKind::W;  // B or I
+    if (input_part) {
+      // A recomputed micro-batch runs its F again first: its stash exists for the B.
       MemoryPrediction extra;
-      extra.activations = again;
+      extra.activations = recomputed ? s.stash - s.output_bytes : 0;
       extra.gradients = s.backward_extra;
       consider(extra);
+      // The gradient it took from the next stage on this rank is freed.
+      auto taken = handed_.find({a.stage + 1, a.microbatch});
+      if (taken != handed_.end()) {
+        held_.gradients -= taken->second;
+        handed_.erase(taken);
+      }
+      // Its input's gradient: sent (held by its send until the step ends)
+      // or handed to the stage before on this rank.
+      if (a.stage > 0) {
+        held_.gradients += s.input_bytes;
+        handed_[cell] = s.input_bytes;
+      }
     }
-    if (!ends) return;
-    auto kept = stash_.find({a.stage, a.microbatch});
-    if (kept != stash_.end()) {
-      // A sent output stays held by its send until the step ends.
-      const bool sent = sent_.count({a.stage, a.microbatch}) > 0;
-      held_.activations -= kept->second - (sent ? std::min(kept->second, s.output_bytes) : 0);
+    auto kept = stash_.find(cell);
+    if (kept == stash_.end()) return;
+    // A sent output stays held by its send until the step ends; an I keeps
+    // what its W needs.
+    const double sent = sent_.count(cell) > 0 ? std::min(kept->second, s.output_bytes) : 0;
+    const bool until_w = split && input_part;
+    const double stays = until_w ? std::min(kept->second, s.weight_stash + sent) : sent;
+    held_.activations -= kept->second - stays;
+    if (until_w) {
+      kept->second = stays;
+    } else {
       stash_.erase(kept);
-    }
-    // The gradient this B takes: from the next stage on this rank, freed now.
-    auto taken = handed_.find({a.stage + 1, a.microbatch});
-    if (taken != handed_.end()) {
-      held_.gradients -= taken->second;
-      handed_.erase(taken);
-    }
-    // The input's gradient: sent (held by its send until the step ends) or
-    // handed to the stage before on this rank.
-    if (a.stage > 0) {
-      held_.gradients += s.input_bytes;
-      handed_[{a.stage, a.microbatch}] = s.input_bytes;
     }
   }
 
@@ -180,13 +194,13 @@ MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int ran
         walk.forward(a, again(a.microbatch));
         break;
       case ActionKind::B:
-        walk.backward(a, again(a.microbatch), /*ends=*/true);
+        walk.backward(a, again(a.microbatch), /*split=*/false);
         break;
       case ActionKind::I:
-        walk.backward(a, again(a.microbatch), /*ends=*/!split);
+        walk.backward(a, again(a.microbatch), split);
         break;
       case ActionKind::W:
-        walk.backward(a, false, /*ends=*/true);
+        walk.backward(a, false, /*split=*/true);
         break;
       case ActionKind::SEND_F:
       case ActionKind::SEND_B:

@@ -24,8 +24,15 @@ struct LayerMemory {
   bool keeps_output = false;  // the graph saved the output (it is in graph_bytes)
   double input_bytes = 0;
   double output_bytes = 0;
+  // The output as a stage hands it on: its floating-point tensors in the
+  // compute dtype (bf16, fp16), as the executor casts a boundary; 0: as
+  // output_bytes.
+  double output_wire_bytes = 0;
   double forward_extra = 0;   // most bytes above the forward's end during it (temporaries)
   double backward_extra = 0;  // most bytes above the backward's start during it
+  // Of what the graph keeps, what a split backward's I leaves for its W (the
+  // inputs and output gradients of layers that defer their weight gradients).
+  double weight_stash_bytes = 0;
 };
 
 struct ModelMemory {
@@ -39,6 +46,7 @@ struct StageMemory {
   double stash = 0;           // held from the F's end until the B
   double forward_extra = 0;   // most beyond the stash during the F
   double backward_extra = 0;  // most beyond what is held at the B's start during it
+  double weight_stash = 0;    // held from a split backward's I until its W
   double input_bytes = 0;     // its input (a received message when the stage before is elsewhere)
   double output_bytes = 0;    // its output (a sent message; the gradient received for it)
 };

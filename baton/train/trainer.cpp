@@ -203,10 +203,20 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
 // step (sim/memory_model.h): the layers measured on one micro-batch of zero
 // inputs with the counting allocator, composed by the schedule's order.
 sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelSpec& model,
-                                          const Pipeline& pipeline, DataSource& data, int pp_rank) {
-  // What lives outside the steps (the data this rank reads), held now.
-  const double other = static_cast<double>(
-      comm::memory_figures().current[static_cast<int>(comm::MemoryCategory::kOther)]);
+                                          const Pipeline& pipeline, DataSource& data, int pp_rank,
+                                          int64_t step) {
+  // What lives outside the steps: the data this rank holds, and one step's
+  // batch as it reads it (a source's batch(step) is a function of the step).
+  const auto held_other = [] {
+    return static_cast<double>(
+        comm::memory_figures().current[static_cast<int>(comm::MemoryCategory::kOther)]);
+  };
+  const double at_rest = held_other();
+  double other = at_rest;
+  {
+    const auto batch = data.batch(step);
+    other += held_other() - at_rest;
+  }
   const torch::Tensor inputs = data.zero_inputs(c.batch);
   const nn::Tensors sample{runtime::split_microbatches(inputs, c.microbatches * c.dp).front()};
   const sim::ModelMemory measured =
@@ -237,9 +247,10 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
     recomputed[mb] = recompute == runtime::Recompute::Always ||
                      (recompute == runtime::Recompute::ExceptLast && mb + 1 < c.microbatches);
   }
-  // Adam's step makes a temporary the size of the parameter it updates.
+  // Adam's step makes two temporaries the size of the parameter it updates
+  // (its denominator's square root and quotient; measured on the mlp).
   return sim::predict_rank_memory(schedule, pp_rank, stages, fixed, recomputed,
-                                  per_byte > 0 ? largest : 0);
+                                  per_byte > 0 ? 2 * largest : 0);
 }
 
 }  // namespace
@@ -380,7 +391,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   sim::MemoryPrediction predicted;
   if (c.tp == 1 && c.device == "cpu") {
     try {
-      predicted = predict_rank_memory(c, model, pipeline, *data, here.pp);
+      predicted = predict_rank_memory(c, model, pipeline, *data, here.pp, first);
     } catch (const std::exception& e) {
       if (c.max_memory_gb > 0) throw;  // the cap cannot be checked without it
       // A prediction that fails costs the report its line, not the run. Each

@@ -2,9 +2,8 @@
 # Issue 32's smaller grid: each rank's predicted peak (the activation model,
 # sim/memory_model.h, from layers measured on one micro-batch) within 10% of
 # the counting allocator's measured peak over steps 3 on, for the gpt under
-# GPipe, 1F1B and interleaved, recomputing or not. Zero-bubble's split
-# backward is modelled as keeping a micro-batch's whole stash from I until W
-# (the weight stash is not measured yet): an upper bound, held to 15%.
+# GPipe, 1F1B, interleaved and zb-h1 (its I keeping the measured weight
+# stash until W), recomputing or not.
 # Bytes are deterministic (no timing). The measured side is independent: the
 # allocator counts every byte the rank's steps allocate; the prediction
 # composes per-layer figures by the schedule's order. GPipe holds every
@@ -26,8 +25,6 @@ for m in final["memory"]:
     assert p > 0 and q > 0, m
     tolerance = float(sys.argv[3])
     assert abs(p / q - 1) <= tolerance, f"{sys.argv[2]} rank {m['rank']}: predicted {p} measured {q}"
-    if sys.argv[2] == "zb":
-        assert p >= q, f"zb rank {m['rank']}: predicted {p} below measured {q}"
     assert set(m["predicted"]) == set(m["measured"]) >= {
         "parameters", "gradients", "optimizer", "activations", "buffers"}, m
 print(sys.argv[2], [round(m["predicted_peak_bytes"] / m["measured_peak_bytes"], 3)
@@ -38,7 +35,7 @@ check gpipe 0.10 "${gpt[@]}" --schedule gpipe
 check 1f1b 0.10 "${gpt[@]}" --schedule 1f1b
 check interleaved 0.10 "${gpt[@]}" --schedule interleaved
 check recompute 0.10 "${gpt[@]}" --schedule 1f1b --recompute always
-check zb 0.15 "${gpt[@]}" --schedule zb-h1
+check zb 0.10 "${gpt[@]}" --schedule zb-h1
 # The ordering: GPipe's peak above 1F1B's on both sides, rank by rank.
 python3 - "$tmp/gpipe.jsonl" "$tmp/1f1b.jsonl" <<'PY' || fail "gpipe's peak is not above 1f1b's"
 import json, sys

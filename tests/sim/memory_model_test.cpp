@@ -73,6 +73,19 @@ TEST(MemoryModel, OneFOneBHoldsPStashesAndTheSentOutputsUntilTheStepEnds) {
   EXPECT_DOUBLE_EQ(again.peak, 1000 + 1005 + 2000 + 120 + 30);
 }
 
+TEST(MemoryModel, ASplitBackwardsIKeepsOnlyWhatItsWNeeds) {
+  const schedule::Schedule s = schedule::parse_schedule("0F0 0I0 0F1 0W0 0I1 0W1\n");
+  StageMemory only;
+  only.stash = 100;
+  only.weight_stash = 30;
+  only.forward_extra = 50;
+  // F1's temporaries on micro-batch 0's W stash (30) and its own stash (100):
+  // 180, above F0's 150. Keeping the whole stash until W would read 250.
+  const MemoryPrediction p = predict_rank_memory(s, 0, {only}, StaticMemory{}, {false, false});
+  EXPECT_DOUBLE_EQ(p.activations, 180);
+  EXPECT_DOUBLE_EQ(p.peak, 180);
+}
+
 TEST(MemoryModel, GradientsFreedBetweenStepsComeBackAtTheFirstBackward) {
   const schedule::Schedule s = schedule::parse_schedule("0F0 0F1 0B0 0B1\n");
   StageMemory only;
