@@ -27,9 +27,9 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     // The forward's temporaries come on top of what the layers before kept.
     peak_forward = std::max(peak_forward, s.stash + l.output_bytes + l.forward_extra);
     s.stash += l.graph_bytes;
-    // A boundary inside the stage saved by both layers is one tensor.
+    // A boundary inside the stage saved by both layers is one tensor (one
+    // saved by neither is freed once the next layer has run).
     if (i + 1 < end && l.keeps_output && model.layers[i + 1].keeps_input) s.stash -= l.output_bytes;
-    // A boundary saved by neither is freed once the next layer has run.
     peak_backward = std::max(peak_backward, l.backward_extra);
     s.weight_stash += l.weight_stash_bytes;
   }
