@@ -40,15 +40,24 @@ Fresh fresh(const nn::Tensors& x) {
   return in;
 }
 
-void run_backward(const nn::Tensors& out) {
+// A backward from `out`'s recorded tensors, seeded with ones.
+struct Backward {
   std::vector<torch::Tensor> roots, seeds;
-  for (const auto& y : out) {
-    if (y.defined() && y.requires_grad()) {
-      roots.push_back(y);
-      seeds.push_back(torch::ones_like(y));
+  explicit Backward(const nn::Tensors& out) {
+    for (const auto& y : out) {
+      if (y.defined() && y.requires_grad()) {
+        roots.push_back(y);
+        seeds.push_back(torch::ones_like(y));
+      }
     }
   }
-  if (!roots.empty()) torch::autograd::backward(roots, seeds);
+  void run() {
+    if (!roots.empty()) torch::autograd::backward(roots, seeds);
+  }
+};
+
+void run_backward(const nn::Tensors& out) {
+  Backward(out).run();
 }
 
 // The layers of `module` (itself included) that can defer their weight gradients.
@@ -98,17 +107,10 @@ sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision 
   }
   {
     Fresh in = fresh(x);
-    nn::Tensors out = under_autocast(in.values);
-    std::vector<torch::Tensor> roots, seeds;
-    for (const auto& y : out) {
-      if (y.defined() && y.requires_grad()) {
-        roots.push_back(y);
-        seeds.push_back(torch::ones_like(y));
-      }
-    }
+    Backward backward(under_autocast(in.values));  // its seeds exist before it runs
     const double before = held();
     comm::reset_memory_peak();
-    if (!roots.empty()) torch::autograd::backward(roots, seeds);
+    backward.run();
     m.backward_extra = std::max(0.0, peak() - before);
   }
   if (!split.empty()) {

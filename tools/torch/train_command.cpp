@@ -99,29 +99,22 @@ CLI::Validator count_at_least(int minimum) {
 }
 const CLI::Validator kCount = count_at_least(1);
 
-// A finite number above 0 (CLI11 would read "inf" and "nan").
-const CLI::Validator kPositiveNorm(
-    [](std::string& text) -> std::string {
-      char* end = nullptr;
-      errno = 0;
-      const double value = std::strtod(text.c_str(), &end);
-      const bool number = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
-      if (number && std::isfinite(value) && value > 0) return "";
-      return "must be a finite norm above 0, got " + text;
-    },
-    "NORM");
-
-// A finite number of GB above 0 (--max-memory-gb).
-const CLI::Validator kPositiveGb(
-    [](std::string& text) -> std::string {
-      char* end = nullptr;
-      errno = 0;
-      const double value = std::strtod(text.c_str(), &end);
-      const bool number = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
-      if (number && std::isfinite(value) && value > 0) return "";
-      return "must be a finite number of GB above 0, got " + text;
-    },
-    "GB");
+// A finite number above 0 (CLI11 would read "inf" and "nan"), refused as
+// "must be a finite <what> above 0, got <text>".
+CLI::Validator finite_above_zero(const std::string& what, const std::string& name) {
+  return CLI::Validator(
+      [what](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(text.c_str(), &end);
+        const bool number = !text.empty() && end != nullptr && *end == '\0' && errno == 0;
+        if (number && std::isfinite(value) && value > 0) return "";
+        return "must be a finite " + what + " above 0, got " + text;
+      },
+      name);
+}
+const CLI::Validator kPositiveNorm = finite_above_zero("norm", "NORM");
+const CLI::Validator kPositiveGb = finite_above_zero("number of GB", "GB");
 
 // A number in [0, 1) (PipeMare's decay).
 const CLI::Validator kDecay(
