@@ -88,6 +88,9 @@ struct LaunchOptions {
 //            shell reports a command that a signal stopped;
 //   1        the ranks' output could not be written.
 // A stuck rank that the others waited on fails by the first waiter's code.
+// A rank that exits 2 (bad input it found and said; the others find it too)
+// gets no line: the other ranks have the grace period to exit on their own
+// before SIGKILL, and the job returns 2.
 // Not thread-safe: it installs SIGINT/SIGTERM handlers while it runs, and the
 // calling thread must outlive the ranks (their parent-death signal follows it).
 int launch_local(int nproc, const std::vector<std::string>& argv,
