@@ -296,9 +296,13 @@ void Executor::run_action(Step& step, size_t index) {
       {rank_, a.stage, a.microbatch, a.kind, step.ms_at(started), step.ms_at(Clock::now())});
 }
 
+bool recomputes(Recompute recompute, int microbatch, int microbatches) {
+  return recompute == Recompute::Always ||
+         (recompute == Recompute::ExceptLast && microbatch + 1 < microbatches);
+}
+
 bool Executor::recomputes(int microbatch) const {
-  return options_.recompute == Recompute::Always ||
-         (options_.recompute == Recompute::ExceptLast && microbatch + 1 < schedule_.microbatches);
+  return runtime::recomputes(options_.recompute, microbatch, schedule_.microbatches);
 }
 
 void Executor::count_loss(Step& step, const torch::Tensor& loss) const {

@@ -77,6 +77,8 @@ enum class Recompute { Never, ExceptLast, Always };
 // "never", "except_last" (also "except-last"), "always"; throws otherwise.
 Recompute parse_recompute(std::string_view text);
 std::string_view to_string(Recompute recompute);
+// Whether micro-batch `microbatch` of `microbatches` recomputes its forward.
+bool recomputes(Recompute recompute, int microbatch, int microbatches);
 
 // The model's mean loss over a (micro-)batch.
 using LossFn =

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "baton/core/error.h"
@@ -156,45 +157,36 @@ double optimizer_state_per_parameter_byte(const std::string& optimizer) {
 
 void check_memory_cap(comm::Communicator& comm, int rank, const sim::MemoryPrediction& predicted,
                       double cap_gb) {
-  constexpr int kParts = 7;
-  const int world = comm.world_size();
-  std::vector<torch::Tensor> table{torch::zeros({world, kParts}, torch::kFloat64)};
-  const double mine[kParts] = {predicted.peak,      predicted.parameters,  predicted.gradients,
-                               predicted.optimizer, predicted.activations, predicted.buffers,
-                               predicted.other};
-  for (int i = 0; i < kParts; ++i) table[0][rank][i] = mine[i];
-  if (world > 1) comm.all_reduce_sum(table, "the --max-memory-gb check");
-  const char* names[kParts] = {"",        "parameters", "gradients", "optimizer", "activations",
-                               "buffers", "other"};
+  RankMemory local;
+  local.rank = rank;
+  set_prediction(local, predicted);
+  const std::vector<RankMemory> all = gather_memory(comm, local);
+  const auto most = [&](auto figure) {
+    return *std::max_element(all.begin(), all.end(), [&](const RankMemory& a, const RankMemory& b) {
+      return figure(a) < figure(b);
+    });
+  };
+  constexpr int kParameters = static_cast<int>(comm::MemoryCategory::kParameters);
+  const RankMemory& heaviest = most([](const RankMemory& m) { return m.predicted[kParameters]; });
+  const RankMemory& highest = most([](const RankMemory& m) { return m.predicted_peak_bytes; });
   const double cap = cap_gb * 1e9;
+  if (highest.predicted_peak_bytes <= cap) return;
+  if (rank != 0) throw RefusedBeforeFirstStep("");
   char given[32];
   std::snprintf(given, sizeof given, "%g", cap_gb);
-  // The rank with the most parameters, and the one with the highest peak.
-  int most_parameters = 0, highest = 0;
-  for (int r = 1; r < world; ++r) {
-    if (table[0][r][1].item<double>() > table[0][most_parameters][1].item<double>())
-      most_parameters = r;
-    if (table[0][r][0].item<double>() > table[0][highest][0].item<double>()) highest = r;
-  }
-  const double parameters = table[0][most_parameters][1].item<double>();
-  const auto row = table[0][highest];
-  const double peak = row[0].item<double>();
-  if (peak <= cap) return;
-  if (rank != 0) throw RefusedBeforeFirstStep("");
-  if (parameters > cap) {
+  if (heaviest.predicted[kParameters] > cap) {
     throw RefusedBeforeFirstStep(detail::concat(
-        "[train] --max-memory-gb ", given, ": rank ", most_parameters, "'s parameters alone take ",
-        format_bytes(parameters), ", above the cap of ", format_bytes(cap),
+        "[train] --max-memory-gb ", given, ": rank ", heaviest.rank, "'s parameters alone take ",
+        format_bytes(heaviest.predicted[kParameters]), ", above the cap of ", format_bytes(cap),
         "; raise the cap or cut the model over more ranks (--pp)"));
   }
-  int largest = 1;
-  for (int k = 2; k < kParts; ++k) {
-    if (row[k].item<double>() > row[largest].item<double>()) largest = k;
-  }
+  const auto largest = std::max_element(highest.predicted.begin(), highest.predicted.end());
   throw RefusedBeforeFirstStep(detail::concat(
-      "[train] --max-memory-gb ", given, ": rank ", highest, " is predicted to hold ",
-      format_bytes(peak), " at its peak, above the cap of ", format_bytes(cap),
-      " (its largest part: ", names[largest], " ", format_bytes(row[largest].item<double>()),
+      "[train] --max-memory-gb ", given, ": rank ", highest.rank, " is predicted to hold ",
+      format_bytes(highest.predicted_peak_bytes), " at its peak, above the cap of ",
+      format_bytes(cap), " (its largest part: ",
+      comm::to_string(static_cast<comm::MemoryCategory>(largest - highest.predicted.begin())), " ",
+      format_bytes(*largest),
       "); raise the cap, or hold less: a schedule with fewer micro-batches in flight (1f1b), "
       "--recompute always, more --pp"));
 }

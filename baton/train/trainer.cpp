@@ -243,10 +243,8 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
   const runtime::Recompute recompute = runtime::parse_recompute(c.recompute);
   std::vector<bool> recomputed(c.microbatches);
-  for (int mb = 0; mb < c.microbatches; ++mb) {
-    recomputed[mb] = recompute == runtime::Recompute::Always ||
-                     (recompute == runtime::Recompute::ExceptLast && mb + 1 < c.microbatches);
-  }
+  for (int mb = 0; mb < c.microbatches; ++mb)
+    recomputed[mb] = runtime::recomputes(recompute, mb, c.microbatches);
   // Adam's step makes two temporaries the size of the parameter it updates
   // (its denominator's square root and quotient; measured on the mlp).
   return sim::predict_rank_memory(schedule, pp_rank, stages, fixed, recomputed,
