@@ -32,6 +32,6 @@
 #include "baton/nn/models.h"
 #include "baton/nn/weight_grad.h"
 #include "baton/pipeline/pipeline.h"
-#include "baton/runtime/executor.h"
 #include "baton/runtime/stage.h"
+#include "baton/runtime/step_result.h"
 #endif

@@ -13,7 +13,7 @@ set(BATON_MODULES core schedule topology trace sim partition plan
                   comm nn runtime data pipeline train)
 set(BATON_TORCH_FREE core schedule topology trace sim partition plan)
 # Units of torch modules that the fuzzers build without LibTorch
-# (CMakeLists.txt: BATON_TORCH_FREE_UNITS and config_toml_fuzz's sources):
+# (CMakeLists.txt: BATON_TORCH_FREE_UNITS):
 # nothing they include, followed through every "baton/..." header, may
 # include LibTorch.
 set(BATON_TORCH_FREE_FILES baton/pipeline/manifest.cpp baton/data/idx.cpp
@@ -22,7 +22,8 @@ set(BATON_TORCH_FREE_FILES baton/pipeline/manifest.cpp baton/data/idx.cpp
                            baton/data/samples.cpp baton/data/tokenizer.cpp
                            baton/data/text_documents.cpp baton/data/prepare.cpp
                            baton/data/sentencepiece.cpp baton/data/sentencepiece_none.cpp
-                           baton/train/config.cpp baton/train/toml_characters.cpp)
+                           baton/train/config.cpp baton/train/toml_characters.cpp
+                           baton/train/options.cpp baton/train/plan_config.cpp)
 if(NOT ROOT)
   message(FATAL_ERROR "check_layering: pass -DROOT=<source tree>")
 endif()
@@ -75,6 +76,30 @@ foreach(unit ${BATON_TORCH_FREE_FILES})
     endforeach()
   endwhile()
 endforeach()
+# The public surface: baton.h, followed through every "baton/..." header,
+# reaches the Pipeline and its value types, never the executor.
+set(queue baton/baton.h)
+set(seen baton/baton.h)
+while(queue)
+  list(POP_FRONT queue file)
+  if(NOT EXISTS "${ROOT}/${file}")
+    continue()
+  endif()
+  file(STRINGS "${ROOT}/${file}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"baton/")
+  foreach(line ${includes})
+    if(line MATCHES "#[ \t]*include[ \t]*\"(baton/[^\"]+)\"")
+      set(next ${CMAKE_MATCH_1})
+      if(next STREQUAL "baton/runtime/executor.h")
+        string(APPEND problems "\n  ${file}: ${line} (baton.h reaches the executor; include baton/runtime/step_result.h)")
+      endif()
+      list(FIND seen ${next} known)
+      if(known EQUAL -1)
+        list(APPEND seen ${next})
+        list(APPEND queue ${next})
+      endif()
+    endif()
+  endforeach()
+endwhile()
 if(problems)
   message(FATAL_ERROR "[layering] includes against docs/architecture.md's module order:${problems}")
 endif()

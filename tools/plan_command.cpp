@@ -16,7 +16,7 @@
 #include "baton/plan/plot.h"
 #include "baton/plan/schedules.h"
 #include "baton/plan/search.h"
-#include "baton/plan/train_config.h"
+#include "baton/train/plan_config.h"
 #include "tools/cli.h"
 #include "tools/output_paths.h"
 
@@ -246,7 +246,7 @@ int run(const CLI::App& cmd, PlanFlags& f) {
       const plan::Plan& best = result.plans.front();
       write_output(
           "[plan]", out,
-          plan::train_config_toml(
+          train::plan_config_toml(
               f.request, best,
               "baton plan: " + model_title(f) + " on " + std::to_string(f.request.cluster.gpus) +
                   " GPUs, batch " + std::to_string(f.request.batch) +

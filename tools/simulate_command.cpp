@@ -71,7 +71,7 @@ void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
   BATON_CHECK(cmd.count("--csv-format") == 0 || cmd.count("--export-csv") == 1,
               "[simulate] --csv-format needs --export-csv, the file it is the format of");
   schedule::parse_csv_format(f.csv_format);
-  BATON_CHECK(cmd.count("--memory-limit") == 0 || f.schedule == "zb-auto",
+  BATON_CHECK(cmd.count("--memory-limit") == 0 || schedule::takes_measured_costs(f.schedule),
               "[simulate] --memory-limit is zb-auto's; --schedule ", printable(f.schedule),
               " sets its own memory");
   if (cmd.count("--schedule-file") == 0) return;
@@ -131,7 +131,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   // The stats-only path knows neither REDUCE_GRAD, REDUCE_TIED (Chimera's
   // replicated stages) nor tp charges: dp = tp = 1 and no replicated stages only.
   if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty() && f.dp == 1 &&
-      f.schedule != "chimera" && f.tp == 1 && cmd.count("--param-mb") == 0 &&
+      !schedule::replicates_stages(f.schedule) && f.tp == 1 && cmd.count("--param-mb") == 0 &&
       cmd.count("--boundary-mb") == 0 && f.pp_gbps == 0 && f.clip_norm == 0) {
     const StatsOnly fast =
         simulate_stats_only(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});

@@ -9,33 +9,6 @@ std::string to_string(const Tag& tag) {
                                  tag.dir == Direction::kForward ? " forward" : " backward");
 }
 
-Tag skip_tag(const schedule::Action& action, int stages) {
-  using schedule::ActionKind;
-  const bool forward = action.kind == ActionKind::SEND_F || action.kind == ActionKind::RECV_F;
-  return Tag{stages + action.skip, action.microbatch,
-             forward ? Direction::kForward : Direction::kBackward};
-}
-
-Tag tag_for(const schedule::Action& action) {
-  using schedule::ActionKind;
-  BATON_ASSERT(action.skip < 0,
-               "a skip's transfer takes skip_tag(): ", schedule::to_string(action));
-  switch (action.kind) {
-    case ActionKind::SEND_F:
-      return Tag{action.stage, action.microbatch, Direction::kForward};
-    case ActionKind::RECV_F:
-      return Tag{action.stage - 1, action.microbatch, Direction::kForward};
-    case ActionKind::SEND_B:
-      return Tag{action.stage, action.microbatch, Direction::kBackward};
-    case ActionKind::RECV_B:
-      return Tag{action.stage + 1, action.microbatch, Direction::kBackward};
-    default:
-      break;
-  }
-  throw Error(::baton::detail::concat("[comm.tag_for] only SEND/RECV actions carry a tag, got ",
-                                      schedule::to_string(action)));
-}
-
 Tag loss_tag(int stages) {
   return Tag{stages - 1, kReservedMicrobatch, Direction::kForward};
 }

@@ -5,7 +5,8 @@
 // Both sides name the same Tag: stage 2's SEND_F of micro-batch 5 and stage
 // 3's RECV_F of micro-batch 5 both use Tag{2, 5, kForward}; stage 3's SEND_B
 // and stage 2's RECV_B of micro-batch 5 both use Tag{3, 5, kBackward}.
-// tag_for() derives it from a schedule action so the two sides cannot disagree.
+// runtime::tag_for() (runtime/action_tag.h) derives it from a schedule
+// action so the two sides cannot disagree.
 //
 // Mapping to c10d's int tag (every value fits in 31 bits, so it is >= 0):
 //
@@ -33,8 +34,6 @@
 #include <cstdint>
 #include <string>
 
-#include "baton/schedule/action.h"
-
 namespace baton::comm {
 
 enum class Direction : std::uint8_t {
@@ -58,15 +57,6 @@ struct Tag {
 
 // "stage 2 micro-batch 5 forward"
 std::string to_string(const Tag& tag);
-
-// The Tag of the tensor that a SEND_F/RECV_F/SEND_B/RECV_B action moves.
-// REQUIRES: action is a communication action.
-Tag tag_for(const schedule::Action& action);
-
-// The Tag of a skip connection's transfer (Action::skip >= 0) in a schedule
-// of `stages` stages: {stages + skip, micro-batch, direction}, beyond every
-// stage's own tags. REQUIRES: stages + skips <= kMaxStages.
-Tag skip_tag(const schedule::Action& action, int stages);
 
 // The step's loss, which each rank holding the last of `stages` stages sends
 // to every other rank.

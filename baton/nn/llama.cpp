@@ -1,6 +1,7 @@
 #include "baton/nn/llama.h"
 
 #include "baton/core/error.h"
+#include "baton/nn/recompute_region.h"
 
 #include <torch/nn/init.h>
 #include <torch/nn/options/linear.h>
@@ -71,19 +72,26 @@ torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& position
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const torch::Tensor& mask) {
   const int64_t batch = q.size(0), heads = q.size(1), time = q.size(2), d = q.size(3);
-  const torch::Tensor scores = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
-  const auto bool_options = q.options().dtype(torch::kBool);
-  torch::Tensor allowed = torch::ones({time, time}, bool_options).tril();  // [T, T]
-  if (mask.defined()) {
-    // Key j is seen when it is a real token, or when it is the query itself.
-    const torch::Tensor keys =
-        mask.to(torch::kBool).view({batch, 1, 1, time}).logical_or(torch::eye(time, bool_options));
-    allowed = allowed.logical_and(keys);  // [B, 1, T, T]
-  }
-  const torch::Tensor mixed =
-      scores.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity())
-          .softmax(-1)
-          .matmul(v);  // [B, heads, T, d]
+  // The recomputed region (recompute_region.h): the mask, an input without
+  // a gradient, rides in the closure.
+  const torch::Tensor mixed = recomputed_region(
+      [mask](const std::vector<torch::Tensor>& in) {
+        const int64_t b = in[0].size(0), t = in[0].size(2), dim = in[0].size(3);
+        const torch::Tensor scores =
+            in[0].matmul(in[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(dim));
+        const auto bool_options = in[0].options().dtype(torch::kBool);
+        torch::Tensor allowed = torch::ones({t, t}, bool_options).tril();  // [T, T]
+        if (mask.defined()) {
+          // Key j is seen when it is a real token, or when it is the query itself.
+          const torch::Tensor keys =
+              mask.to(torch::kBool).view({b, 1, 1, t}).logical_or(torch::eye(t, bool_options));
+          allowed = allowed.logical_and(keys);  // [B, 1, T, T]
+        }
+        return scores.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity())
+            .softmax(-1)
+            .matmul(in[2]);  // [B, heads, T, d]
+      },
+      {q, k, v});
   return mixed.transpose(1, 2).reshape({batch, time, heads * d});
 }
 

@@ -3,13 +3,13 @@
 #include <algorithm>
 
 #include "baton/core/error.h"
+#include "baton/core/model_shapes.h"
 #include "baton/nn/chain.h"
 #include "baton/nn/linear.h"
 #include "baton/nn/llama.h"
 #include "baton/nn/resnet.h"
 #include "baton/nn/tensor_parallel.h"
 #include "baton/nn/transformer.h"
-#include "baton/plan/model.h"
 
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/modules/activation.h>
@@ -186,7 +186,7 @@ ModelSpec llama(int layers, int hidden, int heads, int vocab, bool tie_embedding
   spec.layers.push_back(LayerSpec{"embedding", [vocab, hidden] {
                                     return torch::nn::AnyModule(LlamaEmbedding(vocab, hidden));
                                   }});
-  const int64_t ffn = plan::llama_ffn_hidden(hidden);
+  const int64_t ffn = llama_ffn_hidden(hidden);
   for (int i = 0; i < layers; ++i) {
     spec.layers.push_back(LayerSpec{"block" + std::to_string(i), [hidden, heads, ffn] {
                                       return torch::nn::AnyModule(LlamaBlock(hidden, heads, ffn));
@@ -275,7 +275,7 @@ double parameter_count(const std::string& name, const ModelOptions& o) {
   }
   if (name == "llama") {
     const double h = o.hidden();
-    const double ffn = static_cast<double>(plan::llama_ffn_hidden(o.hidden()));
+    const double ffn = static_cast<double>(llama_ffn_hidden(o.hidden()));
     // Two RMSNorms, wq, wk, wv, wo, gate, up, down; no biases.
     const double block = 2 * h + 4 * h * h + 3 * h * ffn;
     return o.vocab() * h + o.layers() * block + h + h * o.vocab();

@@ -52,7 +52,7 @@ ModelSpec gpt(int layers, int hidden, int heads, int vocab, int context,
 // A Llama-style decoder (llama.h): layer 0 token embedding (int64 [B, T], or
 // {tokens, padding mask [B, T]} -> {hidden, positions[, mask]}), then
 // `layers` blocks (RMSNorm, rotary positions, causal attention, SwiGLU of
-// plan::llama_ffn_hidden(hidden) units), then final RMSNorm + LM head (-> logits
+// llama_ffn_hidden(hidden) units, core/model_shapes.h), then final RMSNorm + LM head (-> logits
 // [B, T, vocab]): layers + 2 layers in all, no biases. Positions (and the
 // mask) cross every stage boundary after the hidden states. The loss is
 // cross entropy averaged over every position (targets of -100 are ignored).

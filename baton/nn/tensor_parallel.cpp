@@ -139,12 +139,8 @@ torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
   const auto heads = qkv(layer_norm_fp32(ln1, x))
                          .view({batch, time, 3, local_heads, head_dim})
                          .permute({2, 0, 3, 1, 4});
-  auto scores =
-      heads[0].matmul(heads[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
-  const auto future =
-      torch::ones({time, time}, x.options().dtype(torch::kBool)).triu(/*diagonal=*/1);
-  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
-  const auto mixed = scores.softmax(-1).matmul(heads[2]);  // [B, heads/t, T, head_dim]
+  // [B, heads/t, T, head_dim]
+  const auto mixed = causal_attention_core(heads[0], heads[1], heads[2]);
   const auto h = x + proj(mixed.transpose(1, 2).reshape({batch, time, local_heads * head_dim}));
   return h + fc2(torch::gelu(fc1(layer_norm_fp32(ln2, h))));
 }

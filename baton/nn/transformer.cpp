@@ -1,6 +1,7 @@
 #include "baton/nn/transformer.h"
 
 #include "baton/core/error.h"
+#include "baton/nn/recompute_region.h"
 
 #include <torch/nn/init.h>
 
@@ -49,6 +50,22 @@ TransformerBlockImpl::TransformerBlockImpl(int64_t hidden, int64_t num_heads) : 
   fc2 = register_module("fc2", Linear(4 * hidden, hidden));
 }
 
+torch::Tensor causal_attention_core(const torch::Tensor& q, const torch::Tensor& k,
+                                    const torch::Tensor& v) {
+  return recomputed_region(
+      [](const std::vector<torch::Tensor>& in) {
+        const int64_t time = in[0].size(2), head_dim = in[0].size(3);
+        const auto scores =
+            in[0].matmul(in[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+        const auto future =
+            torch::ones({time, time}, in[0].options().dtype(torch::kBool)).triu(/*diagonal=*/1);
+        return scores.masked_fill(future, -std::numeric_limits<double>::infinity())
+            .softmax(-1)
+            .matmul(in[2]);
+      },
+      {q, k, v});
+}
+
 torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x) {
   const int64_t batch = x.size(0);
   const int64_t time = x.size(1);
@@ -56,14 +73,7 @@ torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x) {
   const int64_t head_dim = hidden / heads;
   // [B, T, 3H] -> 3 x [B, heads, T, head_dim]
   const auto qkv_heads = qkv(x).view({batch, time, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
-  const auto q = qkv_heads[0];
-  const auto k = qkv_heads[1];
-  const auto v = qkv_heads[2];
-  auto scores = q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
-  const auto future =
-      torch::ones({time, time}, x.options().dtype(torch::kBool)).triu(/*diagonal=*/1);
-  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
-  const auto mixed = scores.softmax(-1).matmul(v);  // [B, heads, T, head_dim]
+  const auto mixed = causal_attention_core(qkv_heads[0], qkv_heads[1], qkv_heads[2]);
   return proj(mixed.transpose(1, 2).reshape({batch, time, hidden}));
 }
 

@@ -32,6 +32,12 @@ TORCH_MODULE(TokenEmbedding);
 // autocast does on CUDA.
 torch::Tensor layer_norm_fp32(torch::nn::LayerNorm& norm, const torch::Tensor& x);
 
+// gpt's attention core: softmax(q k^T / sqrt(d), causal) v for q, k, v
+// [B, heads, T, d] -> [B, heads, T, d]; a recomputed region
+// (recompute_region.h) under --recompute selective.
+torch::Tensor causal_attention_core(const torch::Tensor& q, const torch::Tensor& k,
+                                    const torch::Tensor& v);
+
 // Pre-LN block: x + attention(ln1(x)), then + mlp(ln2(x)); [B, T, H] -> same.
 // Attention is causal: position t sees positions <= t only.
 // REQUIRES: hidden % heads == 0.

@@ -206,7 +206,7 @@ struct StagePlan {
 StagePlan plan_stages(const nn::ModelSpec& model, const PipelineOptions& o,
                       const comm::RankLayout& layout) {
   const int pp = layout.grid.pp();
-  const bool zb_auto = o.schedule() == "zb-auto" && o.schedule_file().empty();
+  const bool zb_auto = schedule::takes_measured_costs(o.schedule()) && o.schedule_file().empty();
   std::optional<std::vector<partition::LayerCost>> costs;
   if (zb_auto) {
     costs = profiled_costs(model, o, *layout.world, "schedule \"zb-auto\" searches with");

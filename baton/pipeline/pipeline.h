@@ -34,7 +34,7 @@
 #include "baton/nn/layer_spec.h"
 #include "baton/partition/partition.h"
 #include "baton/pipeline/pipeline_options.h"
-#include "baton/runtime/executor.h"
+#include "baton/runtime/step_result.h"
 #include "baton/schedule/schedule.h"
 
 namespace baton {

@@ -49,7 +49,9 @@ struct PipelineOptions {
   // The same for a model of several inputs (Pipeline::step's list form);
   // when given, `sample` is ignored.
   TORCH_ARG(std::vector<torch::Tensor>, sample_inputs);
-  // Activation recomputation: never | except_last | always.
+  // Activation recomputation: never | except_last | always | selective (the
+  // layers' marked regions only, nn/recompute_region.h; gpt's and llama's
+  // attention cores).
   TORCH_ARG(std::string, recompute) = "never";
   // Where the stages run: the CPU, or CUDA. "cuda" without an index means
   // cuda:LOCAL_RANK (the process's index on its machine). On a GPU the

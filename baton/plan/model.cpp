@@ -50,10 +50,4 @@ double state_bytes_per_parameter(int d, bool zero1, double optimizer_bytes) {
   return 4.0 + (zero1 ? optimizer_bytes / d : optimizer_bytes);
 }
 
-int64_t llama_ffn_hidden(int64_t hidden) {
-  constexpr int64_t kMultipleOf = 256;
-  const int64_t ffn = 2 * (4 * hidden) / 3;
-  return (ffn + kMultipleOf - 1) / kMultipleOf * kMultipleOf;
-}
-
 }  // namespace baton::plan

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "baton/core/model_shapes.h"
+
 namespace baton::plan {
 
 struct ModelShape {
@@ -64,9 +66,7 @@ double layer_activation_bytes(const ModelShape& shape, double microbatch, int te
 // over d ranks with ZeRO-1.
 double state_bytes_per_parameter(int data_parallel, bool zero1, double optimizer_bytes = 12);
 
-// Llama's SwiGLU width for `hidden`: 2/3 of 4 hidden, rounded up to a
-// multiple of 256 (Llama's multiple_of). Here, not in nn/llama.h, because
-// the torch-free config check needs it too.
-int64_t llama_ffn_hidden(int64_t hidden);
+// Llama's SwiGLU width (core/model_shapes.h), by its old name here.
+using ::baton::llama_ffn_hidden;
 
 }  // namespace baton::plan

@@ -207,7 +207,8 @@ std::vector<std::vector<int>> cuts_of(const PlanRequest& req, int layers, int st
 int candidate_rule(const Config& c, const SearchedSchedule& traits, int layers, std::string& why) {
   const long stages = static_cast<long>(c.p) * c.virtual_stages;
   const int m = c.microbatches;
-  if (c.p == 1 && c.schedule != "1f1b") {
+  // At p=1 every schedule is the registry's first (1f1b): search that one.
+  if (c.p == 1 && &traits != &searched_schedules().front()) {
     why = "at p=1 every schedule is 1f1b";
     return kScheduleNeedsP;
   }

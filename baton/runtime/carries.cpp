@@ -25,10 +25,11 @@ Carries::Carries(const schedule::Schedule& schedule, int rank,
     if (!carried_[i]) continue;
     const Action& a = actions[i];
     cells.insert(static_cast<size_t>(a.stage) * schedule.microbatches + a.microbatch);
-    BATON_CHECK(a.stage != schedule.stages - 1 || recompute == Recompute::Never,
+    BATON_CHECK(a.stage != schedule.stages - 1 || recompute == Recompute::Never ||
+                    recompute == Recompute::Selective,
                 "[runtime.executor] schedule \"", schedule.name, "\" carries the last stage's ",
                 "backward into the next step, which cannot recompute its loss; use recompute ",
-                "never");
+                "never or selective");
   }
   carried_cells_.assign(cells.begin(), cells.end());
   // A carried backward of a stage that stashes or pops a skip needs that
@@ -43,15 +44,17 @@ Carries::Carries(const schedule::Schedule& schedule, int rank,
     }
   }
   carried_skip_slots_.assign(slots.begin(), slots.end());
-  // pipedream (generated, or a file whose header names it) stashes a version
-  // per micro-batch and updates after each backward, async updates alike
-  // without stashing, pipemare as async with PipeMare's techniques; any other
-  // window double-buffers per step (2bw).
+  // The schedule's property (schedule.h's WeightUpdates): pipedream
+  // stashes a version per micro-batch and updates after each backward, async
+  // updates alike without stashing, pipemare as async with PipeMare's
+  // techniques; any other window double-buffers per step (2bw).
   using Updates = WeightVersions::Updates;
-  const auto updates = schedule.name == "pipedream"  ? Updates::PerMicrobatch
-                       : schedule.name == "async"    ? Updates::PerMicrobatchUnstashed
-                       : schedule.name == "pipemare" ? Updates::PipeMare
-                                                     : Updates::PerStep;
+  using schedule::WeightUpdates;
+  const auto updates = schedule.updates == WeightUpdates::kPerMicrobatch ? Updates::PerMicrobatch
+                       : schedule.updates == WeightUpdates::kPerMicrobatchUnstashed
+                           ? Updates::PerMicrobatchUnstashed
+                       : schedule.updates == WeightUpdates::kPipeMare ? Updates::PipeMare
+                                                                      : Updates::PerStep;
   PipeMarePlan plan{pipemare, {}, schedule.microbatches};
   const std::vector<int> delays =
       updates == Updates::PipeMare ? schedule::update_delays(schedule) : std::vector<int>{};

@@ -14,6 +14,8 @@
 #include "baton/comm/tag.h"
 #include "baton/comm/tensor_bundle.h"
 #include "baton/core/error.h"
+#include "baton/nn/recompute_region.h"
+#include "baton/runtime/action_tag.h"
 #include "baton/runtime/carries.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/on_device.h"
@@ -29,8 +31,9 @@ Recompute parse_recompute(std::string_view text) {
   if (text == "never") return Recompute::Never;
   if (text == "except_last" || text == "except-last") return Recompute::ExceptLast;
   if (text == "always") return Recompute::Always;
+  if (text == "selective") return Recompute::Selective;
   BATON_CHECK(false, "[runtime.recompute] unknown recompute mode \"", text,
-              "\" (expected never, except_last or always)");
+              "\" (expected never, except_last, always or selective)");
   return Recompute::Never;
 }
 
@@ -42,6 +45,8 @@ std::string_view to_string(Recompute recompute) {
       return "except_last";
     case Recompute::Always:
       return "always";
+    case Recompute::Selective:
+      return "selective";
   }
   return "never";
 }
@@ -404,6 +409,8 @@ void Executor::compute_forward(Step& step, const Action& a) {
     if (last) count_loss(step, step.output[c].front());
     bytes = nn::bytes_of(step.input[c]);
   } else {
+    // --recompute selective: the layers' marked regions keep their inputs only.
+    const nn::SelectiveRecomputeScope selective(options_.recompute == Recompute::Selective);
     step.output[c] = stage_forward(step, a, &bytes);
   }
   if (!step.forward_only) {
@@ -502,7 +509,7 @@ int Executor::peer_of(const Step& step, const Action& a) const {
 }
 
 comm::Tag Executor::tag_of(const Action& a) const {
-  return a.skip >= 0 ? comm::skip_tag(a, schedule_.stages) : comm::tag_for(a);
+  return a.skip >= 0 ? skip_tag(a, schedule_.stages) : tag_for(a);
 }
 
 void Executor::send_skip(Step& step, const Action& a) {

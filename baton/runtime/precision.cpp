@@ -5,57 +5,15 @@
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
-
-// LibTorch 2.4 made the autocast calls take the device type.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-#define BATON_AUTOCAST_BY_DEVICE 1
-#else
-#define BATON_AUTOCAST_BY_DEVICE 0
-#endif
+#include "baton/nn/autocast_state.h"
 
 namespace baton::runtime {
 namespace {
 
-bool autocast_enabled(torch::DeviceType device) {
-#if BATON_AUTOCAST_BY_DEVICE
-  return at::autocast::is_autocast_enabled(device);
-#else
-  return device == torch::kCPU ? at::autocast::is_cpu_enabled() : at::autocast::is_enabled();
-#endif
-}
-
-void set_autocast_enabled(torch::DeviceType device, bool enabled) {
-#if BATON_AUTOCAST_BY_DEVICE
-  at::autocast::set_autocast_enabled(device, enabled);
-#else
-  if (device == torch::kCPU) {
-    at::autocast::set_cpu_enabled(enabled);
-  } else {
-    at::autocast::set_enabled(enabled);
-  }
-#endif
-}
-
-torch::ScalarType autocast_dtype(torch::DeviceType device) {
-#if BATON_AUTOCAST_BY_DEVICE
-  return at::autocast::get_autocast_dtype(device);
-#else
-  return device == torch::kCPU ? at::autocast::get_autocast_cpu_dtype()
-                               : at::autocast::get_autocast_gpu_dtype();
-#endif
-}
-
-void set_autocast_dtype(torch::DeviceType device, torch::ScalarType dtype) {
-#if BATON_AUTOCAST_BY_DEVICE
-  at::autocast::set_autocast_dtype(device, dtype);
-#else
-  if (device == torch::kCPU) {
-    at::autocast::set_autocast_cpu_dtype(dtype);
-  } else {
-    at::autocast::set_autocast_gpu_dtype(dtype);
-  }
-#endif
-}
+using nn::autocast_dtype;
+using nn::autocast_enabled;
+using nn::set_autocast_dtype;
+using nn::set_autocast_enabled;
 
 }  // namespace
 
@@ -92,7 +50,7 @@ torch::ScalarType compute_dtype(Precision precision) {
 }
 
 void check_precision_supported(Precision precision, torch::Device device) {
-  BATON_CHECK(!(precision == Precision::Fp16 && device.is_cpu() && !BATON_AUTOCAST_BY_DEVICE),
+  BATON_CHECK(!(precision == Precision::Fp16 && device.is_cpu() && !nn::kAutocastByDevice),
               "[runtime.precision] fp16 on the CPU needs LibTorch 2.4 or later; this is LibTorch ",
               TORCH_VERSION, ", whose CPU autocast computes in bf16 only (use --precision bf16)");
   BATON_CHECK(device.is_cpu() || device.is_cuda() || precision == Precision::Fp32,

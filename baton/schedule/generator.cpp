@@ -64,6 +64,21 @@ const std::vector<std::string>& schedule_names() {
   return names;
 }
 
+WeightUpdates updates_of(std::string_view name) {
+  if (name == "pipedream") return WeightUpdates::kPerMicrobatch;
+  if (name == "async") return WeightUpdates::kPerMicrobatchUnstashed;
+  if (name == "pipemare") return WeightUpdates::kPipeMare;
+  return WeightUpdates::kPerStep;
+}
+
+bool takes_measured_costs(std::string_view name) {
+  return name == "zb-auto";
+}
+
+bool replicates_stages(std::string_view name) {
+  return name == "chimera";
+}
+
 Schedule generate(const std::string& name, const GeneratorOptions& options) {
   for (const Entry& e : kGenerators) {
     if (name == e.name) {
@@ -116,6 +131,7 @@ Schedule empty_schedule(const char* name, const GeneratorOptions& options, int s
                         StageMap map) {
   Schedule s;
   s.name = name;
+  s.updates = updates_of(name);
   s.ranks = options.ranks;
   s.stages = stages;
   s.microbatches = options.microbatches;

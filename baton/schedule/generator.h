@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "baton/schedule/schedule.h"
@@ -84,6 +85,14 @@ Schedule forward_only(const Schedule& training, int microbatches);
 
 // Names accepted by generate(), in a stable order.
 const std::vector<std::string>& schedule_names();
+
+// The registry's properties of a schedule name, for what runs or checks it:
+// how it updates the weights (kPerStep for any name but pipedream, async
+// and pipemare, a file's included), whether it searches with measured costs
+// (zb-auto), and whether a stage runs on several ranks (chimera).
+WeightUpdates updates_of(std::string_view name);
+bool takes_measured_costs(std::string_view name);
+bool replicates_stages(std::string_view name);
 
 // Runs the named generator and validates its output; throws baton::Error for
 // an unknown name (listing the known ones), an undefined (p, m, v), or a shape

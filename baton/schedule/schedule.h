@@ -40,6 +40,13 @@ struct Skip {
   }
 };
 
+// How a schedule without a flush updates the weights
+// (runtime/weight_versions.h): after every step with a second buffer (2bw,
+// and every synchronous schedule), after each backward with a stashed
+// version per micro-batch (pipedream) or none (async), or as async with
+// PipeMare's techniques (pipemare).
+enum class WeightUpdates { kPerStep, kPerMicrobatch, kPerMicrobatchUnstashed, kPipeMare };
+
 struct Schedule {
   std::string name;      // generator name ("1f1b") or "file"
   int ranks = 0;         // p: pipeline ranks, one action list each
@@ -58,6 +65,9 @@ struct Schedule {
   // drain (the carried actions alone) ends the last. validate() and the
   // simulator unroll such a window over several steps (schedule/unroll.h).
   bool carries = false;
+  // Set with the name from the registry (generator.h's updates_of), so that
+  // nothing past schedule/ compares a schedule's name.
+  WeightUpdates updates = WeightUpdates::kPerStep;
   // The skip connections across stages; lower() adds their transfers.
   std::vector<Skip> skips;
 

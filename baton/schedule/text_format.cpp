@@ -10,6 +10,7 @@
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
 #include "baton/schedule/csv_format.h"
+#include "baton/schedule/generator.h"
 #include "baton/schedule/limits.h"
 
 namespace baton::schedule {
@@ -200,8 +201,8 @@ Schedule parse_schedule(std::string_view text, std::string name) {
         std::string_view reason = e.what();
         if (reason.substr(0, kParsePrefix.size()) == kParsePrefix)
           reason.remove_prefix(kParsePrefix.size());
-        throw Error(detail::concat("[schedule.parse] line ", line_no, " (rank ",
-                                   schedule.actions.size(), "): ", reason));
+        throw Error(::baton::detail::concat("[schedule.parse] line ", line_no, " (rank ",
+                                            schedule.actions.size(), "): ", reason));
       }
     }
     schedule.actions.push_back(std::move(list));
@@ -219,6 +220,7 @@ Schedule parse_schedule(std::string_view text, std::string name) {
                 kMaxNameBytes, " printable ASCII characters");
     schedule.name = n;
   }
+  schedule.updates = updates_of(schedule.name);
   if (declared.count("pp")) {
     const int pp = parse_count("pp", declared["pp"], header_line, kMaxRanks);
     BATON_CHECK(pp == schedule.ranks, "[schedule.parse] header says pp=", pp, " but the file has ",
@@ -310,7 +312,7 @@ Schedule load_schedule_file(const std::string& path) {
   try {
     return is_csv_path(path) ? parse_csv_schedule(text, "file") : parse_schedule(text, "file");
   } catch (const Error& e) {
-    throw Error(detail::concat(printable(path, 256), ": ", e.what()));
+    throw Error(::baton::detail::concat(printable(path, 256), ": ", e.what()));
   }
 }
 

@@ -7,6 +7,7 @@
 #include "baton/core/error.h"
 #include "baton/core/output_files.h"
 #include "baton/pipeline/checkpoint.h"
+#include "baton/train/options.h"
 
 namespace baton::train {
 namespace {
@@ -14,13 +15,21 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// `config`'s values of the options recorded as `kinds` (options.h), by TOML key.
+json recorded(const TrainConfig& c, std::initializer_list<Resume> kinds) {
+  json out = json::object();
+  for (const Option& option : options()) {
+    if (std::find(kinds.begin(), kinds.end(), option.resume) == kinds.end()) continue;
+    std::visit([&](auto member) { out[std::string(option.key)] = c.*member; }, option.member);
+  }
+  // The vocabulary in use, given or not (PREFIX.model's, 256 for bytes).
+  if (out.contains("vocab")) out["vocab"] = vocabulary(c);
+  return out;
+}
+
 // The keys that fix the model's layers and shapes: a checkpoint must agree on all.
 json model_keys(const TrainConfig& c) {
-  return {{"model", c.model},      {"layers", c.layers},
-          {"hidden", c.hidden},    {"heads", c.heads},
-          {"context", c.context},  {"in_features", c.in_features},
-          {"classes", c.classes},  {"tie_embeddings", c.tie_embeddings},
-          {"vocab", vocabulary(c)}};
+  return recorded(c, {Resume::kModel});
 }
 
 // A saved config's value of `key`; checkpoints from before tie_embeddings are untied.
@@ -30,27 +39,9 @@ json saved_value(const json& saved, const std::string& key) {
   return key == "tie_embeddings" ? json(false) : json();
 }
 
+// What a checkpoint records of the run (extra.config).
 json config_json(const TrainConfig& c) {
-  json out = model_keys(c);
-  out.update({{"pp", c.pp},
-              {"schedule", c.schedule},
-              {"virtual", c.virtual_stages},
-              {"microbatches", c.microbatches},
-              {"balance", c.balance},
-              {"recompute", c.recompute},
-              {"batch", c.batch},
-              {"steps", c.steps},
-              {"epochs", c.epochs},
-              {"lr", c.lr},
-              {"lr_schedule", c.lr_schedule},
-              {"clip_grad_norm", c.clip_grad_norm},
-              {"precision", c.precision},
-              {"optimizer", c.optimizer},
-              {"weight_decay", c.weight_decay},
-              {"augment", c.augment},
-              {"augment_shift", c.augment_shift},
-              {"seed", c.seed}});
-  return out;
+  return recorded(c, {Resume::kModel, Resume::kRecorded, Resume::kAllowed});
 }
 
 // "--in-features" for "in_features".
@@ -88,11 +79,7 @@ void check_resume(const TrainConfig& c) {
   }
   // The run's data and lr schedule: a resume continues the same run unless told otherwise.
   const std::vector<std::string> allowed = resume_change_keys(c);
-  const json run{{"batch", c.batch},
-                 {"seed", c.seed},
-                 {"lr_schedule", c.lr_schedule},
-                 {"clip_grad_norm", c.clip_grad_norm},
-                 {"precision", c.precision}};
+  const json run = recorded(c, {Resume::kAllowed});
   for (const auto& [key, value] : run.items()) {
     const std::string flag = flag_of(key);
     if (!saved.contains(key) || saved[key] == value ||

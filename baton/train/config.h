@@ -1,7 +1,8 @@
 // The training configuration: a TOML file (flat keys named like the CLI's
-// flags, with '_' for '-') with command-line flags overriding it.
+// flags, with '_' for '-') with command-line flags overriding it. Each
+// setting is declared once, in options.h's table.
 //
-//   model = "cnn"          # mlp | cnn | gpt | resnet
+//   model = "cnn"          # mlp | cnn | gpt | llama | resnet
 //   pp = 2
 //   schedule = "1f1b"
 //   microbatches = 4
@@ -27,7 +28,7 @@ inline constexpr int kDefaultKeepLast = 2;
 
 struct TrainConfig {
   // Model
-  std::string model = "mlp";    // mlp | cnn | gpt | resnet
+  std::string model = "mlp";    // mlp | cnn | gpt | llama | resnet
   int layers = 8;               // mlp: Linear layers; gpt: transformer blocks; resnet: blocks
   int hidden = 256;             // mlp, gpt; resnet: the first stage's bottleneck width
   int heads = 4;                // gpt
@@ -93,6 +94,7 @@ struct TrainConfig {
   int epochs = 0;  // 0: not given (given values of steps and epochs must be >= 1)
   double lr = 0.001;
   std::string lr_schedule = "constant";  // constant | cosine (decays to 0 over the run)
+  int warmup_steps = 0;  // linear warm-up from lr / N over the first N steps (learning_rate)
   std::string optimizer = "adam";
   // L2 penalty (sgd, adam) or decoupled decay (adamw), finite and >= 0.
   // AdamW's default is LibTorch's 0.01; -1 stands for "not given".

@@ -4,6 +4,7 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace baton::train {
@@ -29,8 +30,12 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
 }
 
 double learning_rate(const TrainConfig& c, int64_t step, int64_t total) {
+  const int64_t warmup = c.warmup_steps;
+  if (step < warmup) return c.lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
   if (c.lr_schedule == "cosine") {
-    return 0.5 * c.lr * (1 + std::cos(M_PI * static_cast<double>(step) / total));
+    // Over the steps after the warm-up (Megatron's decay after --lr-warmup-iters).
+    const int64_t decay = std::max<int64_t>(1, total - warmup);
+    return 0.5 * c.lr * (1 + std::cos(M_PI * static_cast<double>(step - warmup) / decay));
   }
   return c.lr;
 }

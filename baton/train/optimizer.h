@@ -16,8 +16,9 @@ namespace baton::train {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config,
                                                         std::vector<torch::Tensor> parameters);
 
-// The learning rate of step `step` (0-based) of `total`: constant, or cosine
-// decay from lr towards 0 over the run.
+// The learning rate of step `step` (0-based) of `total`: during the first
+// warmup_steps, lr * (step + 1) / warmup_steps; after them constant, or
+// cosine decay from lr towards 0 over the remaining total - warmup_steps.
 double learning_rate(const TrainConfig& config, int64_t step, int64_t total);
 
 // Sets every parameter group's learning rate.

@@ -22,8 +22,10 @@
 #include "baton/core/realtime.h"
 #include "baton/core/test_hooks.h"
 #include "baton/nn/models.h"
+#include "baton/nn/recompute_region.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline.h"
+#include "baton/runtime/executor.h"
 #include "baton/runtime/memory_profile.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/precision.h"
@@ -116,7 +118,7 @@ void check_stage_count(const TrainConfig& c, const nn::ModelSpec& model, int sta
 // elsewhere they would change nothing, so a value other than the default is
 // a mistake.
 void check_pipemare_flags(const TrainConfig& c, const schedule::Schedule& s) {
-  if (s.name == "pipemare") return;
+  if (s.updates == schedule::WeightUpdates::kPipeMare) return;
   const TrainConfig defaults;
   const char* given = c.pipemare_warmup != defaults.pipemare_warmup ? "--pipemare-warmup"
                       : c.pipemare_correction != defaults.pipemare_correction
@@ -190,7 +192,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
                     .decay(c.pipemare_decay))
       .rank_env(env);
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
-  if (balance_profiles(c.balance) || c.schedule == "zb-auto") {
+  if (balance_profiles(c.balance) || schedule::takes_measured_costs(c.schedule)) {
     // One micro-batch of a replica's share of the batch.
     torch::Tensor inputs = data.batch(0).first;
     if (!inputs.defined()) inputs = data.zero_inputs(c.batch);  // a rank that reads none
@@ -219,6 +221,9 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   }
   const torch::Tensor inputs = data.zero_inputs(c.batch);
   const nn::Tensors sample{runtime::split_microbatches(inputs, c.microbatches * c.dp).front()};
+  const runtime::Recompute recompute = runtime::parse_recompute(c.recompute);
+  // Selective: the layers measured keeping what their regions keep.
+  const nn::SelectiveRecomputeScope selective(recompute == runtime::Recompute::Selective);
   const sim::ModelMemory measured =
       runtime::measure_model_memory(model, sample, c.seed, runtime::parse_precision(c.precision));
   const schedule::Schedule& schedule = pipeline.schedule();
@@ -241,7 +246,6 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   const double per_byte = optimizer_state_per_parameter_byte(c.optimizer);
   fixed.optimizer = per_byte * stepped;
   fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
-  const runtime::Recompute recompute = runtime::parse_recompute(c.recompute);
   std::vector<bool> recomputed(c.microbatches);
   for (int mb = 0; mb < c.microbatches; ++mb)
     recomputed[mb] = runtime::recomputes(recompute, mb, c.microbatches);
@@ -358,7 +362,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
         threads, omp_passive ? " (OpenMP waits passive)" : "",
         c.realtime ? ", real-time (SCHED_FIFO)" : "", blas.empty() ? "" : (", " + blas).c_str(),
         static_cast<long long>(total));
-    if (pipeline.schedule().name == "pipemare") {
+    if (pipeline.schedule().updates == schedule::WeightUpdates::kPipeMare) {
       std::string delays;
       for (int d : schedule::update_delays(pipeline.schedule()))
         delays += (delays.empty() ? "" : ",") + std::to_string(d);

@@ -29,7 +29,7 @@ for key in $keys; do
 done
 
 # Schedules and models, as the refusals of unknown ones list them.
-schedules=$("$baton" train --schedule no-such 2>&1 | sed -n 's/.*(known: \(.*\)).*/\1/p' | tr -d ' ' | tr ',' ' ')
+schedules=$("$baton" train --schedule no-such 2>&1 | sed -n 's/.*(expected \(.*\)).*/\1/p' | sed 's/ or /, /' | tr -d ' ' | tr ',' ' ')
 [ -n "$schedules" ] || fail "the unknown-schedule refusal lists no schedules"
 for s in $schedules; do grep -qF -- "\`$s\`" "$doc" || missing+=("schedule $s"); done
 for m in mlp cnn gpt llama resnet; do

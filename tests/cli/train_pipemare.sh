@@ -46,7 +46,7 @@ expect_bad_input "--pipemare-warmup applies to --schedule pipemare only; schedul
 expect_bad_input "--pipemare-correction applies to --schedule pipemare only" "${T[@]}" \
   --pipemare-correction off
 printf 'model = "mlp"\npipemare_decay = 2.0\n' > "$tmp/decay.toml"
-expect_bad_input "pipemare-decay must be in [0, 1), got 2" --config "$tmp/decay.toml" --schedule pipemare
+expect_bad_input 'key "pipemare_decay" must be in [0, 1), got 2' --config "$tmp/decay.toml" --schedule pipemare
 expect_bad_input "--schedule pipemare cannot --save or --resume" "${T[@]}" --schedule pipemare \
   --save "$tmp/ck"
 echo "ok"

@@ -73,7 +73,7 @@ assert max(abs(a - b) / abs(b) for a, b in zip(one, plain)) > 1e-4, ("--label-sm
 for a, b in zip(one, two):
     assert abs(a - b) <= 1e-5 * abs(a), ("pp 2 differs from one process", one, two)
 PY
-expect_bad_input "label-smoothing must be in [0, 1), got 1" "${T[@]}" --label-smoothing 1
+expect_bad_input "--label-smoothing: must be a number in [0, 1), got 1" "${T[@]}" --label-smoothing 1
 printf 'label_smoothing = -0.5\n' > "$tmp/ls.toml"
 expect_bad_input 'key "label_smoothing" must be in [0, 1)' "${T[@]}" --config "$tmp/ls.toml"
 expect_bad_input "--augment moves and mirrors images; model mlp has no images" "${T[@]}" --augment on

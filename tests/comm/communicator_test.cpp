@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "baton/runtime/action_tag.h"
+
 #include "baton/comm/local_group.h"
 #include "baton/core/error.h"
 
@@ -291,7 +293,7 @@ TEST_P(CommunicatorTest, ReceiveWhoseSenderNeverSendsTimesOutNamingTheAction) {
           while (!done) std::this_thread::sleep_for(5ms);  // alive, but silent
           return;
         }
-        RecvHandle recv = comm.irecv(0, tag_for({schedule::ActionKind::RECV_F, 2, 3}));
+        RecvHandle recv = comm.irecv(0, runtime::tag_for({schedule::ActionKind::RECV_F, 2, 3}));
         const auto start = std::chrono::steady_clock::now();
         EXPECT_THAT([&] { recv.wait("stage 2 micro-batch 3 RECV_F from rank 0"); },
                     testing::ThrowsMessage<Error>(testing::StrEq(

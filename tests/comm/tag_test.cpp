@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include "baton/core/error.h"
+#include "baton/runtime/action_tag.h"
 
 namespace baton::comm {
 namespace {
 
 using detail::c10d_tag;
 using detail::Part;
+using runtime::tag_for;
 using schedule::ActionKind;
 
 TEST(TagTest, NoTwoMessagesOfAStepShareAC10dTag) {

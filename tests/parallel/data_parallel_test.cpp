@@ -14,6 +14,7 @@
 #include "baton/comm/local_group.h"
 #include "baton/comm/rank_layout.h"
 #include "baton/partition/balance.h"
+#include "baton/runtime/executor.h"
 #include "baton/runtime/stage.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"

@@ -19,9 +19,10 @@
 #include "baton/comm/rank_env.h"
 #include "baton/core/error.h"
 #include "baton/core/output_files.h"
-#include "baton/schedule/runnable_file.h"
+#include "baton/schedule/runnable.h"
 #include "baton/train/checkpoint_flags.h"
 #include "baton/train/config.h"
+#include "baton/train/options.h"
 #include "baton/train/profile_output.h"
 #include "baton/train/trainer.h"
 #include "tools/cli.h"
@@ -52,15 +53,6 @@ constexpr const char* kWarnedVariable = "BATON_DEPRECATIONS_WARNED";
 // The launcher's pid, set in its environment: a rank whose parent it is was
 // started by --nproc, which its command line repeats.
 constexpr const char* kLauncherVariable = "BATON_LAUNCHER_PID";
-
-template <typename T>
-CLI::Option* flag(CLI::App* cmd, TrainFlags& f, const std::string& name,
-                  T train::TrainConfig::*member, const std::string& help) {
-  CLI::Option* option = cmd->add_option(name, f.values.*member, help);
-  f.given.emplace_back(option,
-                       [&f, member](train::TrainConfig& c) { c.*member = f.values.*member; });
-  return option;
-}
 
 // CLI11 reads a uint64 with strtoull, which saturates and wraps without a word.
 const CLI::Validator kUint64(
@@ -113,11 +105,9 @@ CLI::Validator finite_above_zero(const std::string& what, const std::string& nam
       },
       name);
 }
-const CLI::Validator kPositiveNorm = finite_above_zero("norm", "NORM");
-const CLI::Validator kPositiveGb = finite_above_zero("number of GB", "GB");
 
-// A number in [0, 1) (PipeMare's decay).
-const CLI::Validator kDecay(
+// A number in [0, 1) (PipeMare's decay, label smoothing).
+const CLI::Validator kUnitInterval(
     [](std::string& text) -> std::string {
       char* end = nullptr;
       errno = 0;
@@ -126,7 +116,58 @@ const CLI::Validator kDecay(
       if (number && value >= 0 && value < 1) return "";
       return "must be a number in [0, 1), got " + text;
     },
-    "DECAY");
+    "X");
+
+// An option's check (options.h) as CLI11's validator; the TOML key checks the same.
+CLI::Validator validator_of(const train::Option& option) {
+  switch (option.check) {
+    case train::Check::kCount:
+      return count_at_least(static_cast<int>(option.low));
+    case train::Check::kRange:
+      return CLI::Range(option.low, option.high);
+    case train::Check::kUint64:
+      return kUint64;
+    case train::Check::kFiniteAboveZero: {
+      // "number of GB" reads GB in the help, "norm" NORM.
+      std::string name(option.unit.substr(option.unit.rfind(' ') + 1));
+      for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      return finite_above_zero(std::string(option.unit), name);
+    }
+    case train::Check::kFiniteAtLeastZero:
+      return finite_number(false, "X");
+    case train::Check::kUnitInterval:
+      return kUnitInterval;
+    case train::Check::kNone:
+      break;
+  }
+  return CLI::Validator();
+}
+
+// Adds every option of the table: its flag, help and check, and how its
+// value reaches the config when given.
+void add_options(CLI::App* cmd, const std::shared_ptr<TrainFlags>& f) {
+  for (const train::Option& option : train::options()) {
+    CLI::Option* added = nullptr;
+    if (option.is_switch) {
+      added = cmd->add_flag(std::string(option.flag),
+                            f->values.*std::get<bool train::TrainConfig::*>(option.member),
+                            std::string(option.help));
+    } else {
+      std::visit(
+          [&](auto member) {
+            added = cmd->add_option(std::string(option.flag), f->values.*member,
+                                    std::string(option.help));
+          },
+          option.member);
+    }
+    if (option.check != train::Check::kNone) added->check(validator_of(option));
+    const train::Member member = option.member;
+    TrainFlags* flags = f.get();
+    f->given.emplace_back(added, [flags, member](train::TrainConfig& c) {
+      std::visit([&](auto m) { c.*m = flags->values.*m; }, member);
+    });
+  }
+}
 
 // True when `message` already names "rank <rank>" (not "rank <rank>0").
 bool names_rank(const std::string& message, int rank) {
@@ -180,9 +221,11 @@ int run_rank(const train::TrainConfig& config, const comm::RankEnv& context) {
 // A path flag given an empty value (`--save "$UNSET"`) would silently mean
 // "not given": refuse it by name instead.
 void check_no_empty_paths(const CLI::App& cmd) {
-  for (const char* name :
-       {"--config", "--text", "--data", "--valid", "--data-dir", "--cache-dir", "--schedule-file",
-        "--metrics", "--trace", "--svg", "--profile-out", "--save", "--resume"}) {
+  std::vector<std::string> paths{"--config"};
+  for (const train::Option& option : train::options()) {
+    if (option.is_path) paths.emplace_back(option.flag);
+  }
+  for (const std::string& name : paths) {
     const CLI::Option* option = cmd.get_option_no_throw(name);
     if (option == nullptr || option->count() == 0) continue;
     for (const std::string& value : option->results()) {
@@ -235,7 +278,9 @@ int run(TrainFlags& f) {
                 "[train] --schedule-file gives the schedule; drop --schedule and --virtual");
     // The file decides the micro-batch count unless --microbatches says it (then they must agree).
     if (f.microbatches_option->count() == 0) {
-      config.microbatches = schedule::load_runnable_schedule(config.schedule_file).microbatches;
+      config.microbatches =
+          schedule::lowered_schedule(schedule::ScheduleSource::from_file(config.schedule_file))
+              .microbatches;
     }
   }
   const auto env = comm::rank_env_from_environment();
@@ -350,179 +395,14 @@ Action add_train(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--nproc", f->nproc, "Start this many local ranks (dp * pp * tp)")
       ->check(CLI::Range(1, 1024));
-  flag(cmd, *f, "--model", &train::TrainConfig::model, "mlp | cnn | gpt | llama | resnet");
-  flag(cmd, *f, "--layers", &train::TrainConfig::layers,
-       "mlp: Linear layers; gpt, llama: transformer blocks; resnet: bottleneck blocks");
-  flag(cmd, *f, "--hidden", &train::TrainConfig::hidden,
-       "Hidden width (mlp, gpt, llama); resnet: the first stage's bottleneck width");
-  flag(cmd, *f, "--heads", &train::TrainConfig::heads, "Attention heads (gpt, llama)");
-  flag(cmd, *f, "--context", &train::TrainConfig::context, "Tokens per sample (gpt, llama)");
-  flag(cmd, *f, "--in-features", &train::TrainConfig::in_features,
-       "Input features (mlp, synthetic data)");
-  flag(cmd, *f, "--classes", &train::TrainConfig::classes, "Classes (mlp, synthetic data)");
-  flag(cmd, *f, "--text", &train::TrainConfig::text,
-       "UTF-8 text file for gpt and llama (default: GPL-3 text)");
-  flag(
-      cmd, *f, "--data", &train::TrainConfig::data,
-      "gpt, llama: a tokenized corpus, PREFIX of Megatron's PREFIX.idx/.bin (baton data "
-      "prepare) or a flat file of ids; memory-mapped; its vocabulary from PREFIX.model or --vocab");
-  flag(cmd, *f, "--data-format", &train::TrainConfig::data_format,
-       "With --data: megatron (default), flat-uint16 or flat-uint32 (nanoGPT's train.bin)");
-  flag(cmd, *f, "--vocab", &train::TrainConfig::vocab,
-       "With --data and no PREFIX.model: the vocabulary size (257 for --byte-level data)")
-      ->check(kCount);
-  flag(cmd, *f, "--valid", &train::TrainConfig::valid,
-       "With --data: a held-out corpus in the same format; its loss and perplexity every "
-       "--eval-every steps and at the end");
-  flag(cmd, *f, "--eval-every", &train::TrainConfig::eval_every,
-       "With --valid: evaluate every N steps (default: at the end only)")
-      ->check(kCount);
-  flag(cmd, *f, "--eval-batches", &train::TrainConfig::eval_batches,
-       "With --valid: the held-out samples, this many batches from its start, in order "
-       "(default 4)")
-      ->check(kCount);
-  flag(cmd, *f, "--data-dir", &train::TrainConfig::data_dir, "Fashion-MNIST folder of .gz files");
-  flag(cmd, *f, "--cache-dir", &train::TrainConfig::cache_dir,
-       "Where decompressed data is kept (default ~/.cache/baton), a folder per --data-dir");
-  flag(cmd, *f, "--pp", &train::TrainConfig::pp, "Pipeline ranks");
-  flag(cmd, *f, "--dp", &train::TrainConfig::dp,
-       "Data-parallel replicas of the pipeline (--nproc dp*pp; --batch is the global batch)");
-  flag(cmd, *f, "--bucket-mb", &train::TrainConfig::bucket_mb,
-       "Gradient bucket size in MiB for the dp all-reduces (default 25, as DDP)");
-  flag(cmd, *f, "--overlap-grad-reduce", &train::TrainConfig::overlap_grad_reduce,
-       "With --dp: start each gradient bucket's all-reduce right after its last backward, "
-       "overlapping the rest (default on); off, every bucket waits for the step's last backward "
-       "(Megatron's --overlap-grad-reduce off)");
-  flag(cmd, *f, "--precision", &train::TrainConfig::precision,
-       "Compute dtype of the layers: fp32 | bf16 | fp16 (autocast over fp32 master weights; "
-       "fp16 with dynamic loss scaling)");
-  flag(cmd, *f, "--clip-grad-norm", &train::TrainConfig::clip_grad_norm,
-       "Clip the gradients to this global L2 norm before each update (over the whole model, "
-       "as torch.nn.utils.clip_grad_norm_; a step whose norm is not finite is skipped)")
-      ->check(kPositiveNorm);
-  flag(cmd, *f, "--max-memory-gb", &train::TrainConfig::max_memory_gb,
-       "Refuse the layout, before the first step, if any rank's predicted peak (every byte it "
-       "allocates, by the activation model) exceeds this many GB (1e9 bytes)")
-      ->check(kPositiveGb);
-  flag(cmd, *f, "--tp", &train::TrainConfig::tp,
-       "Tensor-parallel ranks per stage (gpt, llama: heads and MLP split, must divide --heads; "
-       "mlp: column/row Linear pairs, must divide --hidden; --nproc dp*pp*tp)");
-  flag(cmd, *f, "--tp-scatter-gather", &train::TrainConfig::tp_scatter_gather,
-       "With --tp: send 1/tp of each boundary activation between stages and all-gather it over tp "
-       "(Megatron's scatter/gather; on or off, default on)");
-  flag(cmd, *f, "--zero", &train::TrainConfig::zero,
-       "ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas (with --dp 1 it "
-       "changes nothing)");
-  f->schedule_option =
-      flag(cmd, *f, "--schedule", &train::TrainConfig::schedule,
-           "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "
-           "interleaved-zb, chimera, dualpipev, v-half, v-min, zb-auto, 2bw, pipedream, async, "
-           "pipemare");
-  f->virtual_option = flag(cmd, *f, "--virtual", &train::TrainConfig::virtual_stages,
-                           "Stage chunks per rank (interleaved, looped-bfs, interleaved-zb)")
-                          ->check(CLI::Range(1, 1024));
-  f->schedule_file_option = flag(cmd, *f, "--schedule-file", &train::TrainConfig::schedule_file,
-                                 "Run this schedule file (baton's text format, or PyTorch's CSV if "
-                                 "it ends in .csv) instead of --schedule; "
-                                 "its ranks must equal --pp, its micro-batches set --microbatches");
-  f->microbatches_option =
-      flag(cmd, *f, "--microbatches", &train::TrainConfig::microbatches, "Micro-batches per step");
-  flag(cmd, *f, "--batch", &train::TrainConfig::batch, "Mini-batch size");
-  flag(cmd, *f, "--steps", &train::TrainConfig::steps, "Optimizer steps (overrides --epochs)")
-      ->check(kCount);
-  flag(cmd, *f, "--epochs", &train::TrainConfig::epochs, "Epochs over the dataset")->check(kCount);
-  flag(cmd, *f, "--lr", &train::TrainConfig::lr, "Learning rate");
-  flag(cmd, *f, "--lr-schedule", &train::TrainConfig::lr_schedule, "constant | cosine");
-  flag(cmd, *f, "--optimizer", &train::TrainConfig::optimizer, "sgd | adam | adamw");
-  flag(cmd, *f, "--weight-decay", &train::TrainConfig::weight_decay,
-       "L2 penalty (sgd, adam) or decoupled weight decay (adamw; default 0.01, as LibTorch); "
-       "finite, at least 0")
-      ->check(finite_number(false, "X"));
-  flag(cmd, *f, "--label-smoothing", &train::TrainConfig::label_smoothing,
-       "Cross entropy against targets smoothed by this much: 1 - X on the label, X / classes on "
-       "every class (PyTorch's label_smoothing); in [0, 1), default 0")
-      ->check(finite_number(false, "X"));
-  flag(cmd, *f, "--augment", &train::TrainConfig::augment,
-       "cnn, resnet: move each training image by up to --augment-shift pixels and mirror it "
-       "with probability 1/2 (on or off, default off)");
-  flag(cmd, *f, "--augment-shift", &train::TrainConfig::augment_shift,
-       "With --augment: the largest move, 0 to 8 pixels (default 2)")
-      ->check(CLI::Range(0, 8));
-  flag(cmd, *f, "--seed", &train::TrainConfig::seed, "Seed of weights and data")->check(kUint64);
-  flag(cmd, *f, "--balance", &train::TrainConfig::balance,
-       "uniform | params | time | memory | optimal | 3,5,...");
-  f->recompute_option = flag(cmd, *f, "--recompute", &train::TrainConfig::recompute,
-                             "Recompute activations in the backward: never | except_last | always");
+  add_options(cmd, f);
+  f->recompute_option = cmd->get_option("--recompute");
   f->checkpoint_option =
       cmd->add_option("--checkpoint", f->checkpoint, "Deprecated: use --recompute");
-  flag(cmd, *f, "--pipemare-warmup", &train::TrainConfig::pipemare_warmup,
-       "--schedule pipemare: steps over which each stage's learning rate rises from 1/(delay+1) "
-       "of --lr to --lr (PipeMare's rescheduling; default 100, 0: off)")
-      ->check(count_at_least(0));
-  flag(cmd, *f, "--pipemare-correction", &train::TrainConfig::pipemare_correction,
-       "--schedule pipemare: run each backward on the weights extrapolated back by the stage's "
-       "delay times its velocity (PipeMare's discrepancy correction; on or off, default on)");
-  flag(cmd, *f, "--pipemare-decay", &train::TrainConfig::pipemare_decay,
-       "--schedule pipemare: the velocity's decay D in [0, 1), what an old weight delta still "
-       "counts one delay later (default 0.5)")
-      ->check(kDecay);
-  flag(cmd, *f, "--threads", &train::TrainConfig::threads,
-       "Intra-op threads per rank (default: cores / local ranks)");
-  flag(cmd, *f, "--realtime", &train::TrainConfig::realtime,
-       "Run each rank in the real-time scheduling class SCHED_FIFO, for a machine other busy "
-       "processes share; needs CAP_SYS_NICE or ulimit -r >= 1 (on or off, default off)");
-  flag(cmd, *f, "--timeout", &train::TrainConfig::timeout_s,
-       "Seconds any wait between ranks may take");
-  flag(cmd, *f, "--transport", &train::TrainConfig::transport,
-       "Point-to-point between ranks: auto (shared memory on one host, else Gloo), shm or gloo");
-  flag(cmd, *f, "--device", &train::TrainConfig::device,
-       "Where stages run: cpu, or cuda (rank on cuda:LOCAL_RANK, NCCL between ranks)");
-  flag(cmd, *f, "--metrics", &train::TrainConfig::metrics, "Write JSON lines of metrics");
-  flag(cmd, *f, "--trace", &train::TrainConfig::trace,
-       "Write the last step's measured timeline as a Chrome trace");
-  flag(cmd, *f, "--svg", &train::TrainConfig::svg,
-       "Write the last step's measured timeline as SVG");
-  flag(cmd, *f, "--profile-out", &train::TrainConfig::profile_out,
-       "Profile the layers on one micro-batch, write them as JSON for baton plan --profile, and "
-       "exit");
-  flag(cmd, *f, "--log-every", &train::TrainConfig::log_every, "Print progress every N steps");
-  flag(cmd, *f, "--save", &train::TrainConfig::save,
-       "Save a checkpoint into this folder at the end (and every --save-every steps)");
-  flag(cmd, *f, "--save-every", &train::TrainConfig::save_every,
-       "Also save every N steps (needs --save)")
-      ->check(kCount);
-  flag(cmd, *f, "--resume", &train::TrainConfig::resume,
-       "Continue from the checkpoint in this folder (--steps stays the total); auto: from "
-       "--save's newest checkpoint when there is one (under torchrun's --max-restarts)");
-  flag(cmd, *f, "--max-restarts", &train::TrainConfig::max_restarts,
-       "With --nproc and --save: when a rank dies, stop every rank and start them all again "
-       "from --save's newest checkpoint, up to this many times (default 0)")
-      ->check(count_at_least(0));
-  flag(cmd, *f, "--allow-resume-change", &train::TrainConfig::allow_resume_change,
-       "With --resume: what may differ from the checkpoint's run, a comma-separated subset of "
-       "batch, seed, lr-schedule, clip-grad-norm, precision (otherwise a change is refused)");
-  flag(cmd, *f, "--keep-last", &train::TrainConfig::keep_last,
-       "Saves kept in --save's folder, newest first (default 2); older ones baton wrote there "
-       "are removed after each save, never the one --resume read")
-      ->check(kCount);
-  CLI::Option* tie =
-      cmd->add_flag("--tie-embeddings", f->values.tie_embeddings,
-                    "gpt, llama: one matrix for the token embedding and the LM head; on "
-                    "different stages each holds a copy and REDUCE_TIED sums their "
-                    "gradients");
-  f->given.emplace_back(
-      tie, [f](train::TrainConfig& c) { c.tie_embeddings = f->values.tie_embeddings; });
-  CLI::Option* barrier =
-      cmd->add_flag("--step-barrier", f->values.step_barrier,
-                    "End every step with a blocking all-reduce of the loss (no overlap of "
-                    "steps; to measure what overlapping buys)");
-  f->given.emplace_back(barrier,
-                        [f](train::TrainConfig& c) { c.step_barrier = f->values.step_barrier; });
-  CLI::Option* compare =
-      cmd->add_flag("--compare-sim", f->values.compare_sim,
-                    "Print measured vs simulated step time and peak activations");
-  f->given.emplace_back(compare,
-                        [f](train::TrainConfig& c) { c.compare_sim = f->values.compare_sim; });
+  f->schedule_option = cmd->get_option("--schedule");
+  f->virtual_option = cmd->get_option("--virtual");
+  f->schedule_file_option = cmd->get_option("--schedule-file");
+  f->microbatches_option = cmd->get_option("--microbatches");
   return [f] {
     f->argv = command_line();
     try {

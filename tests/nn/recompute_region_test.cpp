@@ -1,0 +1,140 @@
+// Selective recomputation (nn/recompute_region.h): a marked region gives the
+// plain region's outputs and gradients bit for bit, and keeps only its
+// inputs, which the counting allocator measures against the s^2 tensor the
+// attention core no longer holds (Korthikanti et al. 2022's 5as/h term).
+#include "baton/nn/recompute_region.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "baton/comm/memory_counter.h"
+#include "baton/core/model_shapes.h"
+#include "baton/nn/llama.h"
+#include "baton/nn/transformer.h"
+#include "baton/runtime/precision.h"
+
+namespace baton::nn {
+namespace {
+
+// The output and every parameter's and the input's gradient of `forward`
+// on `x`, with selective recomputation on or off.
+template <class Forward>
+std::vector<torch::Tensor> run(torch::nn::Module& module, Forward forward, const torch::Tensor& x,
+                               bool selective) {
+  module.zero_grad();
+  const torch::Tensor input = x.detach().clone().requires_grad_(true);
+  torch::Tensor out;
+  {
+    const SelectiveRecomputeScope scope(selective);
+    out = forward(input);
+  }
+  (out * out).sum().backward();
+  std::vector<torch::Tensor> all{out.detach(), input.grad().defined() ? input.grad() : torch::Tensor()};
+  for (const auto& p : module.parameters()) {
+    all.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+  }
+  return all;
+}
+
+void expect_bitwise_equal(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(a[i].defined()) << "plain: no tensor " << i;
+    ASSERT_TRUE(b[i].defined()) << "region: no tensor " << i;
+    EXPECT_TRUE(torch::equal(a[i], b[i])) << "tensor " << i << " differs";
+  }
+}
+
+TEST(RecomputeRegionTest, GptBlockGivesTheSameOutputAndGradientsBitForBit) {
+  torch::manual_seed(1);
+  TransformerBlock block(32, 4);
+  const auto x = torch::randn({3, 16, 32});
+  auto forward = [&](const torch::Tensor& in) { return block->forward(in); };
+  expect_bitwise_equal(run(*block, forward, x, false), run(*block, forward, x, true));
+}
+
+TEST(RecomputeRegionTest, LlamaBlockWithAPaddingMaskGivesTheSameBitForBit) {
+  torch::manual_seed(2);
+  LlamaBlock block(32, 4, llama_ffn_hidden(32));
+  const auto x = torch::randn({2, 12, 32});
+  auto mask = torch::ones({2, 12}, torch::kInt);
+  mask.index_put_({1, torch::indexing::Slice(8)}, 0);
+  const auto positions = torch::arange(12).expand({2, 12});
+  auto forward = [&](const torch::Tensor& in) { return block->forward({in, positions, mask})[0]; };
+  expect_bitwise_equal(run(*block, forward, x, false), run(*block, forward, x, true));
+}
+
+// The recomputation runs under the forward's autocast, not the backward's:
+// in bf16 the gradients equal the plain region's too.
+TEST(RecomputeRegionTest, UnderBf16AutocastTheRecomputationComputesAsTheForwardDid) {
+  torch::manual_seed(3);
+  TransformerBlock block(32, 4);
+  const auto x = torch::randn({2, 8, 32});
+  auto forward = [&](const torch::Tensor& in) {
+    const runtime::AutocastScope autocast(runtime::Precision::Bf16, torch::kCPU);
+    return block->forward(in);
+  };
+  expect_bitwise_equal(run(*block, forward, x, false), run(*block, forward, x, true));
+}
+
+// A region whose dtype autocast decides (a matmul of fp32 tensors computes
+// in bf16 under it): recomputed without the forward's autocast, its
+// gradients would come out of fp32 matmuls and differ.
+TEST(RecomputeRegionTest, TheRecomputationRunsUnderTheForwardsAutocast) {
+  torch::manual_seed(5);
+  const auto a0 = torch::randn({8, 16}), b0 = torch::randn({16, 8});
+  auto grads = [&](bool selective) {
+    const auto a = a0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
+    torch::Tensor out;
+    {
+      const SelectiveRecomputeScope scope(selective);
+      const runtime::AutocastScope autocast(runtime::Precision::Bf16, torch::kCPU);
+      out = recomputed_region(
+          [](const std::vector<torch::Tensor>& in) { return in[0].matmul(in[1]).tanh(); }, {a, b});
+    }
+    EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+    (out.to(torch::kFloat) * torch::linspace(0, 1, 64).view({8, 8})).sum().backward();
+    return std::vector<torch::Tensor>{out.detach(), a.grad(), b.grad()};
+  };
+  expect_bitwise_equal(grads(false), grads(true));
+}
+
+// What the graph holds after the forward, counted by the allocator: the
+// region drops the attention probabilities, B * heads * T^2 floats, and
+// keeps every other tensor.
+TEST(RecomputeRegionTest, TheGraphHoldsTheAttentionProbabilitiesLess) {
+  comm::install_memory_counter();
+  torch::manual_seed(4);
+  const int64_t batch = 2, time = 64, hidden = 64, heads = 8;
+  TransformerBlock block(hidden, heads);
+  const auto x = torch::randn({batch, time, hidden}).requires_grad_(true);
+  auto held = [&](bool selective) {
+    const int64_t before = comm::memory_figures().current_bytes;
+    const SelectiveRecomputeScope scope(selective);
+    const torch::Tensor out = block->forward(x);
+    return comm::memory_figures().current_bytes - before - out.numel() * 4;
+  };
+  const int64_t plain = held(false), region = held(true);
+  const int64_t probabilities = batch * heads * time * time * 4;
+  // The causal mask (T^2 bools) the masked fill keeps goes too.
+  EXPECT_GE(plain - region, probabilities);
+  EXPECT_LE(plain - region, probabilities + time * time + 4096);
+}
+
+TEST(RecomputeRegionTest, OffOrWithoutGradientsTheRegionRunsAsWritten) {
+  const auto q = torch::randn({1, 2, 4, 8}, torch::requires_grad());
+  const auto out = causal_attention_core(q, q, q);
+  EXPECT_FALSE(selective_recompute_on());
+  EXPECT_THAT(out.grad_fn()->name(), testing::Not(testing::HasSubstr("RegionFunction")));
+  const SelectiveRecomputeScope scope(true);
+  EXPECT_TRUE(selective_recompute_on());
+  EXPECT_THAT(causal_attention_core(q, q, q).grad_fn()->name(), testing::HasSubstr("RegionFunction"));
+  torch::NoGradGuard no_grad;
+  EXPECT_FALSE(causal_attention_core(q, q, q).requires_grad());
+}
+
+}  // namespace
+}  // namespace baton::nn
