@@ -10,8 +10,8 @@ namespace baton::nn {
 
 // LibTorch 2.4 made the autocast calls take the device type; its CPU
 // autocast knows fp16 too.
-inline constexpr bool kAutocastByDevice =
-    TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4);
+inline constexpr bool kAutocastByDevice = TORCH_VERSION_MAJOR > 2 ||
+                                          (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4);
 
 bool autocast_enabled(torch::DeviceType device);
 void set_autocast_enabled(torch::DeviceType device, bool enabled);

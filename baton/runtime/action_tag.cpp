@@ -8,7 +8,7 @@ comm::Tag skip_tag(const schedule::Action& action, int stages) {
   using schedule::ActionKind;
   const bool forward = action.kind == ActionKind::SEND_F || action.kind == ActionKind::RECV_F;
   return comm::Tag{stages + action.skip, action.microbatch,
-             forward ? comm::Direction::kForward : comm::Direction::kBackward};
+                   forward ? comm::Direction::kForward : comm::Direction::kBackward};
 }
 
 comm::Tag tag_for(const schedule::Action& action) {

@@ -26,7 +26,9 @@ struct Entry {
     return check(Check::kFiniteAboveZero);
   }
   Entry& resume(Resume resume) { return o.resume = resume, *this; }
-  Entry& choices(std::vector<std::string_view> names) { return o.choices = std::move(names), *this; }
+  Entry& choices(std::vector<std::string_view> names) {
+    return o.choices = std::move(names), *this;
+  }
   Entry& path() { return o.is_path = true, *this; }
   Entry& bare() { return o.is_switch = true, *this; }
 };
@@ -144,7 +146,9 @@ std::vector<Option> make_options() {
   add("--steps", "steps", &C::steps, "Optimizer steps (overrides --epochs)")
       .check(Check::kCount, 1)
       .resume(kRecorded);
-  add("--epochs", "epochs", &C::epochs, "Epochs over the dataset").check(Check::kCount, 1).resume(kRecorded);
+  add("--epochs", "epochs", &C::epochs, "Epochs over the dataset")
+      .check(Check::kCount, 1)
+      .resume(kRecorded);
   add("--lr", "lr", &C::lr, "Learning rate").resume(kRecorded);
   add("--lr-schedule", "lr_schedule", &C::lr_schedule, "constant | cosine")
       .resume(kAllowed)
@@ -359,8 +363,7 @@ std::string option_problem(const Option& option, const TrainConfig& config) {
 
 bool at_default(const Option& option, const TrainConfig& config) {
   static const TrainConfig defaults;
-  return std::visit([&](auto member) { return config.*member == defaults.*member; },
-                    option.member);
+  return std::visit([&](auto member) { return config.*member == defaults.*member; }, option.member);
 }
 
 std::string toml_value(const Option& option, const TrainConfig& config) {

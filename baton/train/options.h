@@ -25,7 +25,7 @@ enum class Check {
   kUint64,           // an integer in [0, 2^64)
   kFiniteAboveZero,  // a finite `unit` above 0; leaving it out is `off`
   kFiniteAtLeastZero,  // a finite number, at least 0
-  kUnitInterval,     // a number in [0, 1)
+  kUnitInterval,       // a number in [0, 1)
 };
 
 // What a checkpoint records of the setting, and what a resume may change.

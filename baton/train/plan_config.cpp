@@ -27,7 +27,8 @@ TrainConfig plan_config(const plan::PlanRequest& req, const plan::Plan& plan) {
   c.microbatches = p.microbatches;
   c.batch = req.batch;
   c.balance.clear();
-  for (size_t i = 0; i < balance.size(); ++i) c.balance += (i ? "," : "") + std::to_string(balance[i]);
+  for (size_t i = 0; i < balance.size(); ++i)
+    c.balance += (i ? "," : "") + std::to_string(balance[i]);
   c.recompute = p.recompute ? "always" : "never";
   c.precision = "bf16";
   c.optimizer = "adam";

@@ -13,7 +13,9 @@
 #include "baton/comm/memory_counter.h"
 #include "baton/core/model_shapes.h"
 #include "baton/nn/llama.h"
+#include "baton/nn/models.h"
 #include "baton/nn/transformer.h"
+#include "baton/pipeline/pipeline.h"
 #include "baton/runtime/precision.h"
 
 namespace baton::nn {
@@ -32,14 +34,16 @@ std::vector<torch::Tensor> run(torch::nn::Module& module, Forward forward, const
     out = forward(input);
   }
   (out * out).sum().backward();
-  std::vector<torch::Tensor> all{out.detach(), input.grad().defined() ? input.grad() : torch::Tensor()};
+  std::vector<torch::Tensor> all{out.detach(),
+                                 input.grad().defined() ? input.grad() : torch::Tensor()};
   for (const auto& p : module.parameters()) {
     all.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
   }
   return all;
 }
 
-void expect_bitwise_equal(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+void expect_bitwise_equal(const std::vector<torch::Tensor>& a,
+                          const std::vector<torch::Tensor>& b) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     ASSERT_TRUE(a[i].defined()) << "plain: no tensor " << i;
@@ -78,6 +82,50 @@ TEST(RecomputeRegionTest, UnderBf16AutocastTheRecomputationComputesAsTheForwardD
     return block->forward(in);
   };
   expect_bitwise_equal(run(*block, forward, x, false), run(*block, forward, x, true));
+}
+
+// The zoo's gpt, layer by layer as a stage runs it, with its token loss:
+// every parameter's gradient the same bit for bit.
+TEST(RecomputeRegionTest, TheZoosGptGivesTheSameGradientsBitForBit) {
+  const ModelSpec spec = gpt(2, 32, 4, 50, 16);
+  std::vector<torch::nn::AnyModule> layers;
+  for (int i = 0; i < spec.num_layers(); ++i) layers.push_back(build_layer(spec, i, 7));
+  torch::manual_seed(8);
+  const auto tokens = torch::randint(0, 50, {4, 16}, torch::kLong);
+  auto grads = [&](bool selective) {
+    std::vector<torch::Tensor> all;
+    for (auto& layer : layers) layer.ptr()->zero_grad();
+    torch::Tensor h;
+    {
+      const SelectiveRecomputeScope scope(selective);
+      h = layers[0].forward(tokens);
+      for (size_t i = 1; i < layers.size(); ++i) h = layers[i].forward(h);
+    }
+    spec.loss(h, tokens).backward();
+    for (auto& layer : layers) {
+      for (const auto& p : layer.ptr()->parameters()) all.push_back(p.grad().clone());
+    }
+    return all;
+  };
+  expect_bitwise_equal(grads(false), grads(true));
+}
+
+// The same model through a Pipeline (one rank, two micro-batches), as
+// `baton train --recompute selective` runs it.
+TEST(RecomputeRegionTest, APipelineGivesTheSameGradientsBitForBit) {
+  const ModelSpec spec = gpt(2, 32, 4, 50, 16);
+  torch::manual_seed(9);
+  const auto tokens = torch::randint(0, 50, {4, 16}, torch::kLong);
+  auto grads = [&](const char* mode) {
+    Pipeline pipe(
+        spec, {},
+        PipelineOptions().rank_env(comm::RankEnv{}).microbatches(2).recompute(mode).seed(7));
+    const double loss = pipe.step(tokens, tokens);
+    std::vector<torch::Tensor> all{torch::tensor(loss)};
+    for (const auto& p : pipe.parameters()) all.push_back(p.grad().clone());
+    return all;
+  };
+  expect_bitwise_equal(grads("never"), grads("selective"));
 }
 
 // A region whose dtype autocast decides (a matmul of fp32 tensors computes
@@ -131,7 +179,8 @@ TEST(RecomputeRegionTest, OffOrWithoutGradientsTheRegionRunsAsWritten) {
   EXPECT_THAT(out.grad_fn()->name(), testing::Not(testing::HasSubstr("RegionFunction")));
   const SelectiveRecomputeScope scope(true);
   EXPECT_TRUE(selective_recompute_on());
-  EXPECT_THAT(causal_attention_core(q, q, q).grad_fn()->name(), testing::HasSubstr("RegionFunction"));
+  EXPECT_THAT(causal_attention_core(q, q, q).grad_fn()->name(),
+              testing::HasSubstr("RegionFunction"));
   torch::NoGradGuard no_grad;
   EXPECT_FALSE(causal_attention_core(q, q, q).requires_grad());
 }

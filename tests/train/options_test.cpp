@@ -111,7 +111,8 @@ TEST(OptionsTest, NamesOutsideTheChoicesAreRefusedListingThem) {
     check_config(config);
     FAIL() << "an unknown lr schedule passed";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown lr schedule \"linear\" (expected constant or cosine)"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("unknown lr schedule \"linear\" (expected constant or cosine)"));
   }
   config = TrainConfig{};
   config.schedule = "fancy";
@@ -189,8 +190,8 @@ TEST(OptionsTest, WarmupStepsRaiseTheLearningRateLinearlyThenTheScheduleFollows)
   }
   EXPECT_DOUBLE_EQ(learning_rate(c, 7, 12), 0.1);
   c.lr_schedule = "cosine";
-  EXPECT_DOUBLE_EQ(learning_rate(c, 4, 12), 0.1);               // cos(0)
-  EXPECT_NEAR(learning_rate(c, 8, 12), 0.05, 1e-15);            // cos(pi / 2), halfway
+  EXPECT_DOUBLE_EQ(learning_rate(c, 4, 12), 0.1);     // cos(0)
+  EXPECT_NEAR(learning_rate(c, 8, 12), 0.05, 1e-15);  // cos(pi / 2), halfway
   EXPECT_NEAR(learning_rate(c, 11, 12), 0.05 * (1 + std::cos(M_PI * 7 / 8)), 1e-15);
   c.warmup_steps = 0;
   EXPECT_DOUBLE_EQ(learning_rate(c, 0, 12), 0.1);
