@@ -10,10 +10,13 @@ expect_bad_input "--virtual: Value 0 not in range" "${T[@]}" --virtual 0
 expect_bad_input "--seed: must be an integer in [0, 18446744073709551615], got 18446744073709551616" \
   "${T[@]}" --seed 18446744073709551616
 expect_bad_input "--seed: must be an integer in [0, 18446744073709551615], got -1" "${T[@]}" --seed -1
-for key in steps epochs virtual; do
+for key in steps epochs; do
   printf '%s = 0\n' "$key" > "$tmp/$key.toml"
   expect_bad_input "key \"$key\" must be an integer in [1, 2147483647], got 0" --config "$tmp/$key.toml" "${T[@]}"
 done
+# --virtual's range, as the flag's (options.h): [1, 1024].
+printf 'virtual = 0\n' > "$tmp/virtual.toml"
+expect_bad_input 'key "virtual" must be an integer in [1, 1024], got 0' --config "$tmp/virtual.toml" "${T[@]}"
 printf 'seed = -1\n' > "$tmp/seed.toml"
 expect_bad_input "key \"seed\" must be an integer in [0, 9223372036854775807], got -1" --config "$tmp/seed.toml"
 printf 'layers = 4294967300\n' > "$tmp/layers.toml"
