@@ -4,7 +4,8 @@
 // (config_toml), the checkpoint's record of the run and the resume comparison
 // (checkpoint_flags.cpp), and docs/cli.md's table is checked against it
 // (tests/train/options_test.cpp). Adding a setting is one entry here plus the
-// code that uses it. Torch-free.
+// code that uses it. Torch-free. Decision: choices stay strings in
+// TrainConfig, checked against the table once at the edge (check_config).
 #pragma once
 
 #include <cstdint>
@@ -20,10 +21,10 @@ namespace baton::train {
 // What a value must be; the flag and the TOML key check the same.
 enum class Check {
   kNone,
-  kCount,            // an integer of at least `low`
-  kRange,            // an integer in [low, high] (the TOML key checks `low`; check_config the rest)
-  kUint64,           // an integer in [0, 2^64)
-  kFiniteAboveZero,  // a finite `unit` above 0; leaving it out is `off`
+  kCount,              // an integer of at least `low`
+  kRange,              // an integer in [low, high]
+  kUint64,             // an integer in [0, 2^64)
+  kFiniteAboveZero,    // a finite `unit` above 0; leaving it out is `off`
   kFiniteAtLeastZero,  // a finite number, at least 0
   kUnitInterval,       // a number in [0, 1)
 };
