@@ -33,5 +33,19 @@ for n, s in zip(final(never), final(selective)):
     print("rank", n["rank"], "activations at the peak", n["measured"]["activations"], "->",
           s["measured"]["activations"], f"({1 - s['measured']['activations'] / n['measured']['activations']:.1%} less)")
 PY
+# The split backward (zero-bubble: the region's backward runs in I) and the
+# V schedules, on gpt and llama: every step's loss bit for bit.
+small=(--layers 4 --hidden 32 --heads 4 --context 16 --batch 16 --microbatches 4 --pp 2 --nproc 2
+       --threads 1 --steps 3 --log-every 100)
+for run in "gpt zb-h1" "gpt dualpipev" "llama zb-v"; do
+  set -- $run
+  for mode in never selective; do
+    "$baton" train --model "$1" --schedule "$2" "${small[@]}" --recompute "$mode" \
+      --metrics "$tmp/$1-$2-$mode.jsonl" > "$tmp/out" 2>&1 || fail "$run $mode: $(tail -2 "$tmp/out")"
+  done
+  [ "$(grep -c '"loss"' "$tmp/$1-$2-never.jsonl")" -ge 3 ] || fail "$run: no losses in --metrics"
+  cmp -s <(grep -o '"loss":[^,]*' "$tmp/$1-$2-never.jsonl") \
+         <(grep -o '"loss":[^,]*' "$tmp/$1-$2-selective.jsonl") || fail "$run: losses differ"
+done
 expect_bad_input "model mlp marks none" --model mlp --recompute selective --steps 1
 echo ok
