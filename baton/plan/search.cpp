@@ -251,8 +251,15 @@ std::string describe(const Config& c) {
   return out.str();
 }
 
-PlanResult plan(const PlanRequest& req) {
-  const int layers = req.profile ? static_cast<int>(req.profile->layers.size()) : req.shape.layers;
+namespace {
+
+// Bytes as GB, rounded up to 0.1.
+double gb(double bytes) {
+  return std::ceil(bytes / 1e8) / 10;
+}
+
+// The request's own checks (before any candidate); the schedules searched.
+std::vector<std::string> checked_schedules(const PlanRequest& req) {
   if (!req.profile) check_shape(req.shape);
   const Cluster& cl = req.cluster;
   BATON_CHECK(cl.gpus >= 1 && cl.gpus_per_node >= 1 && req.batch >= 1,
@@ -278,114 +285,123 @@ PlanResult plan(const PlanRequest& req) {
     BATON_CHECK(find_searched_schedule(name), "[plan] schedule \"", name,
                 "\" is not searched by the planner");
   }
-  const double limit = cl.memory_gb * 1e9 * req.max_memory_fraction;
+  return names;
+}
+
+// The first (t, p, d) rule the grid point fails (kRuleCount: none), and why.
+int grid_rule(const PlanRequest& req, int t, int p, int d, int layers, std::string& why) {
+  const Cluster& cl = req.cluster;
+  int rule = kRuleCount;
+  auto fails = [&](int r, bool failed, const std::string& text) {
+    if (rule == kRuleCount && failed) rule = r, why = text;
+  };
+  fails(kTpFixed, req.tp > 0 && t != req.tp, "t=" + std::to_string(t) + " is not --tp");
+  fails(kPpFixed, req.pp > 0 && p != req.pp, "p=" + std::to_string(p) + " is not --pp");
+  fails(kDpFixed, req.dp > 0 && d != req.dp, "d=" + std::to_string(d) + " is not --dp");
+  fails(kProfileNeedsT1, req.profile && t != 1,
+        "t=" + std::to_string(t) + " is not 1 (a profile is one device's)");
+  fails(kTDividesHeads, !req.profile && req.shape.heads % t != 0,
+        "t=" + std::to_string(t) + " does not divide heads=" + std::to_string(req.shape.heads));
+  fails(kTTilesNodes, cl.gpus_per_node % t != 0 && t % cl.gpus_per_node != 0,
+        "t=" + std::to_string(t) + " neither divides nor is a multiple of gpus-per-node=" +
+            std::to_string(cl.gpus_per_node));
+  fails(kPAtMostLayers, p > layers,
+        "p=" + std::to_string(p) + " exceeds the " + (req.profile ? "profiled " : "") +
+            "layers=" + std::to_string(layers));
+  fails(kDDividesBatch, req.batch % d != 0,
+        "d=" + std::to_string(d) + " does not divide batch=" + std::to_string(req.batch));
+  fails(kMicrobatchDivides,
+        req.microbatch > 0 && (req.batch % d != 0 || (req.batch / d) % req.microbatch != 0),
+        "--microbatch " + std::to_string(req.microbatch) + " does not divide batch / d = " +
+            std::to_string(req.batch) + " / " + std::to_string(d));
+  return rule;
+}
+
+// The search's state: what was rejected and why, and the candidates whose
+// bounds fit, to simulate.
+struct Search {
+  Search(const PlanRequest& request, int layer_count, double bytes_limit)
+      : req(request), layers(layer_count), limit(bytes_limit) {
+    smallest.memory_bytes = INFINITY;
+  }
+
+  const PlanRequest& req;
+  int layers;
+  double limit;  // bytes a GPU may use
   PlanResult result;
   Removal removal;
   std::string refused;  // why the first (t, p, d) failed, for the error
   int refused_count = 0;
   int allowed = 0;
-  Plan smallest;  // the least memory any candidate needs
-  smallest.memory_bytes = INFINITY;
+  Plan smallest;              // the least memory any candidate needs
   std::vector<Plan> fitting;  // candidates whose bounds fit, to simulate
 
-  auto reject = [&](int rule, const std::string& why) {
+  void reject(int rule, const std::string& why) {
     ++result.rejected[kRuleNames[rule]];
     removal.note(rule, why);
-  };
+  }
+  void estimate_grid_point(int t, int p, int d, const std::vector<std::string>& names);
+  void check_something_fits() const;
+  void simulate_in_order();
+};
 
-  for (int t : divisors(cl.gpus)) {
-    for (int p : divisors(cl.gpus / t)) {
-      const int d = cl.gpus / t / p;
-      const std::string grid =
-          "(" + std::to_string(t) + "," + std::to_string(p) + "," + std::to_string(d) + ")";
-      int rule = kRuleCount;
-      std::string why;
-      auto fails = [&](int r, bool failed, const std::string& text) {
-        if (rule == kRuleCount && failed) rule = r, why = text;
-      };
-      fails(kTpFixed, req.tp > 0 && t != req.tp, "t=" + std::to_string(t) + " is not --tp");
-      fails(kPpFixed, req.pp > 0 && p != req.pp, "p=" + std::to_string(p) + " is not --pp");
-      fails(kDpFixed, req.dp > 0 && d != req.dp, "d=" + std::to_string(d) + " is not --dp");
-      fails(kProfileNeedsT1, req.profile && t != 1,
-            "t=" + std::to_string(t) + " is not 1 (a profile is one device's)");
-      fails(kTDividesHeads, !req.profile && req.shape.heads % t != 0,
-            "t=" + std::to_string(t) + " does not divide heads=" + std::to_string(req.shape.heads));
-      fails(kTTilesNodes, cl.gpus_per_node % t != 0 && t % cl.gpus_per_node != 0,
-            "t=" + std::to_string(t) + " neither divides nor is a multiple of gpus-per-node=" +
-                std::to_string(cl.gpus_per_node));
-      fails(kPAtMostLayers, p > layers,
-            "p=" + std::to_string(p) + " exceeds the " + (req.profile ? "profiled " : "") +
-                "layers=" + std::to_string(layers));
-      fails(kDDividesBatch, req.batch % d != 0,
-            "d=" + std::to_string(d) + " does not divide batch=" + std::to_string(req.batch));
-      fails(kMicrobatchDivides,
-            req.microbatch > 0 && (req.batch % d != 0 || (req.batch / d) % req.microbatch != 0),
-            "--microbatch " + std::to_string(req.microbatch) + " does not divide batch / d = " +
-                std::to_string(req.batch) + " / " + std::to_string(d));
-      if (rule != kRuleCount) {
-        const char* name = kRuleNames[rule];
-        // Profiles name their own layer rule, as before.
-        ++result
-              .rejected[rule == kPAtMostLayers && req.profile ? "p_exceeds_profiled_layers" : name];
-        removal.note(rule, grid + ": " + why);
-        if (rule > kDpFixed && ++refused_count <= kRefusalsNamed)
-          refused += (refused.empty() ? "" : "; ") + grid + ": " + why;
-        continue;
-      }
-      ++allowed;
-      for (const std::string& name : names) {
-        const SearchedSchedule& traits = *find_searched_schedule(name);
-        std::vector<int> vs;
-        if (traits.chunks > 0) {
-          vs.push_back(traits.chunks);
-        } else {
-          for (int v = 2; static_cast<long>(p) * v <= std::max(layers, 2 * p); ++v) vs.push_back(v);
-        }
-        for (int b : divisors(req.batch / d)) {
-          if (req.microbatch > 0 && b != req.microbatch) continue;
-          const int m = req.batch / d / b;
-          for (bool recompute : choices(req.recompute, !req.profile)) {
-            for (int v : vs) {
-              const long stages = static_cast<long>(p) * v;
-              const std::vector<std::vector<int>> cuts =
-                  stages <= layers ? cuts_of(req, layers, static_cast<int>(stages), recompute)
-                                   : std::vector<std::vector<int>>{{}};
-              for (const std::vector<int>& cut : cuts) {
-                for (bool zero : choices(req.zero, true)) {
-                  ++result.candidates;
-                  Plan e;
-                  e.config = Config{t, p, d, b, m, name, v, recompute, zero, cut};
-                  std::string why;
-                  const int rule = candidate_rule(e.config, traits, layers, why);
-                  if (rule != kRuleCount) {
-                    reject(rule, describe(e.config) + ": " + why);
-                    continue;
-                  }
-                  const sim::CostModel costs = costs_of(req, e.config);
-                  const Estimate est =
-                      estimate(costs, e.config, added_seconds(req, e.config, costs),
-                               working_of(req, e.config));
-                  e.step_s = est.step_s;
-                  e.memory_bytes = est.memory_bytes;
-                  finish(req, e);
-                  result.estimates.push_back(e);
-                  if (e.memory_bytes < smallest.memory_bytes) smallest = e;
-                  if (e.memory_bytes > limit) {
-                    reject(kMemory, describe(e.config));
-                    continue;
-                  }
-                  fitting.push_back(e);
-                }
+// Every candidate of one allowed (t, p, d): its bounds, kept when they fit.
+void Search::estimate_grid_point(int t, int p, int d, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    const SearchedSchedule& traits = *find_searched_schedule(name);
+    std::vector<int> vs;
+    if (traits.chunks > 0) {
+      vs.push_back(traits.chunks);
+    } else {
+      for (int v = 2; static_cast<long>(p) * v <= std::max(layers, 2 * p); ++v) vs.push_back(v);
+    }
+    for (int b : divisors(req.batch / d)) {
+      if (req.microbatch > 0 && b != req.microbatch) continue;
+      const int m = req.batch / d / b;
+      for (bool recompute : choices(req.recompute, !req.profile)) {
+        for (int v : vs) {
+          const long stages = static_cast<long>(p) * v;
+          const std::vector<std::vector<int>> cuts =
+              stages <= layers ? cuts_of(req, layers, static_cast<int>(stages), recompute)
+                               : std::vector<std::vector<int>>{{}};
+          for (const std::vector<int>& cut : cuts) {
+            for (bool zero : choices(req.zero, true)) {
+              ++result.candidates;
+              Plan e;
+              e.config = Config{t, p, d, b, m, name, v, recompute, zero, cut};
+              std::string why;
+              const int rule = candidate_rule(e.config, traits, layers, why);
+              if (rule != kRuleCount) {
+                reject(rule, describe(e.config) + ": " + why);
+                continue;
               }
+              const sim::CostModel costs = costs_of(req, e.config);
+              const Estimate est = estimate(costs, e.config, added_seconds(req, e.config, costs),
+                                            working_of(req, e.config));
+              e.step_s = est.step_s;
+              e.memory_bytes = est.memory_bytes;
+              finish(req, e);
+              result.estimates.push_back(e);
+              if (e.memory_bytes < smallest.memory_bytes) smallest = e;
+              if (e.memory_bytes > limit) {
+                reject(kMemory, describe(e.config));
+                continue;
+              }
+              fitting.push_back(e);
             }
           }
         }
       }
     }
   }
+}
+
+// One line naming why nothing is left, when nothing is.
+void Search::check_something_fits() const {
+  const Cluster& cl = req.cluster;
+  std::string refused_named = refused;
   if (refused_count > kRefusalsNamed)
-    refused += "; and " + std::to_string(refused_count - kRefusalsNamed) + " more";
-  auto gb = [](double bytes) { return std::ceil(bytes / 1e8) / 10; };
+    refused_named += "; and " + std::to_string(refused_count - kRefusalsNamed) + " more";
   BATON_CHECK(removal.deepest != kMicrobatchDivides || allowed > 0, "[plan] --microbatch ",
               req.microbatch, " divides batch / d for no allowed d (batch=", req.batch,
               "; microbatch_does_not_divide removed the last candidates)");
@@ -393,7 +409,7 @@ PlanResult plan(const PlanRequest& req) {
     BATON_CHECK(false, "[plan] no (t, p, d) with t*p*d = ", cl.gpus,
                 " GPUs is allowed (t must divide heads and tile nodes, p be at most the layers, "
                 "d divide batch; last rule: ",
-                kRuleNames[removal.deepest], "): ", refused);
+                kRuleNames[removal.deepest], "): ", refused_named);
   }
   if (fitting.empty() && removal.deepest == kMemory) {
     BATON_CHECK(
@@ -406,9 +422,12 @@ PlanResult plan(const PlanRequest& req) {
   BATON_CHECK(!fitting.empty(), "[plan] no plan is left: ",
               removal.deepest >= 0 ? kRuleNames[removal.deepest] : "nothing",
               " removed the last candidates (", removal.example, ")");
+}
 
-  // Simulate in order of the step bound until no bound is below the top-th
-  // best simulated step.
+// Simulate in order of the step bound until no bound is below the top-th
+// best simulated step.
+void Search::simulate_in_order() {
+  const Cluster& cl = req.cluster;
   std::sort(fitting.begin(), fitting.end(), faster);
   std::map<std::string, Simulated> simulated;
   std::priority_queue<double> top_steps;  // the `top` fastest simulated steps
@@ -449,6 +468,38 @@ PlanResult plan(const PlanRequest& req) {
               req.max_memory_fraction < 1 ? detail::concat(req.max_memory_fraction) : std::string(),
               "; the smallest needs ", gb(smallest_simulated.memory_bytes), " GB per GPU (",
               describe(smallest_simulated.config), ")");
+}
+
+}  // namespace
+
+PlanResult plan(const PlanRequest& req) {
+  const int layers = req.profile ? static_cast<int>(req.profile->layers.size()) : req.shape.layers;
+  const std::vector<std::string> names = checked_schedules(req);
+  const Cluster& cl = req.cluster;
+  Search search(req, layers, cl.memory_gb * 1e9 * req.max_memory_fraction);
+  for (int t : divisors(cl.gpus)) {
+    for (int p : divisors(cl.gpus / t)) {
+      const int d = cl.gpus / t / p;
+      std::string why;
+      const int rule = grid_rule(req, t, p, d, layers, why);
+      if (rule != kRuleCount) {
+        const std::string grid =
+            "(" + std::to_string(t) + "," + std::to_string(p) + "," + std::to_string(d) + ")";
+        // Profiles name their own layer rule, as before.
+        ++search.result.rejected[rule == kPAtMostLayers && req.profile ? "p_exceeds_profiled_layers"
+                                                                       : kRuleNames[rule]];
+        search.removal.note(rule, grid + ": " + why);
+        if (rule > kDpFixed && ++search.refused_count <= kRefusalsNamed)
+          search.refused += (search.refused.empty() ? "" : "; ") + grid + ": " + why;
+        continue;
+      }
+      ++search.allowed;
+      search.estimate_grid_point(t, p, d, names);
+    }
+  }
+  search.check_something_fits();
+  search.simulate_in_order();
+  PlanResult& result = search.result;
   std::sort(result.plans.begin(), result.plans.end(), faster);
   return result;
 }
