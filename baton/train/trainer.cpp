@@ -305,6 +305,71 @@ void check_setup(const TrainConfig& c, bool check_outputs) {
   check_data(c);
 }
 
+namespace {
+
+// The run's first line (rank 0): model, schedule, layout, balance, precision,
+// threads and steps; with pipemare its delays and techniques.
+void print_banner(const TrainConfig& c, const nn::ModelSpec& model, const Pipeline& pipeline,
+                  int threads, int64_t total) {
+  const char* omp_policy = std::getenv("OMP_WAIT_POLICY");
+  const bool omp_passive = omp_policy != nullptr && std::string(omp_policy) == "PASSIVE";
+  const std::string blas = blas_kernels();  // OpenBLAS's kernels (core/blas_kernels.h)
+  const std::string dp = (c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string()) +
+                         (c.tp > 1 ? detail::concat("tp=", c.tp, ", ") : std::string()) +
+                         (c.zero > 0 ? detail::concat("zero=", c.zero, ", ") : std::string());
+  std::printf(
+      "baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
+      "batch=%d, balance %s -> %s, recompute %s, precision %s, %s, %d thread(s) per "
+      "rank%s%s%s, %lld steps\n",
+      c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp,
+      pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
+      pipeline.partition().to_string().c_str(), c.recompute.c_str(), c.precision.c_str(),
+      c.clip_grad_norm > 0 ? detail::concat("clip-grad-norm ", c.clip_grad_norm).c_str()
+                           : "no clipping",
+      threads, omp_passive ? " (OpenMP waits passive)" : "",
+      c.realtime ? ", real-time (SCHED_FIFO)" : "", blas.empty() ? "" : (", " + blas).c_str(),
+      static_cast<long long>(total));
+  if (pipeline.schedule().updates == schedule::WeightUpdates::kPipeMare) {
+    std::string delays;
+    for (int d : schedule::update_delays(pipeline.schedule()))
+      delays += (delays.empty() ? "" : ",") + std::to_string(d);
+    std::printf(
+        "baton train: pipemare: stage delays %s (updates between a forward and its "
+        "backward); lr warm-up %s; discrepancy correction %s\n",
+        delays.c_str(),
+        c.pipemare_warmup > 0 ? detail::concat("over ", c.pipemare_warmup, " steps").c_str()
+                              : "off",
+        c.pipemare_correction ? detail::concat("on (decay ", c.pipemare_decay, ")").c_str()
+                              : "off");
+  }
+  flush_stdout("[train]");
+}
+
+// The activation model's peak for this rank (sim/memory_model.h), or none:
+// not under tp (the layers measured would be whole, the rank holds a share)
+// nor on a device (the counter counts the CPU's allocator). Measured before
+// the steps, since measuring moves the allocator's peak (reset at the third).
+sim::MemoryPrediction predicted_memory(const TrainConfig& c, const nn::ModelSpec& model,
+                                       const Pipeline& pipeline, DataSource& data, int pp_rank,
+                                       int64_t first, bool leader, int rank) {
+  sim::MemoryPrediction predicted;
+  if (c.tp == 1 && c.device == "cpu") {
+    try {
+      predicted = predict_rank_memory(c, model, pipeline, data, pp_rank, first);
+    } catch (const std::exception& e) {
+      if (c.max_memory_gb > 0) throw;  // the cap cannot be checked without it
+      // A prediction that fails costs the report its line, not the run. Each
+      // rank measures every layer (one at a time), so rank 0 says why for all.
+      if (leader)
+        std::fprintf(stderr, "baton train: warning: rank %d: no memory prediction: %s\n", rank,
+                     std::string(e.what()).substr(0, std::string(e.what()).find('\n')).c_str());
+    }
+  }
+  return predicted;
+}
+
+}  // namespace
+
 void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   check_config(c);
   BATON_CHECK(
@@ -343,40 +408,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   const int64_t per_epoch = data->steps_per_epoch();
   const int64_t total =
       c.steps > 0 ? c.steps : (c.epochs > 0 && per_epoch > 0 ? c.epochs * per_epoch : 100);
-  const char* omp_policy = std::getenv("OMP_WAIT_POLICY");
-  const bool omp_passive = omp_policy != nullptr && std::string(omp_policy) == "PASSIVE";
-  if (leader) {
-    const std::string blas = blas_kernels();  // OpenBLAS's kernels (core/blas_kernels.h)
-    const std::string dp = (c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string()) +
-                           (c.tp > 1 ? detail::concat("tp=", c.tp, ", ") : std::string()) +
-                           (c.zero > 0 ? detail::concat("zero=", c.zero, ", ") : std::string());
-    std::printf(
-        "baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
-        "batch=%d, balance %s -> %s, recompute %s, precision %s, %s, %d thread(s) per "
-        "rank%s%s%s, %lld steps\n",
-        c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp,
-        pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
-        pipeline.partition().to_string().c_str(), c.recompute.c_str(), c.precision.c_str(),
-        c.clip_grad_norm > 0 ? detail::concat("clip-grad-norm ", c.clip_grad_norm).c_str()
-                             : "no clipping",
-        threads, omp_passive ? " (OpenMP waits passive)" : "",
-        c.realtime ? ", real-time (SCHED_FIFO)" : "", blas.empty() ? "" : (", " + blas).c_str(),
-        static_cast<long long>(total));
-    if (pipeline.schedule().updates == schedule::WeightUpdates::kPipeMare) {
-      std::string delays;
-      for (int d : schedule::update_delays(pipeline.schedule()))
-        delays += (delays.empty() ? "" : ",") + std::to_string(d);
-      std::printf(
-          "baton train: pipemare: stage delays %s (updates between a forward and its "
-          "backward); lr warm-up %s; discrepancy correction %s\n",
-          delays.c_str(),
-          c.pipemare_warmup > 0 ? detail::concat("over ", c.pipemare_warmup, " steps").c_str()
-                                : "off",
-          c.pipemare_correction ? detail::concat("on (decay ", c.pipemare_decay, ")").c_str()
-                                : "off");
-    }
-    flush_stdout("[train]");
-  }
+  if (leader) print_banner(c, model, pipeline, threads, total);
   const int64_t first = resume_if_asked(c, pipeline, *optimizer, total, *data);
   if (leader && first > 0) {
     std::printf("baton train: resumed from %s at step %lld\n", c.resume.c_str(),
@@ -387,22 +419,8 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   // and saved, the resumed ones included (S = the step resumed from).
   constexpr const char* kKillHook = "BATON_TEST_KILL_AT_STEP";
   kill_if_hooked(kKillHook, ctx.rank, first);
-  // Before the steps: measuring moves the allocator's peak, reset at the third.
-  // Not under tp (the layers measured would be whole, the rank holds a
-  // share) nor on a device (the counter counts the CPU's allocator).
-  sim::MemoryPrediction predicted;
-  if (c.tp == 1 && c.device == "cpu") {
-    try {
-      predicted = predict_rank_memory(c, model, pipeline, *data, here.pp, first);
-    } catch (const std::exception& e) {
-      if (c.max_memory_gb > 0) throw;  // the cap cannot be checked without it
-      // A prediction that fails costs the report its line, not the run. Each
-      // rank measures every layer (one at a time), so rank 0 says why for all.
-      if (leader)
-        std::fprintf(stderr, "baton train: warning: rank %d: no memory prediction: %s\n", ctx.rank,
-                     std::string(e.what()).substr(0, std::string(e.what()).find('\n')).c_str());
-    }
-  }
+  const sim::MemoryPrediction predicted =
+      predicted_memory(c, model, pipeline, *data, here.pp, first, leader, ctx.rank);
   if (c.max_memory_gb > 0) check_memory_cap(comm, ctx.rank, predicted, c.max_memory_gb);
   Progress progress(c, total, leader, first);
   const SaveOptions saving = save_options(c);
