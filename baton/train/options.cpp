@@ -291,13 +291,33 @@ std::string float_text(double x) {
   return text;
 }
 
-}  // namespace
-
+// What `option` names in messages: its key with spaces ("lr schedule").
 std::string what_of(const Option& option) {
   std::string what(option.key);
   for (char& ch : what) ch = ch == '_' ? ' ' : ch;
   return what;
 }
+
+// `config`'s value of `option` in TOML ("1f1b" quoted, 0.001, true).
+std::string toml_value(const Option& option, const TrainConfig& config) {
+  return std::visit(
+      [&config](auto member) -> std::string {
+        using T = std::decay_t<decltype(config.*member)>;
+        const T& value = config.*member;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return quoted(value);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return value ? "true" : "false";
+        } else if constexpr (std::is_floating_point_v<T>) {
+          return float_text(value);
+        } else {
+          return std::to_string(value);
+        }
+      },
+      option.member);
+}
+
+}  // namespace
 
 const std::vector<Option>& options() {
   static const std::vector<Option> table = make_options();
@@ -364,24 +384,6 @@ std::string option_problem(const Option& option, const TrainConfig& config) {
 bool at_default(const Option& option, const TrainConfig& config) {
   static const TrainConfig defaults;
   return std::visit([&](auto member) { return config.*member == defaults.*member; }, option.member);
-}
-
-std::string toml_value(const Option& option, const TrainConfig& config) {
-  return std::visit(
-      [&config](auto member) -> std::string {
-        using T = std::decay_t<decltype(config.*member)>;
-        const T& value = config.*member;
-        if constexpr (std::is_same_v<T, std::string>) {
-          return quoted(value);
-        } else if constexpr (std::is_same_v<T, bool>) {
-          return value ? "true" : "false";
-        } else if constexpr (std::is_floating_point_v<T>) {
-          return float_text(value);
-        } else {
-          return std::to_string(value);
-        }
-      },
-      option.member);
 }
 
 std::string config_toml(const TrainConfig& config, const std::vector<std::string>& keys,

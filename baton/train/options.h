@@ -64,9 +64,6 @@ const std::vector<Option>& options();
 // The option with this TOML key, or nullptr.
 const Option* option_by_key(std::string_view key);
 
-// What `option` names in messages: its key with spaces ("lr schedule").
-std::string what_of(const Option& option);
-
 // The accepted values of `option` ({} for any): its choices, or the
 // schedule registry's names for --schedule.
 std::vector<std::string> choices_of(const Option& option);
@@ -79,9 +76,6 @@ std::string option_problem(const Option& option, const TrainConfig& config);
 // Whether `config` holds TrainConfig's default for `option` (a default is
 // valid: 0 often stands for "not given").
 bool at_default(const Option& option, const TrainConfig& config);
-
-// `config`'s value of `option` in TOML ("1f1b" quoted, 0.001, true).
-std::string toml_value(const Option& option, const TrainConfig& config);
 
 // A TOML file setting `keys` (TOML keys of options()) to `config`'s values,
 // one per line in that order, after `header`'s lines as comments. Throws
