@@ -4,8 +4,8 @@
 The gpt at s = 256, h = 256, 8 heads on pp 2: each mode trains in turn (never, selective,
 always, never, ...) so that all see the same load; the script prints each mode's median step
 time (steps 3 on) and, from the counting allocator's final `memory` line, each rank's activation
-bytes at its peak, with the ratios against never, the load average, and whether every step's
-loss equals never's bit for bit.
+bytes at its peak, with the ratios against never, each rank's whole allocator peak and peak RSS,
+the load average, and whether every step's loss equals never's bit for bit.
 
 Usage: python3 bench/selective_recompute.py [--baton build/baton] [--rounds 3] [--steps 12]
        [--layers 4] [--batch 16] [--microbatches 4]
@@ -26,7 +26,8 @@ def run(a, mode):
     steps = [r for r in rows if "step_ms" in r]
     final = [r for r in rows if "final" in r][-1]
     return ([r["step_ms"] for r in steps][2:], [r["loss"] for r in steps],
-            [m["measured"]["activations"] for m in final["memory"]])
+            [m["measured"]["activations"] for m in final["memory"]],
+            [(m["measured_peak_bytes"], m["peak_rss_bytes"]) for m in final["memory"]])
 
 
 def main():
@@ -40,10 +41,10 @@ def main():
     a = p.parse_args()
     modes = ["never", "selective", "always"]
     times = {m: [] for m in modes}
-    losses, activations = {}, {}
+    losses, activations, peaks = {}, {}, {}
     for _ in range(a.rounds):
         for m in modes:
-            t, losses[m], activations[m] = run(a, m)
+            t, losses[m], activations[m], peaks[m] = run(a, m)
             times[m] += t
     base = statistics.median(times["never"])
     print(f"gpt s=256 h=256 heads=8 layers={a.layers} batch={a.batch} m={a.microbatches} pp=2, "
@@ -54,6 +55,8 @@ def main():
                          for r, b in enumerate(activations[m]))
         print(f"  {m:9s} step {med:7.1f} ms ({med / base:.3f} of never); activations at the peak "
               f"{acts}; losses {'bitwise equal to never' if losses[m] == losses['never'] else 'differ'}")
+        print("            allocator peak / peak RSS: " + ", ".join(
+            f"rank {r}: {p / 2**20:.1f} / {rss / 2**20:.1f} MiB" for r, (p, rss) in enumerate(peaks[m])))
 
 
 if __name__ == "__main__":
