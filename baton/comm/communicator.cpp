@@ -32,6 +32,15 @@ struct ReduceState {
   std::vector<std::shared_ptr<std::atomic<std::int64_t>>> finished_ns;
 };
 
+struct GatherState {
+  std::shared_ptr<CommState> comm;
+  std::string what;
+  std::vector<std::vector<at::Tensor>> outputs;  // [0][rank]
+  std::vector<at::Tensor> inputs;
+  compat::WorkPtr work;  // null for a communicator of one rank
+  bool waited = false;
+};
+
 struct RecvState {
   std::shared_ptr<CommState> comm;
   int src = 0;
@@ -295,6 +304,46 @@ Clock::time_point ReduceHandle::finished_at() const {
   for (const auto& finished : state_->finished_ns)
     ns = std::max(ns, finished->load(std::memory_order_acquire));
   return Clock::time_point(std::chrono::nanoseconds(ns));
+}
+
+GatherHandle Communicator::all_gather_async(const torch::Tensor& tensor, const std::string& what) {
+  auto& comm = *state_;
+  comm.throw_if_failed();
+  at::NoGradGuard no_grad;
+  BATON_CHECK(tensor.defined(), "[comm.all_gather] rank ", comm.world_rank(),
+              ": the tensor is undefined");
+  auto state = std::make_shared<detail::GatherState>();
+  state->comm = state_;
+  state->what = what;
+  const at::Tensor flat = tensor.detach().reshape({-1}).to(comm.device).contiguous();
+  state->inputs = {flat};
+  if (comm.world_size > 1) {
+    state->outputs.emplace_back();
+    for (int r = 0; r < comm.world_size; ++r) state->outputs[0].push_back(at::empty_like(flat));
+    try {
+      state->work = comm.backend->allgather(state->outputs, state->inputs);
+    } catch (...) {
+      comm.fail(std::current_exception(), what, -1);
+    }
+  } else {
+    state->outputs = {{flat}};
+  }
+  GatherHandle handle;
+  handle.state_ = std::move(state);
+  return handle;
+}
+
+std::vector<torch::Tensor> GatherHandle::wait() {
+  BATON_CHECK(state_ != nullptr, "[comm] wait on an empty GatherHandle");
+  auto& state = *state_;
+  BATON_CHECK(!state.waited, "[comm] GatherHandle waited twice for ", state.what);
+  state.waited = true;
+  auto& comm = *state.comm;
+  if (state.work) comm.wait_work(state.work, Clock::now() + comm.timeout, state.what, -1);
+  std::vector<torch::Tensor> out = std::move(state.outputs[0]);
+  state.outputs.clear();
+  state.inputs.clear();
+  return out;
 }
 
 bool Communicator::small_on_one_host(const torch::Tensor& flat) const {

@@ -48,6 +48,7 @@ struct CommState;
 struct SendState;
 struct RecvState;
 struct ReduceState;
+struct GatherState;
 }  // namespace detail
 
 // A send in flight. wait() returns once the transport no longer needs the
@@ -116,6 +117,21 @@ class ReduceHandle {
   std::shared_ptr<detail::ReduceState> state_;
 };
 
+// An all-gather in flight (Communicator::all_gather_async). wait() returns
+// every rank's tensor, in rank order, on the communicator's device.
+class GatherHandle {
+ public:
+  GatherHandle() = default;
+  // Throws baton::Error on timeout or a dead peer, naming what was gathered.
+  // REQUIRES: valid(), and wait() not called before.
+  std::vector<torch::Tensor> wait();
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  friend class Communicator;
+  std::shared_ptr<detail::GatherState> state_;
+};
+
 class Communicator {
  public:
   // Made by connect(), from_store() or connect_nccl(); not for direct use.
@@ -162,6 +178,13 @@ class Communicator {
   // memory (above) are small and run here, at once.
   ReduceHandle all_reduce_sum_async(std::vector<torch::Tensor> tensors,
                                     const std::string& what = "all_reduce_sum");
+
+  // Starts gathering every rank's `tensor` (each passes one of the same
+  // dtype and shape) to every rank: c10d's all-gather (Gloo's, or NCCL's),
+  // (n - 1) / n of the tensor's bytes per rank each way, half an all-reduce's
+  // traffic. A communicator of one rank returns its own tensor.
+  GatherHandle all_gather_async(const torch::Tensor& tensor,
+                                const std::string& what = "all_gather");
 
   // A communicator for collectives among `members` (world ranks, ascending,
   // this rank among them), e.g. a dp group from topology::Topology::dp_group.

@@ -216,7 +216,8 @@ void restore_layer(const Listed& file, int layer, const NamedTensors& live,
 
 // Restores the state of the parameters of `live` that `optimizer` steps.
 void restore_optimizer(const Listed& file, int layer, const NamedTensors& live,
-                       torch::optim::Optimizer& optimizer, const ToLocal& to_local) {
+                       torch::optim::Optimizer& optimizer, const ToLocal& to_local,
+                       const ToShard& to_shard) {
   const std::string& path = file.path;
   const NamedTensors saved = read_tensors(path, file.crc32);
   std::map<std::string, NamedTensors> by_parameter;
@@ -236,9 +237,16 @@ void restore_optimizer(const Listed& file, int layer, const NamedTensors& live,
   }
   for (const auto& [name, tensor] : live) {
     auto it = by_parameter.find(name);
-    if (stepped.count(tensor.unsafeGetTensorImpl()) != 0) {
-      set_optimizer_state(optimizer, tensor, it == by_parameter.end() ? NamedTensors{} : it->second,
-                          path, name);
+    torch::Tensor target = to_shard.stepped ? to_shard.stepped(tensor) : torch::Tensor();
+    const bool sharded = target.defined();
+    if (!sharded) target = tensor;
+    if (stepped.count(target.unsafeGetTensorImpl()) != 0) {
+      NamedTensors state = it == by_parameter.end() ? NamedTensors{} : it->second;
+      if (sharded) {
+        for (auto& [key, value] : state)
+          if (value.dim() > 0) value = to_shard.part(tensor, value);
+      }
+      set_optimizer_state(optimizer, target, state, path, name);
     }
     if (it != by_parameter.end()) by_parameter.erase(it);
   }
@@ -332,7 +340,7 @@ void save(const SaveRequest& r) {
 }
 
 LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Optimizer* optimizer,
-                const json& model, const ToLocal& to_local) {
+                const json& model, const ToLocal& to_local, const ToShard& to_shard) {
   const json manifest = check(dir);
   const std::string path = (fs::path(dir) / kManifest).string();
   const json& saved = manifest["model"];
@@ -363,7 +371,7 @@ LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Opti
     if (optimizer == nullptr) continue;
     const json* o = find_file(manifest, "optimizer", layer);
     BATON_CHECK(o != nullptr, "[checkpoint] ", path, " lists no optimizer file for layer ", layer);
-    restore_optimizer(listed(dir, *o), layer, tensors, *optimizer, to_local);
+    restore_optimizer(listed(dir, *o), layer, tensors, *optimizer, to_local, to_shard);
   }
   const json* rng = find_file(manifest, "rng", -1);
   BATON_CHECK(rng != nullptr, "[checkpoint] ", path, " lists no rng file");

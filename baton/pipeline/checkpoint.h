@@ -103,9 +103,18 @@ struct LoadResult {
 using ToLocal =
     std::function<torch::Tensor(int layer, const std::string& name, const torch::Tensor& whole)>;
 
+// Under ZeRO (runtime/zero.h) the optimizer steps shards: `stepped` gives
+// the tensor it steps for a parameter (undefined: the parameter itself), and
+// `part` that tensor's part of a state entry shaped as the parameter (after
+// to_local).
+struct ToShard {
+  std::function<torch::Tensor(const torch::Tensor& parameter)> stepped;
+  std::function<torch::Tensor(const torch::Tensor& parameter, const torch::Tensor& state)> part;
+};
+
 // Restores `layers` (copying into the live tensors) and, when `optimizer`
 // is given, the optimizer state of those of their parameters that
-// `optimizer` steps (with ZeRO-1, this replica's share); sets the CPU
+// `optimizer` steps (under ZeRO, through `to_shard`, this replica's shards); sets the CPU
 // generator's state. `to_local`, when given, maps each tensor of a layer
 // file and each non-scalar optimizer state entry to the part this rank
 // holds before it is checked and copied. `model` is {"name", "layers"} of
@@ -116,6 +125,7 @@ using ToLocal =
 // dtypes that differ, an optimizer of another kind, or a file that does not
 // load.
 LoadResult load(const std::string& dir, const Layers& layers, torch::optim::Optimizer* optimizer,
-                const nlohmann::json& model, const ToLocal& to_local = nullptr);
+                const nlohmann::json& model, const ToLocal& to_local = nullptr,
+                const ToShard& to_shard = {});
 
 }  // namespace baton::checkpoint

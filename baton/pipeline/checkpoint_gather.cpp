@@ -34,58 +34,36 @@ std::vector<json> all_gather_json(comm::Communicator& group, const json& local,
   return out;
 }
 
-std::vector<NamedTensors> gather_from_owners(comm::Communicator& group,
-                                             const std::vector<NamedTensors>& held,
-                                             const std::string& what) {
-  if (group.world_size() == 1) return held;
-  // First who holds what: {item index: [[name, shape, dtype], ...]} for the items this member
-  // holds.
-  json mine = json::object();
-  for (size_t i = 0; i < held.size(); ++i) {
-    if (held[i].empty()) continue;
-    json entries = json::array();
-    for (const auto& [name, tensor] : held[i]) {
-      entries.push_back({name, tensor.sizes().vec(), static_cast<int>(tensor.scalar_type())});
-    }
-    mine[std::to_string(i)] = std::move(entries);
-  }
-  const std::vector<json> all = all_gather_json(group, mine, what + ": who holds what");
-  std::vector<int> owner(held.size(), -1);
-  std::vector<json> layout(held.size());
-  for (int member = 0; member < static_cast<int>(all.size()); ++member) {
-    for (const auto& [key, entries] : all[member].items()) {
-      const size_t i = std::stoul(key);
-      BATON_CHECK(i < held.size() && owner[i] < 0, "[checkpoint] ", what, ": item ", i,
-                  " is held by members ", i < held.size() ? owner[i] : -1, " and ", member,
-                  " of the group (one owner each)");
-      owner[i] = member;
-      layout[i] = entries;
-    }
-  }
-  // Then the values: the owner's, zeros elsewhere, summed.
+std::vector<NamedTensors> gather_shards(comm::Communicator& group,
+                                        const std::vector<NamedTensors>& held,
+                                        const std::vector<ShardSpan>& spans,
+                                        const std::string& what) {
+  BATON_ASSERT(held.size() == spans.size(), "one span per item");
+  torch::NoGradGuard no_grad;
+  // Each member's span of every entry, zeros elsewhere (on the CPU, where
+  // the group reduces anyway), summed: exact, and the same on every member.
   std::vector<torch::Tensor> values;
   for (size_t i = 0; i < held.size(); ++i) {
-    if (owner[i] < 0) continue;
-    if (owner[i] == group.rank()) {
-      // On the CPU, as the zeros are (the group reduces there anyway).
-      for (const auto& [name, tensor] : held[i]) {
-        values.push_back(tensor.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true));
-      }
-      continue;
-    }
-    for (const auto& entry : layout[i]) {
-      values.push_back(torch::zeros(
-          entry[1].get<std::vector<int64_t>>(),
-          torch::TensorOptions().dtype(static_cast<c10::ScalarType>(entry[2].get<int>()))));
+    const ShardSpan& span = spans[i];
+    int64_t numel = 1;
+    for (int64_t d : span.sizes) numel *= d;
+    for (const auto& [name, tensor] : held[i]) {
+      if (tensor.dim() == 0) continue;  // a scalar (Adam's step) is every member's
+      BATON_CHECK(tensor.numel() == span.length, "[checkpoint] ", what, ": item ", i, " \"", name,
+                  "\" has ", tensor.numel(), " elements for a shard of ", span.length);
+      torch::Tensor whole = torch::zeros({numel}, tensor.options().device(torch::kCPU));
+      whole.narrow(0, span.begin, span.length).copy_(tensor.detach().reshape({-1}));
+      values.push_back(whole);
     }
   }
   if (!values.empty()) group.all_reduce_sum(values, what);
   std::vector<NamedTensors> out(held.size());
   size_t k = 0;
   for (size_t i = 0; i < held.size(); ++i) {
-    if (owner[i] < 0) continue;
-    for (const auto& entry : layout[i])
-      out[i].emplace_back(entry[0].get<std::string>(), values[k++]);
+    for (const auto& [name, tensor] : held[i]) {
+      out[i].emplace_back(name,
+                          tensor.dim() == 0 ? tensor.clone() : values[k++].view(spans[i].sizes));
+    }
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // Collectives a checkpoint needs to hold whole what ranks hold in parts:
-// file lists gathered for the manifest, and the ZeRO-1 optimizer state
-// brought from each parameter's owner replica to the one that writes it.
+// file lists gathered for the manifest, and the ZeRO optimizer state put
+// together from the replicas' shards for the one that writes it.
 // (The tensor-parallel slices are put together by nn::gather_slices.)
 // All go through comm::Communicator's all-reduce.
 #pragma once
@@ -20,16 +20,22 @@ namespace baton::checkpoint {
 std::vector<nlohmann::json> all_gather_json(comm::Communicator& group, const nlohmann::json& local,
                                             const std::string& what);
 
-// held[i] is what this member holds of item i: its tensors where it owns the
-// item, nothing elsewhere (e.g. a parameter's optimizer state under ZeRO-1,
-// where only the owner's optimizer has any). Returns for every item the
-// owner's tensors (names, shapes, dtypes and values; nothing for an item no
-// member holds), on every member: a collective over `group`, every member
-// passing the same number of items in the same order. Exact (an all-reduce
-// in which only the owner's values are not zero). Throws baton::Error when
-// two members hold the same item.
-std::vector<NamedTensors> gather_from_owners(comm::Communicator& group,
-                                             const std::vector<NamedTensors>& held,
-                                             const std::string& what);
+// How ZeRO cuts a parameter over the dp group (runtime/zero.h): its shape,
+// and this member's elements [begin, begin + length) of it flat.
+struct ShardSpan {
+  std::vector<int64_t> sizes;
+  int64_t begin = 0, length = 0;
+};
+
+// held[i] is this member's optimizer state of its shard of item i (e.g.
+// {"step", "exp_avg", "exp_avg_sq"}, each of spans[i].length elements; a
+// 0-dim entry, Adam's step, is the same on every member). Returns every
+// item's whole state, shaped as the parameter, on every member: a
+// collective over `group` (each member passing the same entries in the same
+// order), exact (an all-reduce of each member's span, zeros elsewhere).
+std::vector<NamedTensors> gather_shards(comm::Communicator& group,
+                                        const std::vector<NamedTensors>& held,
+                                        const std::vector<ShardSpan>& spans,
+                                        const std::string& what);
 
 }  // namespace baton::checkpoint

@@ -25,6 +25,7 @@
 #include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/lower.h"
 #include "baton/schedule/runnable.h"
+#include "baton/schedule/sharding.h"
 #include "baton/topology/topology.h"
 
 namespace baton {
@@ -60,9 +61,9 @@ void check_options(const PipelineOptions& o) {
               o.virtual_stages());
   BATON_CHECK(o.dp() >= 1, "[pipeline] dp must be at least 1, got ", o.dp());
   BATON_CHECK(o.tp() >= 1, "[pipeline] tp must be at least 1, got ", o.tp());
-  BATON_CHECK(o.zero() == 0 || o.zero() == 1,
-              "[pipeline] zero must be 0 or 1 (ZeRO stage 1: the optimizer "
-              "state sharded over the dp replicas), got ",
+  BATON_CHECK(o.zero() >= 0 && o.zero() <= schedule::kMaxZeroStage,
+              "[pipeline] zero must be 0 to 3 (the ZeRO stage: 1 shards the optimizer state over "
+              "the dp replicas, 2 the gradients too, 3 the parameters too), got ",
               o.zero());
   BATON_CHECK(std::isfinite(o.bucket_mb()) && o.bucket_mb() > 0,
               "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
@@ -335,6 +336,11 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
               plan.schedule.name,
               " has no flush between steps and runs with dp=1 and tp=1 only, got dp=", dp,
               " tp=", tp, " (data parallelism reduces whole steps' gradients)");
+  BATON_CHECK(!plan.schedule.carries || options.zero() < 2, "[pipeline] schedule ",
+              plan.schedule.name,
+              " has no flush between steps, so no point where a step's "
+              "gradients are whole to reduce-scatter; ZeRO-",
+              options.zero(), " needs a schedule with a flush (e.g. 1f1b)");
   const runtime::Precision precision = runtime::parse_precision(options.precision());
   BATON_CHECK(!plan.schedule.carries || precision == runtime::Precision::Fp32,
               "[pipeline] schedule ", plan.schedule.name,
@@ -362,6 +368,8 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   // its REDUCE_GRADs against the built stages' buckets.
   schedule::ReductionOptions reductions;
   reductions.set_dp(dp).set_overlap_grad_reduce(options.overlap_grad_reduce());
+  reductions.set_zero(options.zero());
+  executor_options.zero = options.zero();
   // fp16's loss scale rides on the clip's norm: an overflow anywhere is a non-finite norm.
   reductions.set_clip(schedules_clip_norm(options));
   executor_options.precision = precision;
@@ -396,50 +404,23 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   s.schedule = schedule::add_reductions(plan.schedule, reductions);
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.layout, std::move(built),
                                                    std::move(loss), executor_options);
-  if (s.options.zero() == 1 && dp > 1) shard_optimizer_state();
-}
-
-void Pipeline::shard_optimizer_state() {
-  State& s = *state_;
-  s.zero = true;
-  const int dp = s.layout.grid.dp();
-  const std::vector<torch::Tensor> all = s.executor->parameters();
-  std::vector<size_t> order(all.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return all[a].numel() > all[b].numel(); });
-  std::vector<int64_t> load(dp, 0);
-  s.zero_owns.assign(all.size(), false);
-  for (const size_t i : order) {
-    const int owner = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[owner] += all[i].numel();
-    s.zero_owns[i] = owner == s.layout.here.dp;
-  }
-  for (size_t i = 0; i < all.size(); ++i)
-    (s.zero_owns[i] ? s.zero_owned : s.zero_others).push_back(all[i]);
 }
 
 void Pipeline::gather_parameters() const {
   State& s = *state_;
-  if (!s.zero || s.zero_gathered_at == s.steps) return;
-  s.zero_gathered_at = s.steps;
-  torch::NoGradGuard no_grad;
-  const std::vector<torch::Tensor> all = s.executor->parameters();
-  std::vector<torch::Tensor> flat;
-  for (size_t i = 0; i < all.size(); ++i) {
-    flat.push_back(s.zero_owns[i] ? all[i].detach().reshape({-1})
-                                  : torch::zeros({all[i].numel()}, all[i].options()));
-  }
-  if (flat.empty()) return;
-  std::vector<torch::Tensor> buffer{torch::cat(flat)};
-  s.layout.dp->all_reduce_sum(buffer,
-                              detail::concat("the step ", s.steps, " ZeRO-1 parameter gather"));
-  int64_t offset = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const int64_t n = all[i].numel();
-    if (!s.zero_owns[i]) all[i].detach().copy_(buffer[0].narrow(0, offset, n).view_as(all[i]));
-    offset += n;
-  }
+  runtime::ZeroShards* zero = s.executor->zero();
+  if (zero == nullptr || s.gathered_at == s.steps) return;
+  // The replicas' last updates (ZeRO-1/2), or the freed weights (ZeRO-3):
+  // one all-gather per stage and dtype, a collective over the dp group.
+  s.gathered_at = s.steps;
+  zero->gather_all();
+}
+
+void Pipeline::release_parameters() const {
+  runtime::ZeroShards* zero = state_->executor->zero();
+  if (zero == nullptr || zero->zero() != 3) return;
+  zero->reshard_all();
+  state_->gathered_at = -1;
 }
 
 double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets) {
@@ -448,11 +429,6 @@ double Pipeline::step(const torch::Tensor& inputs, const torch::Tensor& targets)
 
 double Pipeline::step(const std::vector<torch::Tensor>& inputs, const torch::Tensor& targets) {
   State& s = *state_;
-  if (s.zero) {
-    gather_parameters();
-    // The caller's zero_grad() reaches only the owned parameters.
-    for (auto& p : s.zero_others) p.mutable_grad() = torch::Tensor();
-  }
   BATON_CHECK(!s.executor->needs_update(), "[pipeline] schedule ", s.schedule.name,
               " updates the weights after every micro-batch's backward: give the Pipeline your "
               "optimizer with set_optimizer() before step()");
@@ -532,15 +508,28 @@ std::map<int, torch::Tensor> Pipeline::eval_microbatches(const torch::Tensor& in
 std::map<int, torch::Tensor> Pipeline::eval_microbatches(const std::vector<torch::Tensor>& inputs,
                                                          int microbatches) {
   gather_parameters();
-  return state_->executor->evaluate(inputs, microbatches);
+  std::map<int, torch::Tensor> out = state_->executor->evaluate(inputs, microbatches);
+  release_parameters();
+  return out;
 }
 
 std::vector<torch::Tensor> Pipeline::parameters() const {
-  return state_->zero ? state_->zero_owned : state_->executor->parameters();
+  const runtime::ZeroShards* zero = state_->executor->zero();
+  return zero != nullptr ? zero->shards() : state_->executor->parameters();
+}
+
+std::vector<torch::Tensor> Pipeline::held_parameters() const {
+  std::vector<torch::Tensor> out = state_->executor->parameters();
+  if (const runtime::ZeroShards* zero = state_->executor->zero())
+    out.insert(out.end(), zero->shards().begin(), zero->shards().end());
+  return out;
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> Pipeline::named_parameters() const {
   std::vector<std::pair<std::string, torch::Tensor>> out;
+  // Under ZeRO-3 the weights are gathered for the caller to read (until the
+  // next step's RESHARD frees them).
+  gather_parameters();
   // Without a flush the optimizer's tensors are the executor's masters, in
   // the modules' order (runtime/weight_versions.h).
   const bool masters = state_->schedule.carries;

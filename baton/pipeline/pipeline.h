@@ -159,10 +159,16 @@ class Pipeline {
                                                  int microbatches);
 
   // This rank's parameters, for the caller's optimizer (with
-  // PipelineOptions::zero(1) and dp > 1, the share this replica steps).
+  // PipelineOptions::zero() > 0 and dp > 1, the shards this replica steps).
   std::vector<torch::Tensor> parameters() const;
+  // Every tensor holding this rank's parameters now, without gathering any:
+  // the layers' parameters (empty under ZeRO-3 between steps) and, under
+  // ZeRO, the shards (views of them under ZeRO-1/2). Their storages and
+  // .grad()s are what the rank holds (count each storage once).
+  std::vector<torch::Tensor> held_parameters() const;
   // This rank's parameters keyed "layer.<global index>.<name>", e.g.
-  // "layer.3.weight": the same key whatever the layout.
+  // "layer.3.weight": the same key whatever the layout (under ZeRO-3
+  // gathered first, a dp collective, and whole until the next step).
   std::vector<std::pair<std::string, torch::Tensor>> named_parameters() const;
 
   // Checkpoints (the format: baton/pipeline/checkpoint.h). save() writes
@@ -172,14 +178,14 @@ class Pipeline {
   // state and `extra`, the caller's JSON (e.g. an lr schedule's or a data
   // loader's position). The files hold whole layers and their whole
   // optimizer state whatever the layout: tensor-parallel slices are gathered
-  // over the tp group, and with zero(1) each parameter's state is gathered
-  // from the replica that steps it. A collective: every rank calls it at the
+  // over the tp group, and under zero() each parameter's state is gathered
+  // from the replicas' shards. A collective: every rank calls it at the
   // same point; atomic: a save that dies leaves the previous checkpoint in
   // `dir` whole. load() restores all of it from a checkpoint that any pp,
   // dp, tp, zero, balance or schedule of the same model saved, into this
   // Pipeline (each tp rank its slice) and `optimizer` (built on parameters(),
-  // its lr set to the saved one; with zero(1), the state of this replica's
-  // share), sets steps() and returns `extra`. It reads only this rank's
+  // its lr set to the saved one; under zero(), the state of this replica's
+  // shards), sets steps() and returns `extra`. It reads only this rank's
   // files (no collective). Both
   // throw baton::Error naming the file and what is wrong: a missing or
   // truncated file, another model, layer count, tied weights, parameter
@@ -219,11 +225,12 @@ class Pipeline {
   // Joins the world, plans the stages and builds the executor (pipeline.cpp:
   // each step a function of its inputs).
   void build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions options);
-  // ZeRO-1: which replica steps each parameter; then, once per step, every
-  // replica receives the parameters the others stepped (a dp collective).
-  // (Logically const: the owners' values are the model's.)
-  void shard_optimizer_state();
+  // ZeRO: every replica gathers the shards the others stepped (and under
+  // ZeRO-3 the weights it freed), a dp collective, once per step; ZeRO-3
+  // then frees them again. (Logically const: the shards' values are the
+  // model's.)
   void gather_parameters() const;
+  void release_parameters() const;
 
   std::unique_ptr<State> state_;
 };

@@ -2,9 +2,9 @@
 // whole layers and their whole optimizer state, keyed by global layer index
 // and parameter name (checkpoint.h). A layer split over tp ranks is gathered
 // over its tp group before it is written and cut again on load
-// (nn/tensor_split.h); ZeRO-1 optimizer state is brought from each
-// parameter's owner replica to the writer (checkpoint_gather.h), and on load
-// each replica restores the state of the parameters it owns.
+// (nn/tensor_split.h); ZeRO optimizer state is put together from the
+// replicas' shards for the writer (checkpoint_gather.h), and on load each
+// replica restores its shards' part of it.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -75,21 +75,28 @@ std::string split_key(int layer, const std::string& name) {
 }
 
 // `optimizer`'s state of each parameter of `layers` ({state: tensor}), one
-// entry per tensor of `layers` in order (buffers have none). With ZeRO-1
-// (`zero`), `dp_group` brings each parameter's state from its owner replica
-// to every replica (a collective; every replica lists the same layers).
+// entry per tensor of `layers` in order (buffers have none). Under ZeRO
+// (`zero`), `dp_group` puts each parameter's state together from the
+// replicas' shards (a collective; every replica lists the same layers).
 std::vector<checkpoint::NamedTensors> optimizer_states(const checkpoint::Layers& layers,
                                                        torch::optim::Optimizer& optimizer,
-                                                       bool zero, comm::Communicator& dp_group,
-                                                       int64_t step) {
+                                                       const runtime::ZeroShards* zero,
+                                                       comm::Communicator& dp_group, int64_t step) {
   std::vector<checkpoint::NamedTensors> out;
+  std::vector<checkpoint::ShardSpan> spans;
   for (const auto& [layer, tensors] : layers) {
-    for (const auto& [name, tensor] : tensors)
-      out.push_back(checkpoint::optimizer_state_of(optimizer, tensor));
+    for (const auto& [name, tensor] : tensors) {
+      const torch::Tensor shard = zero != nullptr ? zero->shard_of(tensor) : torch::Tensor();
+      out.push_back(checkpoint::optimizer_state_of(optimizer, shard.defined() ? shard : tensor));
+      if (zero == nullptr) continue;
+      const runtime::ZeroShards::Place place = zero->place_of(tensor);
+      spans.push_back({place.sizes, place.begin, place.length});
+    }
   }
-  if (!zero) return out;
-  return checkpoint::gather_from_owners(
-      dp_group, out, detail::concat("the step ", step, " checkpoint's ZeRO-1 optimizer state"));
+  if (zero == nullptr) return out;
+  return checkpoint::gather_shards(
+      dp_group, out, spans,
+      detail::concat("the step ", step, " checkpoint's ZeRO-", zero->zero(), " optimizer state"));
 }
 
 // The optimizer files' contents: per layer, "<parameter>.<state>" tensors.
@@ -152,7 +159,8 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
   std::map<int, checkpoint::NamedTensors> states;
   if (optimizer != nullptr) {
     checkpoint::optimizer_kind(*optimizer);  // refuses an unsupported one before any collective
-    states = by_layer(layers, optimizer_states(layers, *optimizer, s.zero, *where.dp, s.steps));
+    states = by_layer(layers,
+                      optimizer_states(layers, *optimizer, s.executor->zero(), *where.dp, s.steps));
   }
   if (where.here.dp == 0 && where.grid.tp() > 1)
     gather_whole(layers, states, tensor_splits(*s.executor), *where.tp, s.steps);
@@ -172,7 +180,7 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
       {"pp", where.grid.pp()},
       {"dp", where.grid.dp()},
       {"tp", where.grid.tp()},
-      {"zero", s.zero ? 1 : 0},
+      {"zero", s.executor->zero() != nullptr ? s.options.zero() : 0},
       {"schedule", s.options.schedule_file().empty() ? s.options.schedule()
                                                      : "file " + s.options.schedule_file()},
       {"microbatches", s.options.microbatches()},
@@ -182,6 +190,7 @@ void Pipeline::save(const std::string& dir, torch::optim::Optimizer* optimizer,
       {"seed", s.options.seed()}};
   request.extra = extra;
   checkpoint::save(request);
+  release_parameters();
 }
 
 nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* optimizer) {
@@ -198,15 +207,29 @@ nlohmann::json Pipeline::load(const std::string& dir, torch::optim::Optimizer* o
       return it == splits.end() ? whole : nn::take_slice(whole, it->second, rank, size);
     };
   }
-  // With ZeRO-1 the optimizer steps this replica's share: load() restores only theirs.
+  // Under ZeRO the optimizer steps this replica's shards: load() restores their part.
+  runtime::ZeroShards* zero = s.executor->zero();
+  checkpoint::ToShard to_shard;
+  if (zero != nullptr) {
+    gather_parameters();  // ZeRO-3: the weights whole, for the layers' files to land in
+    to_shard.stepped = [zero](const torch::Tensor& p) { return zero->shard_of(p); };
+    to_shard.part = [zero](const torch::Tensor& p, const torch::Tensor& state) {
+      const runtime::ZeroShards::Place place = zero->place_of(p);
+      return state.reshape({-1}).narrow(0, place.begin, place.length).clone();
+    };
+  }
   const checkpoint::LoadResult result = checkpoint::load(
       dir,
       checkpoint_layers(*s.executor, s.schedule, s.layout.pipeline_rank(), /*writers_only=*/false),
-      optimizer, model_json(s.model), to_local);
+      optimizer, model_json(s.model), to_local, to_shard);
   s.steps = result.step;
   s.executor->set_steps_run(result.step);
-  // Every replica loaded every parameter: nothing to gather before the next step.
-  s.zero_gathered_at = s.steps;
+  if (zero != nullptr) {
+    zero->refresh_shards();
+    // Every replica loaded every parameter: nothing to gather before the next step.
+    s.gathered_at = s.steps;
+    release_parameters();
+  }
   return result.extra;
 }
 

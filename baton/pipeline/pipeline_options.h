@@ -98,16 +98,19 @@ struct PipelineOptions {
   // (false; schedule::defer_grad_reductions), for measuring what the overlap
   // hides.
   TORCH_ARG(bool, overlap_grad_reduce) = true;
-  // ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas.
-  // With 1 and dp > 1, each of this rank's parameter tensors is owned by one
-  // replica (largest first, to the least-loaded replica, the same split on
-  // every replica), parameters() returns only the owned ones, so the
-  // caller's optimizer keeps state for about 1/dp of them, and each step()
-  // (and eval(), save()) first brings every replica the parameters their
-  // owners stepped (one all-reduce of the stage's parameters over the dp
-  // group, the others contributing zeros: an all-gather). With dp = 1 it
-  // changes nothing. save() gathers the whole optimizer state from the
-  // owners; load() restores each replica's share.
+  // ZeRO stage 0-3 over the dp replicas (schedule/sharding.h, runtime/zero.h).
+  // With dp > 1, each parameter is cut flat into dp chunks and
+  // parameters() returns this replica's chunks (shards), so the caller's
+  // optimizer keeps about 1/dp of the state; each step's UNSHARD actions
+  // all-gather the chunks the others stepped before a stage's first compute.
+  // 1: gradients all-reduced whole; 2: reduce-scattered, a replica keeping
+  // its shard of each (the whole gradients freed once reduced); 3: as 2,
+  // and the weights freed after a stage's last backward of each step (the
+  // layers' parameters are empty between steps until eval(), save() or
+  // named_parameters() gathers them). Gradients do not accumulate across
+  // step() calls. 2 and 3 refuse schedules without a flush. With dp = 1 it
+  // changes nothing. save() gathers the whole optimizer state; load()
+  // restores each replica's chunks, from a checkpoint of any zero.
   TORCH_ARG(int, zero) = 0;
   // Global-norm gradient clipping (Megatron-LM's clip_grad): above 0, every
   // rank ends its step with a CLIP_NORM (schedule/clip_norm.h) that scales

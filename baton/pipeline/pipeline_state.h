@@ -31,12 +31,10 @@ struct Pipeline::State {
   std::unique_ptr<runtime::Executor> executor;
   runtime::StepResult last;
   int64_t steps = 0;
-  // ZeRO-1 (options.zero() == 1, dp > 1): the parameters this replica
-  // steps, and the others, which it receives from their owners.
-  bool zero = false;
-  std::vector<torch::Tensor> zero_owned, zero_others;
-  std::vector<bool> zero_owns;   // per executor parameter, in its order
-  int64_t zero_gathered_at = 0;  // the step count at the last gather
+  // ZeRO (options.zero() > 0, dp > 1; the executor's runtime::ZeroShards):
+  // the step count when the parameters were last gathered outside a step
+  // (eval, save, named_parameters), -1 once ZeRO-3 freed them again.
+  int64_t gathered_at = 0;
 };
 
 }  // namespace baton

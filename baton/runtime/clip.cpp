@@ -12,8 +12,9 @@ namespace baton::runtime {
 
 NormClipper::NormClipper(const schedule::Placement& placement, const comm::RankLayout& layout,
                          const std::map<int, std::shared_ptr<Stage>>& stages,
-                         const std::vector<std::vector<TiedCopy>>& tied)
+                         const std::vector<std::vector<TiedCopy>>& tied, const ZeroShards* zero)
     : world_(layout.world) {
+  const bool sharded = zero != nullptr && zero->zero() >= 2;
   // Copies of a tied weight off its lowest stage, as (stage, name).
   std::set<std::pair<int, std::string>> not_owned;
   for (const auto& copies : tied) {
@@ -35,11 +36,13 @@ NormClipper::NormClipper(const schedule::Placement& placement, const comm::RankL
     const auto splits = nn::tensor_parallel_splits(stage->module());
     for (const auto& item : stage->module().named_parameters()) {
       if (!seen.insert(item.value().unsafeGetTensorImpl()).second) continue;
-      all_.push_back(item.value());
-      if (!first_replica || !lowest_holder) continue;
+      // Under ZeRO-2/3 the gradient here is the shard's, and each replica's counts.
+      const torch::Tensor held = sharded ? zero->shard_of(item.value()) : item.value();
+      all_.push_back(held);
+      if ((!first_replica && !sharded) || !lowest_holder) continue;
       if (not_owned.count({index, item.key()})) continue;
       if (!first_tp && splits.count(item.key()) == 0) continue;
-      owned_.push_back(item.value());
+      owned_.push_back(held);
     }
   }
 }

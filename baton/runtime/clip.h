@@ -14,6 +14,9 @@
 //  - a tensor-parallel slice on every tp rank (the slices' squares add up to
 //    the whole's), a parameter whole on every tp rank (a norm's weight, a
 //    row-parallel layer's bias) only on tp rank 0.
+// Under ZeRO-2/3 (`zero` given, stage 2 or 3) a rank holds its shard of each
+// gradient instead: every replica then adds the squares of its shards of the
+// gradients it would own (the shards' squares add up to the whole's).
 // Every rank then scales all of its gradients (copies and replicas too) by
 // min(1, max / (norm + 1e-6)), torch.nn.utils.clip_grad_norm_'s factor, so
 // the copies stay identical. A norm that is not finite scales nothing: the
@@ -29,6 +32,7 @@
 #include "baton/comm/rank_layout.h"
 #include "baton/runtime/reducers.h"
 #include "baton/runtime/stage.h"
+#include "baton/runtime/zero.h"
 #include "baton/schedule/schedule.h"
 
 namespace baton::runtime {
@@ -38,7 +42,7 @@ class NormClipper {
   // `tied`: the copies of each tied weight, as the executor is given them.
   NormClipper(const schedule::Placement& placement, const comm::RankLayout& layout,
               const std::map<int, std::shared_ptr<Stage>>& stages,
-              const std::vector<std::vector<TiedCopy>>& tied);
+              const std::vector<std::vector<TiedCopy>>& tied, const ZeroShards* zero = nullptr);
 
   // The global L2 norm of the gradients (a collective over the world: every
   // rank calls it at the same point), after scaling them so that it is at

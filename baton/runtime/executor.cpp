@@ -9,6 +9,7 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "baton/comm/memory_counter.h"
 #include "baton/comm/tag.h"
@@ -88,11 +89,20 @@ Executor::Executor(schedule::Schedule schedule, comm::RankLayout layout,
   }
   buckets_ =
       std::make_unique<BucketReducer>(schedule_, rank_, stages_, layout_.dp, options_.bucket_bytes);
+  if (options_.zero > 0 && layout_.dp->world_size() > 1) {
+    // A stage whose gradients REDUCE_TIED sums after their reduction keeps
+    // them whole until then.
+    std::set<int> tied_here;
+    for (const Action& a : schedule_.actions[rank_])
+      if (a.kind == ActionKind::REDUCE_TIED) tied_here.insert(a.stage);
+    zero_ = std::make_unique<ZeroShards>(options_.zero, stages_, layout_.dp, tied_here);
+  }
   tie_groups_ = std::make_unique<TiedReducer>(schedule_, placement_, layout_, stages_,
                                               options_.tied, options_.device);
   carries_ =
       std::make_unique<Carries>(schedule_, rank_, stages_, options_.recompute, options_.pipemare);
-  clipper_ = std::make_unique<NormClipper>(placement_, layout_, stages_, options_.tied);
+  clipper_ =
+      std::make_unique<NormClipper>(placement_, layout_, stages_, options_.tied, zero_.get());
   BATON_CHECK(options_.precision != Precision::Fp16 || schedule_.has_clip_norm(),
               "[runtime.executor] fp16 needs a CLIP_NORM in schedule \"", schedule_.name,
               "\" (its norm finds an overflow on any rank and unscales the gradients)");
@@ -171,6 +181,8 @@ StepResult Executor::run(const nn::Tensors& inputs, const torch::Tensor& targets
       if (r != rank_) step.recv_loss.emplace(r, comm_.irecv(peer(r), comm::loss_tag(S)));
     }
   }
+  // Under ZeRO a step's gradients start from none (runtime/zero.h).
+  if (zero_ && !drain_only) zero_->clear_gradients();
   {
     // One autocast region for the whole step: each weight is cast once.
     AutocastScope autocast(options_.precision, options_.device);
@@ -186,6 +198,7 @@ StepResult Executor::run(const nn::Tensors& inputs, const torch::Tensor& targets
     for (auto& send : step.sends) send.wait(what);
   }
   wait_reductions(step);
+  if (zero_) zero_->slice_gradients(/*deferred_too=*/true);
   measure_reductions(step.result);
   carries_->end_step(step);
   if (!drain_only) ++steps_run_;
@@ -278,6 +291,16 @@ void Executor::run_action(Step& step, size_t index) {
     case ActionKind::REDUCE_GRAD:
       reduce_grad(step, a, started);
       return;
+    case ActionKind::REDUCE_SCATTER:
+      reduce_grad(step, a, started);
+      if (zero_) zero_->note_scattered(a.stage, buckets_->members(a.stage, a.microbatch));
+      return;
+    case ActionKind::UNSHARD:
+      if (zero_) zero_->start_unshard(a.stage);
+      break;
+    case ActionKind::RESHARD:
+      if (zero_) zero_->reshard(a.stage);
+      break;
     case ActionKind::REDUCE_TIED:
       reduce_tied(step, a, index);
       break;
@@ -285,13 +308,16 @@ void Executor::run_action(Step& step, size_t index) {
       clip_norm(step);
       break;
     case ActionKind::F:
+      if (zero_) zero_->finish_unshard(a.stage);
       compute_forward(step, a);
       break;
     case ActionKind::B:
     case ActionKind::I:
+      if (zero_) zero_->finish_unshard(a.stage);
       compute_backward(step, a);
       break;
     case ActionKind::W:
+      if (zero_) zero_->finish_unshard(a.stage);
       stages_.at(a.stage)->run_weight_backward(a.microbatch);
       break;
   }
@@ -608,6 +634,7 @@ void Executor::reduce_tied(Step& step, const Action& a, size_t index) {
 void Executor::clip_norm(Step& step) {
   // After every REDUCE_GRAD's all-reduce (REDUCE_TIED has summed already).
   wait_reductions(step);
+  if (zero_) zero_->slice_gradients(/*deferred_too=*/true);
   const bool scaled = options_.precision == Precision::Fp16;
   step.result.loss_scale = scaled ? scaler_.scale() : 1;
   step.result.grad_norm = clipper_->clip(
@@ -626,6 +653,8 @@ void Executor::wait_reductions(Step& step) {
   if (step.reductions.empty()) return;
   const std::vector<comm::ReduceHandle> handles = step.reductions;  // wait_all clears them
   step.result.reduction_wait_ms += wait_all(step.reductions);
+  // REDUCE_SCATTER's all-reduces are done: keep the shards (tied stages wait for their sum).
+  if (zero_) zero_->slice_gradients(/*deferred_too=*/false);
   for (size_t k = 0; k < handles.size(); ++k) {
     trace::Event& event = step.result.events[step.reduction_events[k]];
     event.end = std::max(event.end, step.ms_at(handles[k].finished_at()));

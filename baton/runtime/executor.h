@@ -26,6 +26,9 @@
 // run_step() are the dp group's average; REDUCE_TIED sums the copies of a
 // parameter held more than once in the pipeline (a stage on several ranks, a
 // tied weight), after the step's REDUCE_GRADs, so every copy steps alike.
+// ZeRO (ExecutorOptions::zero with dp > 1; runtime/zero.h): UNSHARD,
+// RESHARD and REDUCE_SCATTER run the stages' shards, and shards() are what
+// the caller's optimizer steps.
 //
 // Schedules without a flush (Schedule::carries, 2bw): the backwards a rank
 // carries into the next step keep their state between run_step() calls, and
@@ -65,6 +68,7 @@
 #include "baton/runtime/stage.h"
 #include "baton/runtime/step_result.h"
 #include "baton/runtime/weight_versions.h"
+#include "baton/runtime/zero.h"
 #include "baton/schedule/schedule.h"
 #include "baton/trace/timeline.h"
 
@@ -130,6 +134,10 @@ struct ExecutorOptions {
   // Schedule "pipemare": PipeMare's learning-rate warm-up and discrepancy
   // correction (runtime/pipemare.h); ignored by every other schedule.
   PipeMareOptions pipemare;
+  // ZeRO stage 0-3 (runtime/zero.h); with a dp group of more than one rank,
+  // 1-3 shard the stages' parameters over it (the schedule's UNSHARD,
+  // RESHARD and REDUCE_SCATTER: schedule/sharding.h).
+  int zero = 0;
 };
 
 class Carries;
@@ -188,6 +196,9 @@ class Executor {
   // The stages this rank holds, by stage index.
   const std::map<int, std::shared_ptr<Stage>>& stages() const { return stages_; }
   std::vector<torch::Tensor> parameters() const;
+  // ZeRO's shards (null without ZeRO or with one replica): what the caller's
+  // optimizer steps, and the gathers eval and checkpoints need.
+  ZeroShards* zero() const { return zero_.get(); }
   // The global norm of the gradients now (a collective over the world),
   // after scaling them so that it is at most `max_norm` (runtime/clip.h).
   double clip_grad_norm(double max_norm);
@@ -268,6 +279,7 @@ class Executor {
   size_t last_loss_forward_ = SIZE_MAX;
   int64_t steps_run_ = 0;
   std::unique_ptr<BucketReducer> buckets_;
+  std::unique_ptr<ZeroShards> zero_;
   std::unique_ptr<TiedReducer> tie_groups_;
   std::unique_ptr<NormClipper> clipper_;
   LossScaler scaler_;  // fp16 only

@@ -28,7 +28,7 @@ BucketReducer::BucketReducer(const schedule::Schedule& schedule, int rank,
   // Every bucket must be reduced exactly once, or replicas would step apart.
   std::map<int, int> reductions;
   for (const Action& a : schedule.actions[rank])
-    reductions[a.stage] += a.kind == ActionKind::REDUCE_GRAD;
+    reductions[a.stage] += schedule::is_grad_reduction(a.kind);
   for (const auto& [index, buckets] : buckets_) {
     const int expected = std::max(1, static_cast<int>(buckets.size()));
     BATON_CHECK(reductions[index] == expected, "[runtime.executor] rank ", rank, ": stage ", index,
@@ -58,6 +58,13 @@ std::optional<comm::ReduceHandle> BucketReducer::start(int s, int bucket) const 
   return dp_group_->all_reduce_sum_async(
       std::move(grads),
       "stage " + std::to_string(s) + " gradient bucket " + std::to_string(bucket) + " REDUCE_GRAD");
+}
+
+std::vector<int> BucketReducer::members(int s, int bucket) const {
+  const auto found = buckets_.find(s);
+  if (found == buckets_.end() || bucket < 0 || bucket >= static_cast<int>(found->second.size()))
+    return {};
+  return found->second[static_cast<size_t>(bucket)];
 }
 
 double wait_all(std::vector<comm::ReduceHandle>& pending) {

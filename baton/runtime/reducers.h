@@ -50,6 +50,9 @@ class BucketReducer {
   // the dp size (DDP's order: divide, then sum) and starts their sum. Nothing
   // to wait for with one replica or for a stage without parameters.
   std::optional<comm::ReduceHandle> start(int stage, int bucket) const;
+  // The parameters (indices into Stage::parameters()) of that bucket; empty
+  // with one replica or for a stage without parameters.
+  std::vector<int> members(int stage, int bucket) const;
 
  private:
   std::map<int, std::shared_ptr<Stage>> stages_;

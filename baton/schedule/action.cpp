@@ -11,8 +11,8 @@ namespace baton::schedule {
 namespace {
 
 constexpr std::array<std::string_view, kActionKindCount> kNames = {
-    "F",      "B",      "I",           "W",           "SEND_F",   "RECV_F",
-    "SEND_B", "RECV_B", "REDUCE_GRAD", "REDUCE_TIED", "CLIP_NORM"};
+    "F",      "B",           "I",           "W",         "SEND_F",         "RECV_F",  "SEND_B",
+    "RECV_B", "REDUCE_GRAD", "REDUCE_TIED", "CLIP_NORM", "REDUCE_SCATTER", "UNSHARD", "RESHARD"};
 
 // Reads the digits at `pos`, advancing past all of them. Returns their value,
 // -1 if there are none, or `limit` + 1 if the value exceeds `limit`.
@@ -66,24 +66,27 @@ Action parse_action(std::string_view token) {
   for (int k = 0; k < kActionKindCount; ++k) {
     if (kNames[k] == kind_text) kind_index = k;
   }
-  BATON_CHECK(
-      kind_index >= 0, "[schedule.parse] action ", quoted, " has unknown kind \"",
-      printable(kind_text),
-      "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE_GRAD, REDUCE_TIED or "
-      "CLIP_NORM)");
-  // PyTorch's "1REDUCE_GRAD" reduces the stage's gradients: bucket 0 of one.
-  if (kind_index == static_cast<int>(ActionKind::REDUCE_GRAD) && pos == token.size())
-    return Action{ActionKind::REDUCE_GRAD, static_cast<int>(stage), 0};
-  // The number a reduction ends with is a bucket or a tie group, not a micro-batch.
+  BATON_CHECK(kind_index >= 0, "[schedule.parse] action ", quoted, " has unknown kind \"",
+              printable(kind_text),
+              "\" (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE_GRAD, REDUCE_TIED, "
+              "CLIP_NORM, REDUCE_SCATTER, UNSHARD or RESHARD)");
   const auto kind = static_cast<ActionKind>(kind_index);
-  const char* number = kind == ActionKind::REDUCE_GRAD   ? "bucket"
+  // PyTorch's "1REDUCE_GRAD" reduces the stage's gradients: bucket 0 of one;
+  // its "1UNSHARD" and "1RESHARD" act on the whole stage.
+  if ((kind == ActionKind::REDUCE_GRAD || is_sharding(kind)) && pos == token.size())
+    return Action{kind, static_cast<int>(stage), 0};
+  // The number a reduction ends with is a bucket or a tie group, not a micro-batch.
+  const char* number = is_grad_reduction(kind)           ? "bucket"
                        : kind == ActionKind::REDUCE_TIED ? "tie group"
                        : kind == ActionKind::CLIP_NORM   ? "clip"
+                       : is_sharding(kind)               ? "zero"
                                                          : "micro-batch";
-  const char* example = kind == ActionKind::REDUCE_GRAD   ? "2REDUCE_GRAD0"
-                        : kind == ActionKind::REDUCE_TIED ? "2REDUCE_TIED0"
-                        : kind == ActionKind::CLIP_NORM   ? "0CLIP_NORM0"
-                                                          : "2F5";
+  const char* example = kind == ActionKind::REDUCE_GRAD      ? "2REDUCE_GRAD0"
+                        : kind == ActionKind::REDUCE_SCATTER ? "2REDUCE_SCATTER0"
+                        : kind == ActionKind::REDUCE_TIED    ? "2REDUCE_TIED0"
+                        : kind == ActionKind::CLIP_NORM      ? "0CLIP_NORM0"
+                        : is_sharding(kind)                  ? "1UNSHARD0"
+                                                             : "2F5";
   const size_t microbatch_start = pos;
   const long microbatch = read_number(token, pos, kMaxMicrobatches - 1);
   const size_t microbatch_end = pos;

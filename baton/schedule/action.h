@@ -18,6 +18,14 @@
 // global norm is at most the clip value; the last action of every rank's list,
 // its number always 0. See clip_norm.h.
 //
+// ZeRO (schedule/sharding.h): "1REDUCE_SCATTER0" = stage 1 reduce-scatters
+// gradient bucket 0 over its dp group, keeping this replica's shard of each
+// gradient (ZeRO-2 and 3; in place of REDUCE_GRAD). "1UNSHARD0" = stage 1
+// all-gathers its parameters' shards over the dp group (the replicas' updates
+// of ZeRO-1/2, the whole weights of ZeRO-3) before its first F; "1RESHARD0" =
+// stage 1 frees its gathered parameters after its last backward (ZeRO-3).
+// Their number is 0 (PyTorch writes "1UNSHARD", read as 0).
+//
 // A skip connection's transfers (Schedule::skips, skip.h) are SEND/RECV
 // actions with the skip's index after "@": "1SEND_F5@0" = stage 1, which
 // stashes skip 0, sends micro-batch 5's stashed tensor straight to the rank
@@ -33,35 +41,53 @@
 namespace baton::schedule {
 
 enum class ActionKind : std::uint8_t {
-  F,            // forward
-  B,            // full backward: input and weight gradients together
-  I,            // backward for the input gradient only
-  W,            // backward for the weight gradients only (after I)
-  SEND_F,       // send forward activation to stage + 1
-  RECV_F,       // receive forward activation from stage - 1
-  SEND_B,       // send input gradient to stage - 1
-  RECV_B,       // receive output gradient from stage + 1
-  REDUCE_GRAD,  // all-reduce one gradient bucket of the stage over the dp group
-  REDUCE_TIED,  // sum the stage's tied gradient copies within the pipeline
-  CLIP_NORM,    // the global gradient norm over every rank, and the clip by it
+  F,               // forward
+  B,               // full backward: input and weight gradients together
+  I,               // backward for the input gradient only
+  W,               // backward for the weight gradients only (after I)
+  SEND_F,          // send forward activation to stage + 1
+  RECV_F,          // receive forward activation from stage - 1
+  SEND_B,          // send input gradient to stage - 1
+  RECV_B,          // receive output gradient from stage + 1
+  REDUCE_GRAD,     // all-reduce one gradient bucket of the stage over the dp group
+  REDUCE_TIED,     // sum the stage's tied gradient copies within the pipeline
+  CLIP_NORM,       // the global gradient norm over every rank, and the clip by it
+  REDUCE_SCATTER,  // reduce-scatter one gradient bucket of the stage over the dp group
+  UNSHARD,         // all-gather the stage's parameter shards over the dp group
+  RESHARD,         // free the stage's gathered parameters, keeping this replica's shard
 };
 
-inline constexpr int kActionKindCount = 11;
+inline constexpr int kActionKindCount = 14;
 
 // "F", "B", "I", "W", "SEND_F", ...
 std::string_view to_string(ActionKind kind);
 
 bool is_compute(ActionKind kind);        // F, B, I, W
 bool is_communication(ActionKind kind);  // SEND_*, RECV_* (point to point)
-// A gradient reduction: REDUCE_GRAD (a collective over the stage's dp group
-// on the rank's communication stream, which does not hold up the compute
-// after it), REDUCE_TIED (a sum with the stage's copies on other stages or
+// A gradient reduction: REDUCE_GRAD or REDUCE_SCATTER (a collective over the
+// stage's dp group on the rank's communication stream, which does not hold up
+// the compute after it), REDUCE_TIED (a sum with the stage's copies on other stages or
 // ranks, after all of the rank's compute) or CLIP_NORM (the norm's sum over
 // the world, after both). Its number is a bucket, a group or 0, never a
 // micro-batch.
 inline bool is_reduction(ActionKind kind) {
-  return kind == ActionKind::REDUCE_GRAD || kind == ActionKind::REDUCE_TIED ||
-         kind == ActionKind::CLIP_NORM;
+  return kind == ActionKind::REDUCE_GRAD || kind == ActionKind::REDUCE_SCATTER ||
+         kind == ActionKind::REDUCE_TIED || kind == ActionKind::CLIP_NORM;
+}
+// A dp reduction of a gradient bucket: REDUCE_GRAD (all-reduce) or
+// REDUCE_SCATTER (each replica keeps its shard). The number is the bucket.
+inline bool is_grad_reduction(ActionKind kind) {
+  return kind == ActionKind::REDUCE_GRAD || kind == ActionKind::REDUCE_SCATTER;
+}
+// ZeRO's parameter actions: UNSHARD and RESHARD of a stage, number 0.
+inline bool is_sharding(ActionKind kind) {
+  return kind == ActionKind::UNSHARD || kind == ActionKind::RESHARD;
+}
+// An action of the step, not of a micro-batch: a reduction or a sharding
+// action, whose number is a bucket, a group or 0. It is rank-local to the
+// pipeline (a dp collective, or a sum after the rank's other actions).
+inline bool is_step_action(ActionKind kind) {
+  return is_reduction(kind) || is_sharding(kind);
 }
 // The backwards that produce weight gradients (what REDUCE_GRAD reduces).
 inline bool is_weight_backward(ActionKind kind) {
@@ -75,7 +101,9 @@ inline bool is_input_backward(ActionKind kind) {
 struct Action {
   ActionKind kind = ActionKind::F;
   int stage = 0;
-  int microbatch = 0;  // REDUCE_GRAD: the bucket index; REDUCE_TIED: the group; CLIP_NORM: 0
+  // REDUCE_GRAD, REDUCE_SCATTER: the bucket index; REDUCE_TIED: the group;
+  // CLIP_NORM, UNSHARD, RESHARD: 0
+  int microbatch = 0;
   // SEND/RECV of a skip connection: its index in Schedule::skips; -1 otherwise.
   int skip = -1;
 

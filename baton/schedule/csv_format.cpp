@@ -112,8 +112,8 @@ class RowReader {
       if (reason.substr(0, prefix.size()) == prefix) reason.remove_prefix(prefix.size());
       // parse_action's list of the text format's kinds, replaced by PyTorch's.
       const std::string_view hint =
-          " (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE_GRAD, REDUCE_TIED or "
-          "CLIP_NORM)";
+          " (expected F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE_GRAD, REDUCE_TIED, "
+          "CLIP_NORM, REDUCE_SCATTER, UNSHARD or RESHARD)";
       if (reason.size() > hint.size() && reason.substr(reason.size() - hint.size()) == hint) {
         reason.remove_suffix(hint.size());
         fail(column, std::string(reason) +
@@ -301,7 +301,7 @@ std::string format_csv(const Schedule& schedule, CsvFormat format) {
       // PyTorch has no action for tied copies (its pipelining syncs them outside the
       // schedule) nor for the norm clip (torch.nn.utils.clip_grad_norm_ runs after the step).
       if (a.kind == ActionKind::REDUCE_TIED || a.kind == ActionKind::CLIP_NORM) continue;
-      if (!comms && !is_compute(a.kind) && !is_reduction(a.kind)) continue;
+      if (!comms && !is_compute(a.kind) && !is_step_action(a.kind)) continue;
       write(a, "");
       if (!comms) continue;
       if (a.kind == ActionKind::SEND_F || a.kind == ActionKind::SEND_B) {

@@ -20,8 +20,10 @@
 //    _Action parser reads too).
 //  - REDUCE_TIED (tied weights, Chimera's replicated stages): not written;
 //    PyTorch's format has no such action.
-//  - UNSHARD, RESHARD (FSDP), WAIT_REDUCE_GRAD: dropped; baton has no sharded
-//    stages, and its runtime waits for reductions at the end of the step.
+//  - UNSHARD, RESHARD (FSDP), WAIT_REDUCE_GRAD: dropped; a run with --zero
+//    places its own UNSHARD and RESHARD (sharding.h, where its runtime
+//    expects them), and its runtime waits for reductions at the end of the
+//    step. Baton's text form keeps them.
 //  - "(0F3;4B1)OVERLAP_F_B": its sub-actions, in order.
 // Writing compute_comms, a WAIT_SEND_F follows the local backward of the same
 // stage and micro-batch (by then the peer has consumed the activation, so the

@@ -29,7 +29,7 @@ Schedule lower(const Schedule& schedule) {
     std::vector<Action>& list = out.actions[r];
     list.clear();
     for (const Action& a : schedule.actions[r]) {
-      if (is_reduction(a.kind)) {  // rank-local; its number is a bucket
+      if (is_step_action(a.kind)) {  // rank-local; its number is a bucket, a group or 0
         list.push_back(a);
         continue;
       }

@@ -7,6 +7,7 @@
 #include "baton/schedule/clip_norm.h"
 #include "baton/schedule/grad_reduction.h"
 #include "baton/schedule/lower.h"
+#include "baton/schedule/sharding.h"
 #include "baton/schedule/text_format.h"
 #include "baton/schedule/tied_reduction.h"
 #include "baton/schedule/validate.h"
@@ -48,6 +49,10 @@ Schedule add_reductions(const Schedule& lowered, const ReductionOptions& options
     }
     if (!options.overlap_grad_reduce) {
       s = defer_grad_reductions(s);
+      passed = true;
+    }
+    if (options.zero > 0) {
+      s = add_sharding(s, options.zero);
       passed = true;
     }
   }

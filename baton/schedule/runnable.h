@@ -26,6 +26,8 @@
 //    add_grad_reductions()'s when dp > 1.
 //  - REDUCE_TIED: a schedule with any keeps them and gets none added; one
 //    without gets add_tied_reductions(tied)'s.
+//  - UNSHARD, RESHARD (ZeRO): a schedule with any keeps them; with dp > 1
+//    its REDUCE_GRADs become REDUCE_SCATTERs for zero >= 2 (add_sharding).
 //  - CLIP_NORM: a schedule with any keeps them (they stand where
 //    add_clip_norm() puts them); one without gets add_clip_norm()'s when
 //    `clip` is on. A file's CLIP_NORMs with clipping off measure the norm and
@@ -74,6 +76,9 @@ struct ReductionOptions {
   std::vector<std::vector<int>> tied;
   // Global-norm gradient clipping: a CLIP_NORM ends every rank's list.
   bool clip = false;
+  // ZeRO stage 0-3 (sharding.h): with dp > 1, add_sharding()'s UNSHARD,
+  // RESHARD and REDUCE_SCATTER actions.
+  int zero = 0;
 
   ReductionOptions& set_dp(int d) {
     dp = d;
@@ -95,6 +100,10 @@ struct ReductionOptions {
     clip = c;
     return *this;
   }
+  ReductionOptions& set_zero(int z) {
+    zero = z;
+    return *this;
+  }
 };
 
 // The generator's schedule, lowered; or the file's, lowered when it holds
@@ -105,7 +114,7 @@ Schedule lowered_schedule(const ScheduleSource& source);
 
 // `lowered` with its reductions by the rule above: add_grad_reductions() when
 // dp > 1 and it has no REDUCE_GRAD, defer_grad_reductions() when dp > 1 and
-// overlap is off, add_tied_reductions() when it has no REDUCE_TIED,
+// overlap is off, add_sharding(zero) when dp > 1, add_tied_reductions() when it has no REDUCE_TIED,
 // add_clip_norm() when `clip` is on and it has no CLIP_NORM. The result is
 // validated. Throws those passes' errors (dp < 1, bad bucket counts, dp > 1,
 // tied stages or clipping with a schedule without a flush, too many actions).

@@ -47,7 +47,14 @@ bool Schedule::has_communication() const {
 bool Schedule::has_grad_reductions() const {
   for (const auto& list : actions)
     for (const auto& a : list)
-      if (a.kind == ActionKind::REDUCE_GRAD) return true;
+      if (is_grad_reduction(a.kind)) return true;
+  return false;
+}
+
+bool Schedule::has_sharding() const {
+  for (const auto& list : actions)
+    for (const auto& a : list)
+      if (is_sharding(a.kind)) return true;
   return false;
 }
 

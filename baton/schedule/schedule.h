@@ -74,7 +74,8 @@ struct Schedule {
   // v: stage chunks a rank holds (2 for V and bidirectional).
   int stages_per_rank() const;
   bool has_communication() const;    // any SEND/RECV
-  bool has_grad_reductions() const;  // any REDUCE_GRAD
+  bool has_grad_reductions() const;  // any REDUCE_GRAD or REDUCE_SCATTER
+  bool has_sharding() const;         // any UNSHARD or RESHARD (ZeRO)
   bool has_tied_reductions() const;  // any REDUCE_TIED
   bool has_clip_norm() const;        // any CLIP_NORM
   bool splits_backward() const;      // any I or W action

@@ -267,7 +267,7 @@ void infer_shape(Schedule& schedule, size_t action_count) {
     for (const auto& a : list) {
       max_stage = std::max(max_stage, a.stage);
       // A REDUCE_GRAD's number is a bucket, not a micro-batch.
-      if (!is_reduction(a.kind)) max_microbatch = std::max(max_microbatch, a.microbatch);
+      if (!is_step_action(a.kind)) max_microbatch = std::max(max_microbatch, a.microbatch);
     }
   schedule.stages = max_stage + 1;
   schedule.microbatches = max_microbatch + 1;

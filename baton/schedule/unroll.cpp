@@ -25,7 +25,7 @@ std::vector<std::vector<bool>> carried_actions(const Schedule& schedule) {
     std::vector<bool> forwarded(cells, false);  // F of (stage, mb) seen so far on this rank
     for (size_t i = 0; i < list.size(); ++i) {
       const Action& a = list[i];
-      if (is_reduction(a.kind)) continue;
+      if (is_step_action(a.kind)) continue;
       const size_t cell = static_cast<size_t>(a.stage) * schedule.microbatches + a.microbatch;
       if (cell >= cells) continue;  // out of range: validate()'s shape rule names it
       if (a.kind == ActionKind::F)

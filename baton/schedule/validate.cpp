@@ -45,8 +45,8 @@ struct Occurrences {
     for (int r = 0; r < schedule.ranks; ++r) {
       for (size_t i = 0; i < schedule.actions[r].size(); ++i) {
         const Action& a = schedule.actions[r][i];
-        if (is_reduction(a.kind)) continue;  // its number is a bucket
-        if (a.skip >= 0) continue;           // a skip's transfer: check_skips
+        if (is_step_action(a.kind)) continue;  // its number is a bucket, a group or 0
+        if (a.skip >= 0) continue;             // a skip's transfer: check_skips
         const size_t k = static_cast<size_t>(a.kind);
         const size_t cell = static_cast<size_t>(a.stage) * microbatches + a.microbatch;
         if (count[k][cell]++ == 0) first[k][cell] = {r, i};
@@ -89,6 +89,15 @@ void check_shape(const Schedule& schedule) {
           fail(schedule,
                detail::concat("rank ", r, ": ", to_string(a), " is out of range (stages 0..",
                               schedule.stages - 1, "; a CLIP_NORM's number is 0)"),
+               {{r, i}});
+        }
+        continue;
+      }
+      if (is_sharding(a.kind)) {
+        if (a.stage < 0 || a.stage >= schedule.stages || a.microbatch != 0) {
+          fail(schedule,
+               detail::concat("rank ", r, ": ", to_string(a), " is out of range (stages 0..",
+                              schedule.stages - 1, "; an ", to_string(a.kind), "'s number is 0)"),
                {{r, i}});
         }
         continue;
@@ -360,6 +369,16 @@ void check_grad_reductions(const Schedule& schedule) {
   };
   std::map<int, int> bucket_count;                     // stage -> n, from its first holder
   std::map<int, std::pair<int, size_t>> first_holder;  // stage -> a REDUCE_GRAD of it
+  // The kind of the schedule's first gradient reduction: the others match it.
+  ActionKind first_kind = ActionKind::REDUCE_GRAD;
+  for (const auto& list : schedule.actions) {
+    const auto found = std::find_if(list.begin(), list.end(),
+                                    [](const Action& a) { return is_grad_reduction(a.kind); });
+    if (found != list.end()) {
+      first_kind = found->kind;
+      break;
+    }
+  }
   for (int r = 0; r < schedule.ranks; ++r) {
     const auto& list = schedule.actions[r];
     std::map<int, size_t> last_backward;  // stage -> index of its last B or W here
@@ -373,7 +392,15 @@ void check_grad_reductions(const Schedule& schedule) {
     }
     for (size_t i = 0; i < list.size(); ++i) {
       const Action& a = list[i];
-      if (a.kind != ActionKind::REDUCE_GRAD) continue;
+      if (!is_grad_reduction(a.kind)) continue;
+      if (a.kind != first_kind) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " and ", to_string(first_kind),
+                            " in one schedule; a schedule reduces its gradients by all-reduce "
+                            "(REDUCE_GRAD) or by reduce-scatter (REDUCE_SCATTER, ZeRO-2/3), not "
+                            "both"),
+             {{r, i}});
+      }
       const auto held = reduced.find(a.stage);
       if (held == reduced.end()) {
         fail(schedule,
@@ -426,6 +453,79 @@ void check_grad_reductions(const Schedule& schedule) {
                             first_holder[stage].first, " but in ", n, " on rank ", r,
                             "; every holder of a stage reduces the same buckets"),
              {first_holder[stage], {r, seen.buckets.begin()->second}});
+      }
+    }
+  }
+}
+
+// UNSHARD and RESHARD (ZeRO, sharding.h): a rank may act only on stages it
+// computes. Once a schedule has UNSHARD, every (rank, stage it computes) has
+// exactly one, before the stage's first compute there; once it has RESHARD,
+// every one has exactly one too, after the stage's last compute there. So no
+// F, B, I or W of a stage runs while it is resharded. (Both are rank-local in
+// the pipeline, a collective over the stage's dp replicas, which run the same
+// list: they add no wait between pipeline ranks, so no deadlock.)
+void check_sharding(const Schedule& schedule) {
+  if (!schedule.has_sharding()) return;
+  bool any_reshard = false;
+  for (const auto& list : schedule.actions)
+    for (const Action& a : list) any_reshard |= a.kind == ActionKind::RESHARD;
+  for (int r = 0; r < schedule.ranks; ++r) {
+    const auto& list = schedule.actions[r];
+    std::map<int, std::pair<size_t, size_t>> computes;  // stage -> first, last compute here
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!is_compute(list[i].kind)) continue;
+      auto [it, fresh] = computes.emplace(list[i].stage, std::make_pair(i, i));
+      if (!fresh) it->second.second = i;
+    }
+    std::map<int, size_t> unshard, reshard;  // stage -> its index
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Action& a = list[i];
+      if (!is_sharding(a.kind)) continue;
+      const auto held = computes.find(a.stage);
+      if (held == computes.end()) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " acts on stage ", a.stage,
+                            ", which rank ", r, " does not compute"),
+             {{r, i}});
+      }
+      auto& seen = a.kind == ActionKind::UNSHARD ? unshard : reshard;
+      const auto [at, inserted] = seen.emplace(a.stage, i);
+      if (!inserted) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a),
+                            " appears twice; a stage is unsharded and resharded once per step"),
+             {{r, at->second}, {r, i}});
+      }
+      if (a.kind == ActionKind::UNSHARD && i > held->second.first) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " comes after ",
+                            to_string(list[held->second.first]),
+                            "; a stage's parameters are gathered before its first compute"),
+             {{r, i}, {r, held->second.first}});
+      }
+      if (a.kind == ActionKind::RESHARD && i < held->second.second) {
+        fail(schedule,
+             detail::concat("rank ", r, ": ", to_string(a), " comes before ",
+                            to_string(list[held->second.second]),
+                            "; a stage's parameters are freed only after its last compute"),
+             {{r, i}, {r, held->second.second}});
+      }
+    }
+    for (const auto& [stage, span] : computes) {
+      if (!unshard.count(stage)) {
+        fail(schedule,
+             detail::concat("rank ", r, " computes stage ", stage,
+                            " without an UNSHARD of it; once a schedule has UNSHARD, every stage "
+                            "on every rank gathers its parameters"),
+             {{r, span.first}});
+      }
+      if (any_reshard && !reshard.count(stage)) {
+        fail(schedule,
+             detail::concat("rank ", r, " computes stage ", stage,
+                            " without a RESHARD of it; once a schedule has RESHARD, every stage "
+                            "on every rank frees its gathered parameters"),
+             {{r, span.second}});
       }
     }
   }
@@ -571,6 +671,7 @@ void validate(const Schedule& schedule) {
   check_communication(schedule, placement, seen);
   check_skips(schedule, placement);
   check_grad_reductions(schedule);
+  check_sharding(schedule);
   check_tied_reductions(schedule);
   check_clip_norm(schedule);
   if (schedule.forward_only && schedule.has_clip_norm())
@@ -579,10 +680,10 @@ void validate(const Schedule& schedule) {
     // No flush: prove the order over consecutive steps. Three steps and the
     // drain hold every pairing of a step's carried actions with the next's.
     if (schedule.has_grad_reductions() || schedule.has_tied_reductions() ||
-        schedule.has_clip_norm() || schedule.forward_only) {
+        schedule.has_clip_norm() || schedule.has_sharding() || schedule.forward_only) {
       fail(schedule,
-           "a schedule without a flush (carries) has no REDUCE_GRAD, REDUCE_TIED or CLIP_NORM and "
-           "is not forward-only",
+           "a schedule without a flush (carries) has no REDUCE_GRAD, REDUCE_SCATTER, REDUCE_TIED, "
+           "CLIP_NORM, UNSHARD or RESHARD and is not forward-only",
            {});
     }
     validate(unroll(schedule, 3));

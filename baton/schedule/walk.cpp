@@ -140,6 +140,12 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
       // Rank-local: the validator checks statically that it follows the
       // stage's backwards on its rank; every dp replica runs the same list.
       case ActionKind::REDUCE_GRAD:
+      case ActionKind::REDUCE_SCATTER:
+        return true;
+      // A dp collective (UNSHARD) or a free (RESHARD) of the rank's own
+      // stage: the validator places them around the stage's compute here.
+      case ActionKind::UNSHARD:
+      case ActionKind::RESHARD:
         return true;
       // Sums with the other copies; the validator puts it after all of its
       // rank's other actions, so no action of the step waits for it.
@@ -177,7 +183,7 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
       }
       if (visit) visit(r, i, producer);
       ++i;
-      if (is_reduction(a.kind)) continue;  // its number is a bucket; it wakes no one
+      if (is_step_action(a.kind)) continue;  // its number is not a micro-batch; it wakes no one
       if (a.skip >= 0) {
         skipped.at(a.kind, a.skip, a.microbatch) = 1;
         const Skip& skip = schedule.skips[a.skip];

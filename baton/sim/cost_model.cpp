@@ -30,6 +30,14 @@ double ring_allreduce_time(int group_size, double bytes, const Link& link) {
   return t;
 }
 
+double ring_allgather_time(int group_size, double bytes, const Link& link) {
+  if (group_size <= 1) return 0;
+  const double steps = group_size - 1.0;
+  double t = steps * link.latency;
+  if (link.bytes_per_time > 0) t += steps / group_size * bytes / link.bytes_per_time;
+  return t;
+}
+
 double tp_comm_time(int tp, double layers, double activation_bytes, const Link& link) {
   return 2 * layers * ring_allreduce_time(tp, activation_bytes, link);
 }

@@ -60,6 +60,9 @@ struct Link {
 // The ring all-reduce time above; 0 for a group of one.
 // REQUIRES: group_size >= 1, bytes >= 0.
 double ring_allreduce_time(int group_size, double bytes, const Link& link);
+// A ring all-gather of `bytes` in all (each member brings 1/n): n - 1 steps
+// of bytes / n each; 0 for a group of one. Half a ring all-reduce's time.
+double ring_allgather_time(int group_size, double bytes, const Link& link);
 
 // Megatron-LM's tensor-parallel cost of `layers` transformer layers for one
 // F (or one B/I): 2 all-reduces per layer of `activation_bytes` (b * s * h *
@@ -88,9 +91,16 @@ struct CostModel {
   double backward(int stage) const {
     return stages[stage].input_backward + stages[stage].weight_backward;
   }
-  // REDUCE_GRAD of bucket `bucket` of `stage`. REQUIRES: bucket < bucket_count().
+  // REDUCE_GRAD of bucket `bucket` of `stage`, and REDUCE_SCATTER's, which the
+  // runtime runs as an all-reduce whose shard it keeps (runtime/zero.h).
+  // REQUIRES: bucket < bucket_count().
   double reduce_grad_time(int stage, int bucket) const {
     return ring_allreduce_time(dp, stages[stage].bucket(bucket), dp_link);
+  }
+  // UNSHARD of `stage` (ZeRO): the all-gather of its parameters over the dp
+  // group. RESHARD frees memory and takes no time.
+  double unshard_time(int stage) const {
+    return ring_allgather_time(dp, stages[stage].parameter_bytes, dp_link);
   }
   // REDUCE_TIED of `stage` between ranks: one message of its tied bytes over
   // the pipeline link (each rank of a group sends its partial sum to the

@@ -62,6 +62,11 @@ void check_costs(const schedule::Schedule& schedule, const CostModel& costs) {
         for (const StageCost& stage : costs.stages) time += stage.clip;
         continue;
       }
+      if (a.kind == ActionKind::UNSHARD) {
+        time += costs.unshard_time(a.stage);
+        continue;
+      }
+      if (a.kind == ActionKind::RESHARD) continue;
       if (schedule::is_reduction(a.kind)) {
         BATON_CHECK(a.microbatch < c.bucket_count(), "[sim.costs] ", schedule::to_string(a),
                     " reduces bucket ", a.microbatch, " but the cost model gives stage ", a.stage,
@@ -110,6 +115,11 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
   std::vector<double> activations(p, 0);
   std::vector<int> inflight(p, 0);
   std::vector<double> comm_free = free_at;  // each rank's communication stream
+  // Per (rank, stage): when its UNSHARD's all-gather ends (its computes wait).
+  std::vector<double> gathered(static_cast<size_t>(p) * schedule.stages, 0);
+  auto gathered_at = [&](int r, int s) -> double& {
+    return gathered[static_cast<size_t>(r) * schedule.stages + s];
+  };
   struct Tied {
     int rank;
     size_t index;
@@ -153,7 +163,21 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
       case ActionKind::RECV_B:
         free_at[r] = std::max(free_at[r], sent_backward[cell(s + 1, mb)] + costs.comm_time(s));
         return;
-      case ActionKind::REDUCE_GRAD: {
+      case ActionKind::UNSHARD: {
+        // Issued on the communication stream; the stage's computes wait for it.
+        const double start = std::max(free_at[r], comm_free[r]);
+        comm_free[r] = start + costs.unshard_time(s);
+        gathered_at(r, s) = comm_free[r];
+        if (!result) return;
+        if ((*first_start)[r] < 0) (*first_start)[r] = start;
+        result->timeline.events.push_back({r, s, mb, a.kind, start, comm_free[r]});
+        return;
+      }
+      case ActionKind::RESHARD:
+        if (result) result->timeline.events.push_back({r, s, mb, a.kind, free_at[r], free_at[r]});
+        return;
+      case ActionKind::REDUCE_GRAD:
+      case ActionKind::REDUCE_SCATTER: {
         // Issued when the rank's compute reaches it; the compute goes on.
         const double start = std::max(free_at[r], comm_free[r]);
         comm_free[r] = start + costs.reduce_grad_time(s, mb);
@@ -178,7 +202,7 @@ std::vector<double> run_step(const schedule::Schedule& schedule, const CostModel
       default:
         break;
     }
-    double start = free_at[r];
+    double start = std::max(free_at[r], gathered_at(r, s));
     double duration = 0;
     if (a.kind == ActionKind::F) {
       if (producer >= 0)

@@ -33,7 +33,7 @@ std::string to_chrome_trace(const Timeline& timeline) {
                     {"args", {{"name", timeline.title.empty() ? "baton" : timeline.title}}}});
   std::vector<char> reduces(timeline.ranks, 0);
   for (const Event& e : timeline.events)
-    if (schedule::is_reduction(e.kind)) reduces[e.rank] = 1;
+    if (schedule::is_step_action(e.kind)) reduces[e.rank] = 1;
   const bool any_reduction = std::find(reduces.begin(), reduces.end(), 1) != reduces.end();
   for (int r = 0; r < timeline.ranks; ++r) {
     events.push_back({{"name", "thread_name"},
@@ -66,14 +66,14 @@ std::string to_chrome_trace(const Timeline& timeline) {
                       {"cat", kind},
                       {"ph", "X"},
                       {"pid", 0},
-                      {"tid", schedule::is_reduction(e.kind) ? timeline.ranks + e.rank : e.rank},
+                      {"tid", schedule::is_step_action(e.kind) ? timeline.ranks + e.rank : e.rank},
                       {"ts", e.start * scale},
                       {"dur", (e.end - e.start) * scale},
                       {"args",
                        {{"stage", e.stage},
                         {e.kind == schedule::ActionKind::REDUCE_TIED ? "group"
                          : e.kind == schedule::ActionKind::CLIP_NORM ? "clip"
-                         : schedule::is_reduction(e.kind)            ? "bucket"
+                         : schedule::is_step_action(e.kind)          ? "bucket"
                                                                      : "microbatch",
                          e.microbatch},
                         {"kind", kind}}}});

@@ -20,13 +20,16 @@ bool drawn(const Event& e) {
   return schedule::is_compute(e.kind) && e.end > e.start;
 }
 
-// "R0": REDUCE_GRAD of bucket 0 ("1R0" with the stage); "T0": REDUCE_TIED of
-// tie group 0; "C0": CLIP_NORM. Kept short so that the columns stay as narrow as the compute
+// "R0": REDUCE_GRAD (or REDUCE_SCATTER) of bucket 0 ("1R0" with the stage);
+// "T0": REDUCE_TIED of tie group 0; "C0": CLIP_NORM; "U0", "X0": UNSHARD and
+// RESHARD. Kept short so that the columns stay as narrow as the compute
 // labels.
 std::string reduction_label(const Event& e, bool with_stage) {
   return (with_stage ? std::to_string(e.stage) : std::string()) +
          (e.kind == schedule::ActionKind::REDUCE_TIED ? "T"
           : e.kind == schedule::ActionKind::CLIP_NORM ? "C"
+          : e.kind == schedule::ActionKind::UNSHARD   ? "U"
+          : e.kind == schedule::ActionKind::RESHARD   ? "X"
                                                       : "R") +
          std::to_string(e.microbatch);
 }
@@ -61,7 +64,7 @@ std::string to_grid(const Timeline& timeline) {
   std::vector<std::vector<std::string>> cells(2 * static_cast<size_t>(timeline.ranks));
   size_t cell_width = 1;
   for (const Event& e : events) {
-    const bool reduction = schedule::is_reduction(e.kind);
+    const bool reduction = schedule::is_step_action(e.kind);
     if (!drawn(e) && !reduction) continue;
     std::vector<std::string>& row = cells[2 * static_cast<size_t>(e.rank) + reduction];
     const size_t first = std::max<size_t>(column > 0 ? to_cells(e.start, column) : 0, row.size());

@@ -29,6 +29,9 @@ inline const KindStyle& svg_style(schedule::ActionKind kind) {
       {"#b07aa1", "#ffffff", "gradient all-reduce (dp)"},
       {"#76b7b2", "#222222", "tied copies' gradient sum"},
       {"#edc948", "#222222", "global-norm clip"},
+      {"#9c755f", "#ffffff", "gradient reduce-scatter (ZeRO-2/3)"},
+      {"#ff9da7", "#222222", "parameter all-gather (ZeRO)"},
+      {"#79706e", "#ffffff", "parameters freed (ZeRO-3)"},
   }};
   return kStyles[static_cast<size_t>(kind)];
 }

@@ -144,7 +144,7 @@ void write_event(std::ostream& out, const Event& e, const Layout& at) {
   const bool compute = schedule::is_compute(e.kind);
   const double x = at.x(e.start);
   const double w = at.x(e.end) - x;
-  const bool reduction = schedule::is_reduction(e.kind);
+  const bool reduction = schedule::is_step_action(e.kind);
   const double h = compute ? kRowHeight : reduction ? kRowHeight / 4 : kRowHeight / 5;
   const double y = reduction ? at.y(e.rank) : at.y(e.rank) + kRowHeight - h;
   out << "<rect class=\"event\" x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(w)

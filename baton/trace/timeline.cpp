@@ -33,7 +33,7 @@ Reductions reductions_of_rank(const std::vector<Event>& events, int rank) {
   double last_compute = 0, last_reduction = 0;
   for (const Event& e : events) {
     if (e.rank != rank) continue;
-    if (e.kind == schedule::ActionKind::REDUCE_GRAD) {
+    if (schedule::is_grad_reduction(e.kind)) {
       spans.emplace_back(e.start, e.end);
       last_reduction = std::max(last_reduction, e.end);
     } else if (schedule::is_compute(e.kind)) {

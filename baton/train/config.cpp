@@ -245,9 +245,9 @@ void check_config(const TrainConfig& c) {
   const int cores = available_cores();
   BATON_CHECK(c.threads <= cores, "[train.config] threads must be at most the ", cores,
               " core(s) this process may run on, got ", c.threads);
-  BATON_CHECK(c.zero == 0 || c.zero == 1,
-              "[train.config] zero must be 0 or 1 (ZeRO stage 1 shards the "
-              "optimizer state over the dp replicas), got ",
+  BATON_CHECK(c.zero >= 0 && c.zero <= 3,
+              "[train.config] zero must be 0 to 3 (the ZeRO stage: 1 shards the optimizer state "
+              "over the dp replicas, 2 the gradients too, 3 the parameters too), got ",
               c.zero);
   BATON_CHECK(c.save_every == 0 || !c.save.empty(), "[train.config] --save-every ", c.save_every,
               " needs --save DIR to say where");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "baton/core/error.h"
 #include "baton/train/optimizer.h"
@@ -42,10 +43,16 @@ RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters
   RankMemory m;
   m.rank = rank;
   m.weight_versions = weight_versions;
-  for (const auto& p : parameters) {
-    m.parameter_bytes += bytes_of(p);
-    m.gradient_bytes += bytes_of(p.grad());
-  }
+  // Each storage once: ZeRO's shards may be views of the parameters and of
+  // their gradients.
+  std::set<const void*> seen;
+  auto held = [&](const torch::Tensor& t) {
+    if (!t.defined() || t.storage().nbytes() == 0) return 0.0;
+    if (!seen.insert(t.storage().unsafeGetStorageImpl()).second) return 0.0;
+    return static_cast<double>(t.storage().nbytes());
+  };
+  for (const auto& p : parameters) m.parameter_bytes += held(p);
+  for (const auto& p : parameters) m.gradient_bytes += held(p.grad());
   m.optimizer_bytes = optimizer_state_bytes(optimizer);
   m.peak_activation_bytes = peak_activation_bytes;
   struct rusage usage {};

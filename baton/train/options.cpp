@@ -123,8 +123,9 @@ std::vector<Option> make_options() {
       "With --tp: send 1/tp of each boundary activation between stages and all-gather it over tp "
       "(Megatron's scatter/gather; on or off, default on)");
   add("--zero", "zero", &C::zero,
-      "ZeRO stage: 0, or 1 to shard the optimizer state over the dp replicas (with --dp 1 it "
-      "changes nothing)");
+      "ZeRO stage 0-3: 1 shards the optimizer state over the dp replicas, 2 the gradients too, "
+      "3 the parameters too (with --dp 1 it changes nothing; 2 and 3 need a schedule with a "
+      "flush)");
   // Schedule
   add("--schedule", "schedule", &C::schedule,
       "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 
 #include "baton/comm/memory_counter.h"
 #include "baton/comm/p2p_probe.h"
@@ -135,6 +136,10 @@ void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule&
   if (!s.carries) return;
   const std::string which =
       c.schedule_file.empty() ? "--schedule " + c.schedule : "schedule " + schedule_label(c);
+  BATON_CHECK(c.zero < 2, "[train.config] ", which,
+              " has no flush between steps, so no point where a step's gradients are whole to "
+              "reduce-scatter; --zero ",
+              c.zero, " needs a schedule with a flush (e.g. 1f1b)");
   BATON_CHECK(c.dp == 1 && c.tp == 1, "[train.config] ", which,
               " has no flush between steps and runs "
               "with --dp 1 --tp 1 only, got dp=",
@@ -234,15 +239,25 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
                                        s == schedule.stages - 1));
   }
   sim::StaticMemory fixed;
-  double largest = 0;
-  for (auto& [name, p] : pipeline.named_parameters()) {
-    fixed.parameters += bytes_of(p);
+  double largest = 0, stepped = 0;  // what the optimizer steps (its shards under --zero)
+  for (const auto& p : pipeline.parameters()) {
+    stepped += bytes_of(p);
     largest = std::max(largest, bytes_of(p));
   }
-  fixed.gradients = fixed.parameters;
+  if (c.zero == 3 && c.dp > 1) {
+    // The shards at rest, and the rank's stages gathered whole from their
+    // UNSHARD to their RESHARD (dp shards each, exact up to the padding).
+    fixed.parameters = stepped + c.dp * stepped;
+    fixed.gradients = c.dp * stepped;
+  } else {
+    // The layers' weights (ZeRO-1/2 shards are views of them), and their
+    // gradients whole during the step (ZeRO-2 keeps shards only at rest).
+    std::set<const void*> seen;
+    for (const auto& p : pipeline.held_parameters())
+      if (seen.insert(p.storage().unsafeGetStorageImpl()).second) fixed.parameters += bytes_of(p);
+    fixed.gradients = fixed.parameters;
+  }
   fixed.other = other;
-  double stepped = 0;  // what the optimizer steps (its share under --zero 1)
-  for (const auto& p : pipeline.parameters()) stepped += bytes_of(p);
   const double per_byte = optimizer_state_per_parameter_byte(c.optimizer);
   fixed.optimizer = per_byte * stepped;
   fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
@@ -275,6 +290,7 @@ void check_setup(const TrainConfig& c, bool check_outputs) {
       lowered, schedule::ReductionOptions{}
                    .set_dp(c.dp)
                    .set_overlap_grad_reduce(c.overlap_grad_reduce)
+                   .set_zero(c.zero)
                    .set_clip(schedules_clip_norm(
                        PipelineOptions().clip_grad_norm(c.clip_grad_norm).precision(c.precision))));
   runtime::check_precision_supported(runtime::parse_precision(c.precision),
@@ -505,12 +521,10 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   }
 
   const double accuracy = test_accuracy(pipeline, *data, c);
-  // Every parameter this rank holds (with --zero 1, parameters() is only
-  // the share its optimizer steps).
-  std::vector<torch::Tensor> held;
-  for (auto& [name, p] : pipeline.named_parameters()) held.push_back(p);
-  RankMemory local =
-      measure_memory(ctx.rank, held, *optimizer, peak_activation_bytes, weight_versions);
+  // What this rank holds at rest (evaluation freed again what --zero 3
+  // gathered; with --zero, parameters() is only the shards its optimizer steps).
+  RankMemory local = measure_memory(ctx.rank, pipeline.held_parameters(), *optimizer,
+                                    peak_activation_bytes, weight_versions);
   set_prediction(local, predicted);
   local.reduction_ms = median(reduction_ms);
   local.exposed_reduction_ms = median(exposed_reduction_ms);

@@ -3,7 +3,8 @@
 // for AdamW, on dp-only and dp x pp grids; each replica's optimizer holds
 // about 1/dp of the state (measured), the replicas' shares add up to the
 // whole, and every replica ends with the same parameters. (Checkpoints of a
-// sharded optimizer: checkpoint_parallel_test.cpp.)
+// sharded optimizer: checkpoint_parallel_test.cpp; ZeRO-2 and 3:
+// zero_sharding_test.cpp.)
 #include <ATen/Parallel.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,8 +21,6 @@
 
 namespace baton {
 namespace {
-
-using testing::HasSubstr;
 
 constexpr int kSteps = 3;
 const auto kTimeout = std::chrono::seconds(60);
@@ -130,15 +129,6 @@ TEST(Zero1, WithOneReplicaChangesNothing) {
     EXPECT_EQ(sharded[r].state_bytes, plain[r].state_bytes);
     for (const auto& [name, value] : plain[r].parameters)
       EXPECT_TRUE(torch::equal(sharded[r].parameters.at(name), value));
-  }
-}
-
-TEST(Zero1, RefusesAStageOtherThanZeroOrOne) {
-  try {
-    Pipeline(make_sequential(), &test::cross_entropy, PipelineOptions().zero(2));
-    FAIL() << "zero=2 was accepted";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("zero must be 0 or 1 (ZeRO stage 1"));
   }
 }
 

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""ZeRO 0/1/2/3 per rank, in one run (issue 33).
+
+Memory: the gpt on dp 4 x pp 2 (8 ranks) trains under each --zero in turn; from the final
+`memory` line of --metrics the script prints, per rank, what it holds at rest (parameter_bytes,
+gradient_bytes, optimizer_bytes) with the ratios against --zero 0, the counting allocator's peak
+and the peak RSS.
+
+Time (--time): the gpt at hidden 512 on dp 2 x pp 2 under --zero 1 and --zero 3, alternating, the
+median step time (steps 3 on) of each and their ratio, with the load average.
+
+Usage: python3 bench/zero_memory.py [--baton build/baton] [--steps 4] [--time] [--rounds 3]
+"""
+import argparse, json, os, statistics, subprocess, tempfile
+
+
+def run(a, zero, args):
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = os.path.join(tmp, "m.jsonl")
+        subprocess.run([a.baton, "train", "--model", "gpt", "--threads", "1", "--log-every",
+                        "1000", "--optimizer", "adam", "--zero", str(zero), "--metrics", metrics]
+                       + args, check=True, capture_output=True, text=True)
+        rows = [json.loads(line) for line in open(metrics)]
+    steps = [r for r in rows if "step_ms" in r]
+    final = [r for r in rows if "memory" in r][-1]
+    return [r["step_ms"] for r in steps][2:], [r["loss"] for r in steps], final["memory"]
+
+
+def memory(a):
+    args = ["--layers", "4", "--hidden", "128", "--heads", "4", "--context", "64", "--batch", "32",
+            "--microbatches", "4", "--dp", "4", "--pp", "2", "--nproc", "8", "--steps",
+            str(a.steps)]
+    runs = {z: run(a, z, args) for z in (0, 1, 2, 3)}
+    print(f"gpt layers=4 h=128 s=64 batch=32 m=4, dp 4 x pp 2, adam, {a.steps} steps; "
+          f"load average {os.getloadavg()[0]:.2f}")
+    base = {m["rank"]: m for m in runs[0][2]}
+    for z, (_, losses, mem) in runs.items():
+        same = "bitwise equal to --zero 0" if losses == runs[0][1] else "differ from --zero 0"
+        print(f"--zero {z}: losses {same}")
+        for m in sorted(mem, key=lambda m: m["rank"]):
+            b = base[m["rank"]]
+            ratio = lambda k: m[k] / b[k] if b[k] else float("nan")
+            print(f"  rank {m['rank']}: parameters {m['parameter_bytes'] / 2**20:6.3f} MiB "
+                  f"({ratio('parameter_bytes'):.3f}), gradients {m['gradient_bytes'] / 2**20:6.3f} "
+                  f"MiB ({ratio('gradient_bytes'):.3f}), optimizer "
+                  f"{m['optimizer_bytes'] / 2**20:6.3f} MiB ({ratio('optimizer_bytes'):.3f}); "
+                  f"allocator peak {m['measured_peak_bytes'] / 2**20:6.1f} MiB, peak RSS "
+                  f"{m['peak_rss_bytes'] / 2**20:6.1f} MiB")
+
+
+def timing(a):
+    args = ["--layers", "4", "--hidden", "512", "--heads", "8", "--context", "64", "--batch", "16",
+            "--microbatches", "4", "--dp", "2", "--pp", "2", "--nproc", "4", "--steps",
+            str(a.steps + 4)]
+    times = {1: [], 3: []}
+    for _ in range(a.rounds):
+        for z in (1, 3):
+            times[z] += run(a, z, args)[0]
+    one, three = statistics.median(times[1]), statistics.median(times[3])
+    print(f"gpt layers=4 h=512 s=64 batch=16 m=4, dp 2 x pp 2, {a.rounds} rounds; load average "
+          f"{os.getloadavg()[0]:.2f}: --zero 1 {one:.1f} ms, --zero 3 {three:.1f} ms "
+          f"({three / one:.3f} of --zero 1)")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--baton", default="build/baton")
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--time", action="store_true")
+    a = p.parse_args()
+    memory(a)
+    if a.time:
+        timing(a)
+
+
+if __name__ == "__main__":
+    main()
