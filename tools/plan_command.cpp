@@ -38,10 +38,18 @@ struct PlanFlags {
   std::string precision;  // with --profile: the run's, which must be the profile's
 };
 
-plan::Choice choice_of(const std::string& value) {
-  return value == "auto"                    ? plan::Choice::kAuto
-         : value == "never" || value == "0" ? plan::Choice::kNever
-                                            : plan::Choice::kAlways;
+// --recompute's modes: one, or every one for auto.
+std::vector<plan::Recompute> recompute_modes_of(const std::string& value) {
+  if (value == "never") return {plan::Recompute::kNever};
+  if (value == "selective") return {plan::Recompute::kSelective};
+  if (value == "always") return {plan::Recompute::kFull};
+  return {plan::Recompute::kNever, plan::Recompute::kSelective, plan::Recompute::kFull};
+}
+
+// --zero's stages: one, or every one for auto.
+std::vector<int> zero_stages_of(const std::string& value) {
+  if (value == "auto") return {0, 1, 2, 3};
+  return {std::stoi(value)};
 }
 
 // The model's name and size for headers: the flags', or the profile's.
@@ -116,7 +124,8 @@ nlohmann::json to_json(const plan::Plan& p, int layers) {
           {"schedule", c.schedule},
           {"virtual", c.virtual_stages},
           {"recompute", c.recompute},
-          {"zero", c.zero1 ? 1 : 0},
+          {"selective", c.selective},
+          {"zero", c.zero},
           {"stage_layers",
            layers > 0 ? nlohmann::json(plan::stage_layers_of(layers, c)) : nlohmann::json(nullptr)},
           {"memory_gb", p.memory_bytes / 1e9},
@@ -162,8 +171,10 @@ std::array<std::string, kColumnCount> table_row(const plan::Plan& p) {
           std::to_string(c.microbatches),
           c.schedule,
           std::to_string(c.virtual_stages),
-          c.recompute ? "yes" : "no",
-          c.zero1 ? "1" : "0",
+          c.recompute   ? "yes"
+          : c.selective ? "sel"
+                        : "no",
+          std::to_string(c.zero),
           fixed(p.memory_bytes / 1e9, 1),
           fixed(p.bubble_fraction, 3),
           fixed(p.step_s, 3),
@@ -223,12 +234,12 @@ int run(const CLI::App& cmd, PlanFlags& f) {
   check_given_once(cmd);
   resolve_model(cmd, f);
   if (cmd.count("--schedules")) f.request.schedules = plan::parse_schedule_list(f.schedules);
-  f.request.recompute = choice_of(f.recompute);
-  f.request.zero = choice_of(f.zero);
+  f.request.recompute = recompute_modes_of(f.recompute);
+  f.request.zero = zero_stages_of(f.zero);
   f.request.top = f.top;
   f.request.cluster.overlap_grad_reduce = f.overlap_grad_reduce == "on";
-  BATON_CHECK(!f.request.profile || f.request.recompute != plan::Choice::kAlways,
-              "[plan] --recompute always has no use with --profile ", f.profile,
+  BATON_CHECK(!f.request.profile || f.recompute == "never" || f.recompute == "auto",
+              "[plan] --recompute ", f.recompute, " has no use with --profile ", f.profile,
               ": the profile has no recomputation costs");
   BATON_CHECK(f.emit_config.empty() || !f.request.profile,
               "[plan] --emit-config needs the gpt "
@@ -359,12 +370,14 @@ Action add_plan(CLI::App& app) {
   cmd->add_option("--schedules", f->schedules,
                   "Comma-separated schedules to search (default: " + searched + ")");
   cmd->add_option("--recompute", f->recompute,
-                  "Activation recomputation: never, always, or auto (both searched)")
+                  "Activation recomputation: never, selective (attention's core), always, or "
+                  "auto (all three searched)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"never", "always", "auto"}));
-  cmd->add_option("--zero", f->zero, "ZeRO-1: 0, 1 (needs d > 1), or auto (both searched)")
+      ->check(CLI::IsMember({"never", "selective", "always", "auto"}));
+  cmd->add_option("--zero", f->zero,
+                  "ZeRO stage: 0, 1, 2, 3 (1-3 need d > 1), or auto (all four searched)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"0", "1", "auto"}));
+      ->check(CLI::IsMember({"0", "1", "2", "3", "auto"}));
   cmd->add_option("--max-memory-fraction", q.max_memory_fraction,
                   "Fraction of --gpu-memory-gb a plan may use, in (0, 1]")
       ->capture_default_str()

@@ -43,6 +43,14 @@ using Work = ::c10d::ProcessGroup::Work;
 #endif
 
 using BackendPtr = c10::intrusive_ptr<Backend>;
+
+// Whether Gloo has a reduce-scatter: LibTorch 2.x's does; 1.13's throws
+// that it is not supported.
+#if TORCH_VERSION_MAJOR >= 2
+inline constexpr bool kGlooReduceScatter = true;
+#else
+inline constexpr bool kGlooReduceScatter = false;
+#endif
 using WorkPtr = c10::intrusive_ptr<Work>;
 
 // Runs `done` (on c10d's thread) when `work` completes, where the work has a

@@ -21,6 +21,11 @@ struct ReduceState {
   std::shared_ptr<CommState> comm;
   std::string what;
   std::vector<at::Tensor> tensors;  // the caller's, written at wait()
+  // Where the caller's first tensor starts in its flat buffer (a
+  // reduce-scatter done as an all-reduce keeps this rank's part only).
+  int64_t first_offset = 0;
+  // A reduce-scatter's input parts, alive until the backend is done with them.
+  std::vector<std::vector<at::Tensor>> inputs_alive;
   // Per dtype: the indices of its tensors and their flat buffer being reduced.
   std::vector<std::vector<size_t>> groups;
   std::vector<std::vector<at::Tensor>> flats;
@@ -285,7 +290,7 @@ void ReduceHandle::wait() {
       note_finished(*state.finished_ns[g], Clock::now());
     }
     const at::Tensor& flat = state.flats[g][0];
-    int64_t offset = 0;
+    int64_t offset = state.first_offset;
     for (size_t i : state.groups[g]) {
       at::Tensor& t = state.tensors[i];
       const int64_t n = t.numel();
@@ -295,6 +300,7 @@ void ReduceHandle::wait() {
   }
   state.flats.clear();
   state.tensors.clear();
+  state.inputs_alive.clear();
 }
 
 Clock::time_point ReduceHandle::finished_at() const {
@@ -304,6 +310,55 @@ Clock::time_point ReduceHandle::finished_at() const {
   for (const auto& finished : state_->finished_ns)
     ns = std::max(ns, finished->load(std::memory_order_acquire));
   return Clock::time_point(std::chrono::nanoseconds(ns));
+}
+
+ReduceHandle Communicator::reduce_scatter_sum_async(const torch::Tensor& input,
+                                                    torch::Tensor output, const std::string& what) {
+  auto& comm = *state_;
+  comm.throw_if_failed();
+  at::NoGradGuard no_grad;
+  const int n = comm.world_size;
+  BATON_CHECK(input.defined() && output.defined() && input.dim() == 1 &&
+                  input.numel() == n * output.numel() &&
+                  input.scalar_type() == output.scalar_type(),
+              "[comm.reduce_scatter] rank ", comm.world_rank(), ": the input must be flat with ", n,
+              " times the output's elements and its dtype (got ", input.numel(), " and ",
+              output.numel(), ")");
+  const at::Tensor flat = input.to(comm.device).contiguous();
+  // Small messages among ranks of one host, and LibTorch 1.13's Gloo (no
+  // reduce-scatter): an all-reduce of the whole, of which wait() keeps this
+  // rank's part (exact; an all-reduce's traffic).
+  if (n == 1 || !compat::kGlooReduceScatter || small_on_one_host(flat)) {
+    ReduceHandle handle = all_reduce_sum_async({flat}, what);
+    handle.state_->tensors = {output};
+    handle.state_->first_offset = static_cast<int64_t>(comm.rank) * output.numel();
+    return handle;
+  }
+  auto state = std::make_shared<detail::ReduceState>();
+  state->comm = state_;
+  state->what = what;
+  std::vector<at::Tensor> parts;
+  const int64_t c = output.numel();
+  for (int r = 0; r < n; ++r) parts.push_back(flat.narrow(0, r * c, c));
+  std::vector<std::vector<at::Tensor>> inputs{parts};
+  std::vector<at::Tensor> sums{at::empty({c}, flat.options())};
+  compat::WorkPtr work;
+  auto finished = std::make_shared<std::atomic<std::int64_t>>(0);
+  try {
+    work = comm.backend->reduce_scatter(sums, inputs);
+  } catch (...) {
+    comm.fail(std::current_exception(), what, -1);
+  }
+  compat::on_completion(work, [finished] { note_finished(*finished, Clock::now()); });
+  state->finished_ns.push_back(std::move(finished));
+  state->groups.push_back({0});
+  state->flats.push_back(std::move(sums));
+  state->works.push_back(std::move(work));
+  state->inputs_alive = std::move(inputs);
+  state->tensors = {output};
+  ReduceHandle handle;
+  handle.state_ = std::move(state);
+  return handle;
 }
 
 GatherHandle Communicator::all_gather_async(const torch::Tensor& tensor, const std::string& what) {

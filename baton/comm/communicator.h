@@ -179,6 +179,17 @@ class Communicator {
   ReduceHandle all_reduce_sum_async(std::vector<torch::Tensor> tensors,
                                     const std::string& what = "all_reduce_sum");
 
+  // Starts summing `input` (flat; every rank passes one of the same dtype and
+  // size, world_size() times `output`'s) over the ranks, of which this rank
+  // keeps the rank()-th 1/world_size(): wait() writes it into `output`.
+  // Gloo's reduce-scatter under LibTorch 2.x, (n - 1) / n of the input each
+  // way, half an all-reduce's traffic; where Gloo has none (LibTorch 1.13)
+  // and for sums small enough to go through shared memory (above), an
+  // all-reduce of the whole whose part is kept (exact, an all-reduce's
+  // traffic). Throws baton::Error for sizes that do not match.
+  ReduceHandle reduce_scatter_sum_async(const torch::Tensor& input, torch::Tensor output,
+                                        const std::string& what = "reduce_scatter");
+
   // Starts gathering every rank's `tensor` (each passes one of the same
   // dtype and shape) to every rank: c10d's all-gather (Gloo's, or NCCL's),
   // (n - 1) / n of the tensor's bytes per rank each way, half an all-reduce's

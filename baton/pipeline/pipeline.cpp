@@ -368,7 +368,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   // its REDUCE_GRADs against the built stages' buckets.
   schedule::ReductionOptions reductions;
   reductions.set_dp(dp).set_overlap_grad_reduce(options.overlap_grad_reduce());
-  reductions.set_zero(options.zero());
+  reductions.set_zero(options.zero()).set_prefetch_unshard(options.prefetch_unshard());
   executor_options.zero = options.zero();
   // fp16's loss scale rides on the clip's norm: an overflow anywhere is a non-finite norm.
   reductions.set_clip(schedules_clip_norm(options));

@@ -112,6 +112,11 @@ struct PipelineOptions {
   // changes nothing. save() gathers the whole optimizer state; load()
   // restores each replica's chunks, from a checkpoint of any zero.
   TORCH_ARG(int, zero) = 0;
+  // With zero() > 0 and dp > 1: each stage's UNSHARD goes one compute ahead
+  // of the stage's first compute, so its all-gather overlaps that compute
+  // (true), or right before it (false), to measure what the prefetch hides
+  // (StepResult::unshard_wait_ms).
+  TORCH_ARG(bool, prefetch_unshard) = true;
   // Global-norm gradient clipping (Megatron-LM's clip_grad): above 0, every
   // rank ends its step with a CLIP_NORM (schedule/clip_norm.h) that scales
   // the gradients so their norm over the whole model (runtime/clip.h: each

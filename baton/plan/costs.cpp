@@ -128,7 +128,10 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
   const Link tp = link(cluster, tensor_parallel_in_node(cluster, c));
   const double tp_allreduce = allreduce_seconds(boundary, c.t, tp.gbps, tp.latency_us);
   const double state =
-      state_bytes_per_parameter(c.d, c.zero1, cluster.optimizer_bytes_per_parameter);
+      state_bytes_per_parameter(c.d, c.zero, cluster.optimizer_bytes_per_parameter);
+  // Selective recomputation runs the attention core's forward again in I.
+  const double core =
+      c.selective ? attention_core_flops(shape, c.microbatch) / c.t / flops_per_s : 0;
 
   sim::CostModel model;
   const Link pp = link(cluster, pipeline_in_node(cluster, c));
@@ -142,9 +145,11 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
     const double n = blocks[s];
     sim::StageCost cost;
     cost.forward = n * (layer + elementwise + 2 * tp_allreduce);
-    cost.input_backward = n * (layer + elementwise + 2 * tp_allreduce) * (c.recompute ? 2 : 1);
+    cost.input_backward =
+        n * ((layer + elementwise + 2 * tp_allreduce) * (c.recompute ? 2 : 1) + core);
     cost.weight_backward = n * layer;
-    cost.activation_bytes = n * layer_activation_bytes(shape, c.microbatch, c.t, c.recompute);
+    cost.activation_bytes =
+        n * layer_activation_bytes(shape, c.microbatch, c.t, c.recompute, c.selective);
     cost.weight_stash_bytes = 0;
     cost.boundary_bytes = boundary;
     cost.parameter_bytes = n * layer_parameters(shape) / c.t * state;
@@ -220,8 +225,10 @@ double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const
 }
 
 double working_bytes(const ModelShape& shape, const Config& c) {
+  const double whole = layer_activation_bytes(shape, c.microbatch, c.t, false);
+  if (c.selective) return whole - layer_activation_bytes(shape, c.microbatch, c.t, false, true);
   if (!c.recompute) return 0;
-  return layer_activation_bytes(shape, c.microbatch, c.t, false);
+  return whole;
 }
 
 int analytic_peak_chunks(const Config& c) {

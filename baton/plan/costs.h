@@ -58,10 +58,13 @@ struct Config {
   int microbatches = 1;  // m = B / (d b)
   std::string schedule = "1f1b";
   int virtual_stages = 1;  // v: stage chunks per rank (2 for the V schedules)
-  bool recompute = false;
-  bool zero1 = false;
+  bool recompute = false;  // full recomputation (Korthikanti's "full")
+  int zero = 0;            // ZeRO stage 0-3 over the d replicas
   // Transformer blocks of each of the p v stages; empty: l / (p v) each.
   std::vector<int> stage_layers;
+  // Selective recomputation (Korthikanti's; baton's --recompute selective):
+  // attention's s^2 core recomputed in the backward; never with `recompute`.
+  bool selective = false;
 };
 
 // The blocks of each stage: config.stage_layers, or the uniform cut.
@@ -120,7 +123,8 @@ double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const
                           const sim::CostModel& costs);
 
 // Working memory beyond what the simulator counts: with recomputation, one
-// layer's full activations while it is recomputed.
+// layer's full activations while it is recomputed; with selective
+// recomputation, one layer's attention core (5 a s^2 b / t).
 double working_bytes(const ModelShape& shape, const Config& config);
 
 // The tied embedding's exchange once per step: its fp16 gradient (V h / t x 2

@@ -40,14 +40,22 @@ double head_parameters(const ModelShape& m) {
   return static_cast<double>(m.vocab) * m.hidden;
 }
 
-double layer_activation_bytes(const ModelShape& m, double b, int t, bool recompute) {
+double layer_activation_bytes(const ModelShape& m, double b, int t, bool recompute,
+                              bool selective) {
   const double s = m.seq, h = m.hidden, a = m.heads;
   if (recompute) return 2.0 * s * b * h;
+  if (selective) return s * b * h * (10.0 + 24.0 / t);
   return s * b * h * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
 }
 
-double state_bytes_per_parameter(int d, bool zero1, double optimizer_bytes) {
-  return 4.0 + (zero1 ? optimizer_bytes / d : optimizer_bytes);
+double attention_core_flops(const ModelShape& m, double b) {
+  return 4.0 * b * m.seq * m.seq * m.hidden;
+}
+
+double state_bytes_per_parameter(int d, int zero, double optimizer_bytes) {
+  if (zero <= 0) return 4.0 + optimizer_bytes;
+  if (zero == 3) return 4.0 + (2.0 + optimizer_bytes) / d;
+  return 4.0 + optimizer_bytes / d;
 }
 
 }  // namespace baton::plan

@@ -56,15 +56,24 @@ double head_parameters(const ModelShape& shape);
 // (Korthikanti eq. 2): s b h (10 + 24 / t + 5 a s / (h t)); at t = 1,
 // 34 s b h + 5 a s^2 b. With full recomputation only the layer's input,
 // 2 s b h (Korthikanti section 4.1).
+// Selective recomputation drops the attention core's 5 a s / (h t) term
+// (Korthikanti eq. 6 without sequence parallelism): s b h (10 + 24 / t).
 double layer_activation_bytes(const ModelShape& shape, double microbatch, int tensor_parallel,
-                              bool recompute);
+                              bool recompute, bool selective = false);
+// The attention core's forward FLOPs of one layer (QK^T and the weighted
+// sum of V: 4 b s^2 h), what selective recomputation runs again.
+double attention_core_flops(const ModelShape& shape, double microbatch);
 
-// Bytes of model state per parameter with Adam in mixed precision: 2 (fp16
-// weights) + 2 (fp16 gradients) + `optimizer_bytes` (12: fp32 master
-// weights, momentum and variance; Megatron-LM's fp16 optimizer also keeps
-// fp32 gradients, 16, its docs' "20 bytes per parameter"), the last divided
-// over d ranks with ZeRO-1.
-double state_bytes_per_parameter(int data_parallel, bool zero1, double optimizer_bytes = 12);
+// Bytes of model state per parameter at a rank's peak with Adam in mixed
+// precision: 2 (fp16 weights) + 2 (fp16 gradients) + `optimizer_bytes` (12:
+// fp32 master weights, momentum and variance; Megatron-LM's fp16 optimizer
+// also keeps fp32 gradients, 16, its docs' "20 bytes per parameter"), the
+// last divided over d ranks with ZeRO-1 and 2. As baton runs them
+// (runtime/zero.h), a stage's gradients are whole until its reduction at the
+// end of its backwards (ZeRO-2 saves them only at rest), and under ZeRO-3 its
+// weights are whole from its UNSHARD to its RESHARD, the shard (2 / d) held
+// beside them: 4 + (2 + optimizer_bytes) / d.
+double state_bytes_per_parameter(int data_parallel, int zero, double optimizer_bytes = 12);
 
 // Llama's SwiGLU width (core/model_shapes.h), by its old name here.
 using ::baton::llama_ffn_hidden;

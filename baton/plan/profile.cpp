@@ -199,8 +199,8 @@ double profiled_optimizer_seconds(const Profile& profile, const Config& c) {
     }
     longest = std::max(longest, bytes * profile.optimizer_s_per_parameter_byte);
   }
-  // ZeRO-1: each replica steps 1/d of the parameters.
-  return c.zero1 ? longest / c.d : longest;
+  // ZeRO: each replica steps 1/d of the parameters.
+  return c.zero > 0 ? longest / c.d : longest;
 }
 
 double profiled_gradient_bytes(const Profile& profile, const Config& c) {

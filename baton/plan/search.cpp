@@ -70,10 +70,11 @@ std::vector<int> divisors(int n) {
   return out;
 }
 
-std::vector<bool> choices(Choice c, bool searchable) {
-  if (c == Choice::kNever || !searchable) return {false};
-  if (c == Choice::kAlways) return {true};
-  return {false, true};
+// The recomputation modes searched: with a profile (measured without
+// recomputation) only none.
+std::vector<Recompute> recompute_modes(const PlanRequest& req) {
+  if (req.profile) return {Recompute::kNever};
+  return req.recompute;
 }
 
 sim::CostModel costs_of(const PlanRequest& req, const Config& c) {
@@ -92,9 +93,9 @@ double added_seconds(const PlanRequest& req, const Config& c, const sim::CostMod
   double added = exposed_seconds(gradient_allreduce_seconds(gradients, req.cluster, c), c, costs,
                                  req.cluster.overlap_grad_reduce) +
                  profiled_optimizer_seconds(*req.profile, c) + req.profile->step_overhead_s;
-  // baton's ZeRO-1 gathers the parameters with an all-reduce (zeros where a
-  // replica is not the owner).
-  if (c.zero1 && c.d > 1) added += gradient_allreduce_seconds(gradients, req.cluster, c);
+  // ZeRO's UNSHARD all-gathers the parameters (half an all-reduce's traffic),
+  // charged whole: the prefetch hides one compute action's worth at most.
+  if (c.zero > 0 && c.d > 1) added += gradient_allreduce_seconds(gradients, req.cluster, c) / 2;
   return added;
 }
 
@@ -113,7 +114,7 @@ struct Simulated {
 std::string simulation_key(const Config& c) {
   std::ostringstream key;
   key << c.t << ' ' << c.p << ' ' << c.d << ' ' << c.microbatch << ' ' << c.schedule << ' '
-      << c.virtual_stages << ' ' << c.recompute;
+      << c.virtual_stages << ' ' << c.recompute << ' ' << c.selective;
   for (int n : c.stage_layers) key << ' ' << n;
   return key.str();
 }
@@ -149,7 +150,10 @@ void finish(const PlanRequest& req, Plan& plan) {
     const double per_gpu = plan.step_s * req.cluster.gpus * 1e12;
     plan.model_tflops_per_gpu = step_flops(req.shape, req.batch, false) / per_gpu;
     plan.hardware_tflops_per_gpu =
-        step_flops(req.shape, req.batch, plan.config.recompute) / per_gpu;
+        (step_flops(req.shape, req.batch, plan.config.recompute) +
+         (plan.config.selective ? req.shape.layers * attention_core_flops(req.shape, req.batch)
+                                : 0)) /
+        per_gpu;
     plan.mfu = plan.model_tflops_per_gpu / req.cluster.peak_tflops;
     plan.hfu = plan.hardware_tflops_per_gpu / req.cluster.peak_tflops;
   }
@@ -212,8 +216,8 @@ int candidate_rule(const Config& c, const SearchedSchedule& traits, int layers, 
     why = "at p=1 every schedule is 1f1b";
     return kScheduleNeedsP;
   }
-  if (c.zero1 && c.d == 1) {
-    why = "ZeRO-1 needs d > 1";
+  if (c.zero > 0 && c.d == 1) {
+    why = "ZeRO-" + std::to_string(c.zero) + " needs d > 1";
     return kZeroNeedsD;
   }
   if (stages > layers) {
@@ -243,7 +247,8 @@ std::string describe(const Config& c) {
   out << "t=" << c.t << " p=" << c.p << " d=" << c.d << " b=" << c.microbatch
       << " m=" << c.microbatches << " " << c.schedule;
   if (c.virtual_stages > 1) out << " v=" << c.virtual_stages;
-  out << (c.recompute ? " recompute" : "") << (c.zero1 ? " zero1" : "");
+  out << (c.recompute ? " recompute" : "") << (c.selective ? " selective" : "");
+  if (c.zero > 0) out << " zero" << c.zero;
   if (!c.stage_layers.empty()) {
     out << " layers=";
     for (size_t i = 0; i < c.stage_layers.size(); ++i) out << (i ? "," : "") << c.stage_layers[i];
@@ -358,17 +363,19 @@ void Search::estimate_grid_point(int t, int p, int d, const std::vector<std::str
     for (int b : divisors(req.batch / d)) {
       if (req.microbatch > 0 && b != req.microbatch) continue;
       const int m = req.batch / d / b;
-      for (bool recompute : choices(req.recompute, !req.profile)) {
+      for (const Recompute mode : recompute_modes(req)) {
+        const bool recompute = mode == Recompute::kFull;
         for (int v : vs) {
           const long stages = static_cast<long>(p) * v;
           const std::vector<std::vector<int>> cuts =
               stages <= layers ? cuts_of(req, layers, static_cast<int>(stages), recompute)
                                : std::vector<std::vector<int>>{{}};
           for (const std::vector<int>& cut : cuts) {
-            for (bool zero : choices(req.zero, true)) {
+            for (int zero : req.zero) {
               ++result.candidates;
               Plan e;
               e.config = Config{t, p, d, b, m, name, v, recompute, zero, cut};
+              e.config.selective = mode == Recompute::kSelective;
               std::string why;
               const int rule = candidate_rule(e.config, traits, layers, why);
               if (rule != kRuleCount) {

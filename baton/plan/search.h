@@ -25,8 +25,8 @@
 
 namespace baton::plan {
 
-// A searched yes/no dimension: fixed off, fixed on, or both tried.
-enum class Choice { kNever, kAlways, kAuto };
+// Recomputation: none, selective (attention's core) or full.
+enum class Recompute { kNever, kSelective, kFull };
 
 struct PlanRequest {
   ModelShape shape;
@@ -35,8 +35,10 @@ struct PlanRequest {
   // Schedules searched (schedules.h names; default all). At p = 1 every
   // schedule is 1f1b, which alone is kept.
   std::vector<std::string> schedules;
-  Choice recompute = Choice::kAuto;
-  Choice zero = Choice::kAuto;  // kAlways needs d > 1
+  // The recomputation modes and ZeRO stages searched (default all; ZeRO 1-3
+  // need d > 1, candidates with d = 1 are refused for them).
+  std::vector<Recompute> recompute{Recompute::kNever, Recompute::kSelective, Recompute::kFull};
+  std::vector<int> zero{0, 1, 2, 3};
   // When > 0, only this tensor / pipeline / data parallel size, or micro-batch size.
   int tp = 0, pp = 0, dp = 0, microbatch = 0;
   double max_memory_fraction = 1;  // of cluster.memory_gb a plan may use, in (0, 1]
@@ -79,6 +81,7 @@ struct PlanResult {
 PlanResult plan(const PlanRequest& request);
 
 // "t=8 p=4 d=2 b=1 m=16 interleaved v=3 recompute zero1 layers=3,4,4,3"
+// ("selective" for selective recomputation, "zero2", "zero3")
 std::string describe(const Config& config);
 
 }  // namespace baton::plan

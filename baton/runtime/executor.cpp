@@ -270,6 +270,13 @@ void Executor::interpret(Step& step) {
 
 void Executor::run_action(Step& step, size_t index) {
   const Action& a = step.schedule.actions[rank_][index];
+  if (zero_ && schedule::is_compute(a.kind) && zero_->unsharding(a.stage)) {
+    // The compute waits for its stage's all-gather: what the prefetch left exposed.
+    const auto from = Clock::now();
+    zero_->finish_unshard(a.stage);
+    step.result.unshard_wait_ms +=
+        std::chrono::duration<double, std::milli>(Clock::now() - from).count();
+  }
   const auto started = Clock::now();
   switch (a.kind) {
     case ActionKind::SEND_F:
@@ -292,8 +299,7 @@ void Executor::run_action(Step& step, size_t index) {
       reduce_grad(step, a, started);
       return;
     case ActionKind::REDUCE_SCATTER:
-      reduce_grad(step, a, started);
-      if (zero_) zero_->note_scattered(a.stage, buckets_->members(a.stage, a.microbatch));
+      reduce_scatter(step, a, started);
       return;
     case ActionKind::UNSHARD:
       if (zero_) zero_->start_unshard(a.stage);
@@ -308,16 +314,13 @@ void Executor::run_action(Step& step, size_t index) {
       clip_norm(step);
       break;
     case ActionKind::F:
-      if (zero_) zero_->finish_unshard(a.stage);
       compute_forward(step, a);
       break;
     case ActionKind::B:
     case ActionKind::I:
-      if (zero_) zero_->finish_unshard(a.stage);
       compute_backward(step, a);
       break;
     case ActionKind::W:
-      if (zero_) zero_->finish_unshard(a.stage);
       stages_.at(a.stage)->run_weight_backward(a.microbatch);
       break;
   }
@@ -619,6 +622,24 @@ void Executor::reduce_grad(Step& step, const Action& a, Clock::time_point starte
     step.result.events.push_back(
         {rank_, a.stage, a.microbatch, a.kind, step.ms_at(started), step.ms_at(Clock::now())});
   }
+}
+
+void Executor::reduce_scatter(Step& step, const Action& a, Clock::time_point started) {
+  const std::vector<int> members = buckets_->members(a.stage, a.microbatch);
+  // Without ZeRO's shards (dp = 1), or a stage whose tied copies are summed
+  // after the reduction: REDUCE_GRAD's all-reduce, sliced afterwards.
+  if (!zero_ || members.empty() || zero_->deferred(a.stage)) {
+    reduce_grad(step, a, started);
+    if (zero_) zero_->note_scattered(a.stage, members);
+    return;
+  }
+  step.reductions.push_back(
+      zero_->start_scatter(a.stage, members,
+                           baton::detail::concat("stage ", a.stage, " gradient bucket ",
+                                                 a.microbatch, " REDUCE_SCATTER")));
+  step.reduction_events.push_back(step.result.events.size());
+  step.result.events.push_back(
+      {rank_, a.stage, a.microbatch, a.kind, step.ms_at(started), step.ms_at(Clock::now())});
 }
 
 void Executor::reduce_tied(Step& step, const Action& a, size_t index) {

@@ -228,6 +228,8 @@ class Executor {
   void receive(Step& step, const schedule::Action& a);
   void reduce_grad(Step& step, const schedule::Action& a,
                    std::chrono::steady_clock::time_point started);
+  void reduce_scatter(Step& step, const schedule::Action& a,
+                      std::chrono::steady_clock::time_point started);
   void reduce_tied(Step& step, const schedule::Action& a, size_t index);
   void clip_norm(Step& step);
   // The stage's forward of a's micro-batch; on the last stage of a training

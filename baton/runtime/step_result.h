@@ -43,6 +43,9 @@ struct StepResult {
   // Stats::exposed_reduction counts it. The rest was hidden behind compute.
   double reduction_ms = 0;
   double exposed_reduction_ms = 0;
+  // ZeRO with dp > 1: how long the step's computes waited for their stages'
+  // UNSHARD all-gathers, ms (the gather time the prefetch did not hide).
+  double unshard_wait_ms = 0;
   // The global L2 norm of the step's gradients before the clip, the same on
   // every rank: NaN unless the schedule has a CLIP_NORM (or infinite, or NaN,
   // when a gradient was: the caller then skips the update).

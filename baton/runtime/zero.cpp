@@ -83,13 +83,13 @@ void ZeroShards::start_unshard(int stage) {
     for (size_t i : members) {
       const Piece& k = found->second[i];
       parts.push_back(k.shard.detach());
-      if (k.length < k.chunk) parts.push_back(torch::zeros({k.chunk - k.length}, k.shard.options()));
+      if (k.length < k.chunk)
+        parts.push_back(torch::zeros({k.chunk - k.length}, k.shard.options()));
     }
-    handles.emplace_back(members, dp_->all_gather_async(
-                                      torch::cat(parts), "stage " + std::to_string(stage) +
-                                                             " UNSHARD (the ZeRO-" +
-                                                             std::to_string(zero_) +
-                                                             " parameter all-gather)"));
+    handles.emplace_back(
+        members, dp_->all_gather_async(torch::cat(parts),
+                                       "stage " + std::to_string(stage) + " UNSHARD (the ZeRO-" +
+                                           std::to_string(zero_) + " parameter all-gather)"));
   }
 }
 
@@ -119,7 +119,8 @@ void ZeroShards::finish_unshard(int stage) {
         const int64_t length = std::min(k.numel, begin + k.chunk) - begin;
         // Under ZeRO-1/2 this replica's part is in place already.
         if (length == 0 || (d == dp_rank_ && zero_ != 3)) continue;
-        whole.narrow(0, begin, length).copy_(parts[static_cast<size_t>(d)].narrow(0, offset, length));
+        whole.narrow(0, begin, length)
+            .copy_(parts[static_cast<size_t>(d)].narrow(0, offset, length));
       }
       offset += k.chunk;
     }
@@ -133,7 +134,8 @@ void ZeroShards::reshard(int stage) {
   const auto found = pieces_.find(stage);
   if (found == pieces_.end()) return;
   torch::NoGradGuard no_grad;
-  for (Piece& k : found->second) k.parameter.set_data(torch::empty({0}, k.shard.options().requires_grad(false)));
+  for (Piece& k : found->second)
+    k.parameter.set_data(torch::empty({0}, k.shard.options().requires_grad(false)));
   whole_stages_.erase(stage);
 }
 
@@ -149,6 +151,47 @@ void ZeroShards::reshard_all() {
 
 bool ZeroShards::gathered() const {
   return whole_stages_.size() == pieces_.size();
+}
+
+comm::ReduceHandle ZeroShards::start_scatter(int stage, const std::vector<int>& members,
+                                             const std::string& what) {
+  torch::NoGradGuard no_grad;
+  comm::MemoryCategoryScope charged(comm::MemoryCategory::kBuffers);
+  std::vector<Piece>& pieces = pieces_.at(stage);
+  BATON_CHECK(!members.empty(), "[runtime.zero] stage ", stage, ": an empty gradient bucket");
+  const auto dtype = pieces[static_cast<size_t>(members.front())].shard.scalar_type();
+  int64_t per_replica = 0;
+  for (int i : members) {
+    const Piece& k = pieces[static_cast<size_t>(i)];
+    BATON_CHECK(k.shard.scalar_type() == dtype, "[runtime.zero] stage ", stage,
+                ": a gradient bucket mixes dtypes");
+    per_replica += k.chunk;
+  }
+  // Replica d's part: each member's d-th chunk of its gradient / dp (DDP's
+  // order: divide, then sum), zero-padded to c.
+  torch::Tensor input =
+      torch::zeros({dp_size_ * per_replica}, pieces[0].shard.options().requires_grad(false));
+  int64_t offset = 0;
+  for (int i : members) {
+    Piece& k = pieces[static_cast<size_t>(i)];
+    const torch::Tensor g = k.parameter.grad();
+    if (g.defined()) {
+      const torch::Tensor flat = g.reshape({-1});
+      for (int d = 0; d < dp_size_; ++d) {
+        const int64_t begin = std::min(k.numel, d * k.chunk);
+        const int64_t length = std::min(k.numel, begin + k.chunk) - begin;
+        if (length > 0)
+          input.narrow(0, d * per_replica + offset, length)
+              .copy_(flat.narrow(0, begin, length))
+              .div_(dp_size_);
+      }
+    }
+    k.parameter.mutable_grad() = torch::Tensor();
+    offset += k.chunk;
+  }
+  torch::Tensor chunks = torch::empty({per_replica}, input.options());
+  scatters_.push_back({stage, members, chunks});
+  return dp_->reduce_scatter_sum_async(input, chunks, what);
 }
 
 void ZeroShards::note_scattered(int stage, const std::vector<int>& members) {
@@ -185,12 +228,23 @@ void ZeroShards::slice_gradients(bool deferred_too) {
     k.parameter.mutable_grad() = torch::Tensor();
   }
   scattered_ = std::move(later);
+  // The reduce-scatters, waited for by now: each shard's part of its bucket.
+  for (const Scatter& s : scatters_) {
+    int64_t offset = 0;
+    for (int i : s.members) {
+      Piece& k = pieces_.at(s.stage)[static_cast<size_t>(i)];
+      k.shard.mutable_grad() = s.chunks.narrow(0, offset, k.length).clone();
+      offset += k.chunk;
+    }
+  }
+  scatters_.clear();
 }
 
 void ZeroShards::clear_gradients() {
   for (auto& [stage, pieces] : pieces_)
     for (Piece& k : pieces) k.parameter.mutable_grad() = torch::Tensor();
   scattered_.clear();
+  scatters_.clear();
 }
 
 }  // namespace baton::runtime

@@ -17,11 +17,14 @@
 //  - RESHARD (ZeRO-3) frees the gathered parameters (Tensor::set_data to an
 //    empty tensor; autograd's saved references are gone after the last
 //    backward).
-//  - REDUCE_SCATTER: the bucket's all-reduce runs as REDUCE_GRAD's (the
-//    exact fallback: the same sums, bit for bit, as ZeRO-0, at an
-//    all-reduce's traffic; Gloo in LibTorch 1.13 has no reduce-scatter), and
-//    slice_gradients() then keeps this replica's slice of each gradient as
-//    its shard's and frees the whole one.
+//  - REDUCE_SCATTER (start_scatter): the bucket's gradients, divided by dp
+//    and laid out replica by replica (each member's chunk, padded to c), are
+//    reduce-scattered over the dp group (comm's reduce_scatter_sum_async:
+//    Gloo's under LibTorch 2.x, an all-reduce keeping the part under 1.13),
+//    and the whole gradients are freed at once; once it is waited for,
+//    slice_gradients() hands each shard its part. A stage whose tied copies
+//    REDUCE_TIED still sums (`deferred`) keeps REDUCE_GRAD's all-reduce of
+//    the whole gradients instead (note_scattered), sliced after the sum.
 // Gradients do not accumulate across steps under ZeRO: each step's shard
 // gradients are that step's (the whole ones start undefined every step).
 // So at rest every ZeRO stage holds 1/dp of the gradients; ZeRO-2/3 also
@@ -71,6 +74,8 @@ class ZeroShards {
   // started one (nothing when none is pending) and writes the parameters.
   void start_unshard(int stage);
   void finish_unshard(int stage);
+  // Whether `stage` has an UNSHARD started and not yet finished.
+  bool unsharding(int stage) const { return pending_.count(stage) > 0; }
   // RESHARD (ZeRO-3): frees `stage`'s gathered parameters.
   void reshard(int stage);
   // Every stage gathered now (eval, save, the parameters read between steps)
@@ -81,8 +86,16 @@ class ZeroShards {
   // once gathered; under ZeRO-3 only between an UNSHARD and its RESHARD).
   bool gathered() const;
 
-  // A REDUCE_SCATTER's bucket of `stage`: `members` (indices into
-  // Stage::parameters()) wait for slice_gradients once the all-reduce is done.
+  // Whether `stage`'s gradients are sliced only after REDUCE_TIED's sum.
+  bool deferred(int stage) const { return deferred_.count(stage) > 0; }
+  // REDUCE_SCATTER of `members` (indices into Stage::parameters()) of a
+  // stage that is not deferred: starts the reduce-scatter (above) and frees
+  // the whole gradients. Its parts reach the shards at slice_gradients(),
+  // after the handle was waited for.
+  comm::ReduceHandle start_scatter(int stage, const std::vector<int>& members,
+                                   const std::string& what);
+  // A deferred stage's REDUCE_SCATTER, run as REDUCE_GRAD's all-reduce:
+  // `members` wait for slice_gradients(true) once it is done.
   void note_scattered(int stage, const std::vector<int>& members);
   // ZeRO-2/3: each noted parameter's gradient slice becomes its shard's
   // gradient and the whole gradient is freed (a deferred stage's only with
@@ -109,7 +122,15 @@ class ZeroShards {
   // Per stage: the all-gathers in flight (one per dtype) and their dtypes' pieces.
   std::map<int, std::vector<std::pair<std::vector<size_t>, comm::GatherHandle>>> pending_;
   std::vector<std::pair<int, int>> scattered_;  // (stage, piece) awaiting their slice
-  std::set<int> whole_stages_;                  // stages whose parameters are whole
+  // Reduce-scatters started: the stage, its members, the buffer of this
+  // replica's chunks that the wait fills.
+  struct Scatter {
+    int stage;
+    std::vector<int> members;
+    torch::Tensor chunks;
+  };
+  std::vector<Scatter> scatters_;
+  std::set<int> whole_stages_;  // stages whose parameters are whole
 };
 
 }  // namespace baton::runtime

@@ -52,7 +52,7 @@ Schedule add_reductions(const Schedule& lowered, const ReductionOptions& options
       passed = true;
     }
     if (options.zero > 0) {
-      s = add_sharding(s, options.zero);
+      s = add_sharding(s, options.zero, options.prefetch_unshard);
       passed = true;
     }
   }

@@ -79,6 +79,8 @@ struct ReductionOptions {
   // ZeRO stage 0-3 (sharding.h): with dp > 1, add_sharding()'s UNSHARD,
   // RESHARD and REDUCE_SCATTER actions.
   int zero = 0;
+  // Off: each UNSHARD right before its stage's first compute (add_sharding).
+  bool prefetch_unshard = true;
 
   ReductionOptions& set_dp(int d) {
     dp = d;
@@ -102,6 +104,10 @@ struct ReductionOptions {
   }
   ReductionOptions& set_zero(int z) {
     zero = z;
+    return *this;
+  }
+  ReductionOptions& set_prefetch_unshard(bool p) {
+    prefetch_unshard = p;
     return *this;
   }
 };

@@ -10,7 +10,7 @@
 
 namespace baton::schedule {
 
-Schedule add_sharding(const Schedule& schedule, int zero) {
+Schedule add_sharding(const Schedule& schedule, int zero, bool prefetch) {
   BATON_CHECK(zero >= 0 && zero <= kMaxZeroStage, "[schedule.sharding] zero must be 0 to ",
               kMaxZeroStage, ", got ", zero);
   validate(schedule);
@@ -52,8 +52,8 @@ Schedule add_sharding(const Schedule& schedule, int zero) {
     // Where each goes: UNSHARDs before index i, RESHARDs after it.
     std::map<size_t, std::vector<int>> unshard_at, reshard_after;
     for (const auto& [stage, at] : first) {
-      const long prefetch = before_first[stage];
-      unshard_at[prefetch < 0 ? 0 : static_cast<size_t>(prefetch)].push_back(stage);
+      const long ahead = prefetch ? before_first[stage] : static_cast<long>(at);
+      unshard_at[ahead < 0 ? 0 : static_cast<size_t>(ahead)].push_back(stage);
     }
     if (zero == 3) {
       for (const auto& [stage, at] : last) {

@@ -40,6 +40,8 @@ inline constexpr int kMaxZeroStage = 3;
 // validated.
 // REQUIRES (throws otherwise): 0 <= zero <= 3; `schedule` valid, with a
 // flush (not Schedule::carries) when zero > 0 and it has gradient reductions.
-Schedule add_sharding(const Schedule& schedule, int zero);
+// `prefetch` off puts each UNSHARD right before the stage's first compute
+// (nothing overlaps its all-gather), to measure what the prefetch hides.
+Schedule add_sharding(const Schedule& schedule, int zero, bool prefetch = true);
 
 }  // namespace baton::schedule

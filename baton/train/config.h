@@ -68,8 +68,9 @@ struct TrainConfig {
   double clip_grad_norm = 0;
   // The layers' compute dtype: fp32 | bf16 | fp16 (PipelineOptions::precision).
   std::string precision = "fp32";
-  int zero = 0;  // ZeRO stage: 1 shards the optimizer state over dp (PipelineOptions::zero)
-  int tp = 1;    // tensor-parallel ranks per stage (gpt, llama, mlp; PipelineOptions::tp)
+  int zero = 0;                  // ZeRO stage 0-3 over dp (PipelineOptions::zero)
+  bool prefetch_unshard = true;  // each UNSHARD one compute ahead of its stage's first
+  int tp = 1;  // tensor-parallel ranks per stage (gpt, llama, mlp; PipelineOptions::tp)
   bool tp_scatter_gather = true;  // Megatron's scatter/gather of boundary activations over tp
   std::string schedule = "1f1b";
   int virtual_stages = 0;  // 0: the schedule's default (given values must be >= 1)

@@ -126,6 +126,10 @@ std::vector<Option> make_options() {
       "ZeRO stage 0-3: 1 shards the optimizer state over the dp replicas, 2 the gradients too, "
       "3 the parameters too (with --dp 1 it changes nothing; 2 and 3 need a schedule with a "
       "flush)");
+  add("--prefetch-unshard", "prefetch_unshard", &C::prefetch_unshard,
+      "With --zero and --dp: start each stage's parameter all-gather (UNSHARD) one compute "
+      "ahead of its first compute (default on); off, right before it, to measure what the "
+      "prefetch hides (the metrics' unshard_wait_ms)");
   // Schedule
   add("--schedule", "schedule", &C::schedule,
       "naive, gpipe, 1f1b, interleaved, looped-bfs, zb-h1, zb-h2, zb-v, "

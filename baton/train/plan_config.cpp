@@ -21,7 +21,7 @@ TrainConfig plan_config(const plan::PlanRequest& req, const plan::Plan& plan) {
   c.tp = p.t;
   c.pp = p.p;
   c.dp = p.d;
-  c.zero = p.zero1 ? 1 : 0;
+  c.zero = p.zero;
   c.schedule = p.schedule;
   c.virtual_stages = p.virtual_stages;
   c.microbatches = p.microbatches;
@@ -29,7 +29,7 @@ TrainConfig plan_config(const plan::PlanRequest& req, const plan::Plan& plan) {
   c.balance.clear();
   for (size_t i = 0; i < balance.size(); ++i)
     c.balance += (i ? "," : "") + std::to_string(balance[i]);
-  c.recompute = p.recompute ? "always" : "never";
+  c.recompute = p.recompute ? "always" : p.selective ? "selective" : "never";
   c.precision = "bf16";
   c.optimizer = "adam";
   return c;

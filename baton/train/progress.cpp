@@ -100,6 +100,7 @@ void Progress::step_done(int64_t step, double loss, double step_s, const StepExt
   if (extras.reduction_wait_ms >= 0) line["reduce_wait_ms"] = extras.reduction_wait_ms;
   if (extras.reduction_ms >= 0) line["reduce_ms"] = extras.reduction_ms;
   if (extras.exposed_reduction_ms >= 0) line["reduce_exposed_ms"] = extras.exposed_reduction_ms;
+  if (extras.unshard_wait_ms >= 0) line["unshard_wait_ms"] = extras.unshard_wait_ms;
   // JSON has no infinity or NaN: a norm that is not finite is written as null.
   if (!std::isnan(extras.grad_norm) || extras.skipped)
     line["grad_norm"] =

@@ -26,6 +26,9 @@ struct StepExtras {
   // time in the step and its part exposed past the leader's last compute.
   double reduction_ms = -1;
   double exposed_reduction_ms = -1;
+  // --zero with dp > 1 (else negative: not written): the step's wait for its
+  // UNSHARD all-gathers.
+  double unshard_wait_ms = -1;
   // With --clip-grad-norm (else NaN: not written): the gradients' global
   // norm before the clip, and whether the step was skipped for it.
   double grad_norm = std::numeric_limits<double>::quiet_NaN();

@@ -191,6 +191,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
       .clip_grad_norm(c.clip_grad_norm)
       .precision(c.precision)
       .zero(c.zero)
+      .prefetch_unshard(c.prefetch_unshard)
       .pipemare(runtime::PipeMareOptions()
                     .warmup_steps(c.pipemare_warmup)
                     .correction(c.pipemare_correction)
@@ -291,6 +292,7 @@ void check_setup(const TrainConfig& c, bool check_outputs) {
                    .set_dp(c.dp)
                    .set_overlap_grad_reduce(c.overlap_grad_reduce)
                    .set_zero(c.zero)
+                   .set_prefetch_unshard(c.prefetch_unshard)
                    .set_clip(schedules_clip_norm(
                        PipelineOptions().clip_grad_norm(c.clip_grad_norm).precision(c.precision))));
   runtime::check_precision_supported(runtime::parse_precision(c.precision),
@@ -492,6 +494,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
       extras.reduction_wait_ms = done.reduction_wait_ms;
       extras.reduction_ms = done.reduction_ms;
       extras.exposed_reduction_ms = done.exposed_reduction_ms;
+      if (c.zero > 0) extras.unshard_wait_ms = done.unshard_wait_ms;
       reduction_ms.push_back(done.reduction_ms);
       exposed_reduction_ms.push_back(done.exposed_reduction_ms);
     }

@@ -65,7 +65,7 @@ expect_bad_input_of plan '"1f1b" is given twice' "${SMALL[@]}" --gpus 8 --gpu-me
 expect_bad_input_of plan "has an empty item" "${SMALL[@]}" --gpus 8 --gpu-memory-gb 80 \
   --schedules 1f1b,
 expect_bad_input_of plan "sometimes" "${SMALL[@]}" --gpus 8 --gpu-memory-gb 80 --recompute sometimes
-expect_bad_input_of plan "--zero: 3" "${SMALL[@]}" --gpus 8 --gpu-memory-gb 80 --zero 3
+expect_bad_input_of plan "--zero: 4" "${SMALL[@]}" --gpus 8 --gpu-memory-gb 80 --zero 4
 # Regression (issue 30, item 16): the value as given, the range as (0, 1].
 for bad in 1.5 0 -1 nan abc; do
   expect_bad_input_of plan "--max-memory-fraction: must be a number in (0, 1], got $bad" "${SMALL[@]}" \

@@ -26,7 +26,7 @@ want = {"model": "gpt", "layers": 5, "hidden": 32, "heads": 2, "context": 16,
         "tp": best["t"], "pp": best["p"], "dp": best["d"], "zero": best["zero"],
         "schedule": best["schedule"], "virtual": best["virtual"],
         "microbatches": best["microbatches"], "batch": 8,
-        "recompute": "always" if best["recompute"] else "never",
+        "recompute": "always" if best["recompute"] else "selective" if best["selective"] else "never",
         "tie_embeddings": "--tie-embeddings" in sys.argv[3].split()}
 for key, value in want.items():
     assert config[key] == value, (key, config[key], value)

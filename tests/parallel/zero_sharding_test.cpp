@@ -115,8 +115,8 @@ std::string name_of(const Case& c) {
   std::string s = c.schedule;
   for (char& ch : s)
     if (ch == '-') ch = '_';
-  return "dp" + std::to_string(c.dp) + "_pp" + std::to_string(c.pp) + "_tp" +
-         std::to_string(c.tp) + "_" + s + "_zero" + std::to_string(c.zero);
+  return "dp" + std::to_string(c.dp) + "_pp" + std::to_string(c.pp) + "_tp" + std::to_string(c.tp) +
+         "_" + s + "_zero" + std::to_string(c.zero);
 }
 
 class ZeroSharding : public testing::TestWithParam<Case> {};
@@ -152,8 +152,7 @@ std::vector<Case> cases() {
       out.push_back({2, 4, 1, schedule, zero});
     }
   }
-  for (const char* schedule :
-       {"gpipe", "interleaved-zb", "zb-h2", "v-half", "v-min", "chimera"})
+  for (const char* schedule : {"gpipe", "interleaved-zb", "zb-h2", "v-half", "v-min", "chimera"})
     out.push_back({2, 2, 1, schedule, 3});
   return out;
 }
@@ -214,8 +213,7 @@ TEST(ZeroSharding, RefusesAStageAbove3AndZero2WithoutAFlush) {
              PipelineOptions().zero(3).schedule("2bw").pp(1).microbatches(2));
     FAIL() << "zero=3 with 2bw was accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("ZeRO-3 needs a schedule with a flush"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("ZeRO-3 needs a schedule with a flush"), std::string::npos)
         << e.what();
   }
 }

@@ -88,6 +88,30 @@ TEST(PlanCosts, StageTimesAreTheLayersWorkPlusTwoAllReducesEachWay) {
   config.recompute = true;
   EXPECT_NEAR(stage_costs(kShape, c, config).stages[0].input_backward,
               2 * layers_per_stage * (layer + elementwise + 2 * allreduce), 1e-15);
+
+  // Selective (Korthikanti): I runs the attention core's forward again, 4 b
+  // s^2 h FLOPs a layer over t, and a layer keeps s b h (10 + 24 / t) bytes,
+  // without the core's 5 a s^2 b / t.
+  config.recompute = false;
+  config.selective = true;
+  const sim::CostModel selective = stage_costs(kShape, c, config);
+  const double core = 4 * b * s * s * h / 4 / rate;
+  EXPECT_NEAR(selective.stages[0].input_backward,
+              layers_per_stage * (layer + elementwise + 2 * allreduce + core), 1e-15);
+  EXPECT_NEAR(selective.stages[0].activation_bytes, layers_per_stage * s * b * h * (10 + 24.0 / 4),
+              1);
+  EXPECT_NEAR(working_bytes(kShape, config), 5.0 * 16 * s * s * b / 4, 1);
+}
+
+// Bytes per parameter at the peak by ZeRO stage, as baton holds them: the
+// fp16 weights and gradients whole during the step, Adam's 12 bytes over d
+// from ZeRO-1 on, and under ZeRO-3 the 2-byte weight shard besides.
+TEST(PlanCosts, StateBytesPerParameterByZeroStage) {
+  EXPECT_DOUBLE_EQ(state_bytes_per_parameter(4, 0), 16);
+  EXPECT_DOUBLE_EQ(state_bytes_per_parameter(4, 1), 4 + 3);
+  EXPECT_DOUBLE_EQ(state_bytes_per_parameter(4, 2), 4 + 3);
+  EXPECT_DOUBLE_EQ(state_bytes_per_parameter(4, 3), 4 + 14.0 / 4);
+  EXPECT_DOUBLE_EQ(state_bytes_per_parameter(1, 3), 18);
 }
 
 TEST(PlanCosts, TensorParallelGroupsWiderThanANodeUseTheSlowLink) {
@@ -164,7 +188,7 @@ TEST(PlanCosts, ExposedAllReduceIsWhatTheSimulatorFindsForBatonsPlacement) {
 TEST(PlanCosts, EstimatedMemoryOfOneFOneBIsTheSimulatedPeakOnRankZero) {
   const Cluster c = cluster();
   Config config;
-  config.p = 4, config.d = 4, config.microbatch = 1, config.microbatches = 8, config.zero1 = true;
+  config.p = 4, config.d = 4, config.microbatch = 1, config.microbatches = 8, config.zero = 1;
   const sim::CostModel costs = stage_costs(kShape, c, config);
   const auto source = sim::closed_form_source(
       "1f1b", schedule::GeneratorOptions{}.set_ranks(4).set_microbatches(8));

@@ -52,8 +52,8 @@ TEST(PlanMegatronTable, EightOfTenRowsRankTheTablesLayoutTopThreeAndMatchItsThro
     r.cluster.optimizer_bytes_per_parameter = 16;
     r.batch = row.batch;
     r.schedules = {"1f1b", "interleaved"};
-    r.recompute = Choice::kAlways;
-    r.zero = Choice::kNever;
+    r.recompute = {Recompute::kFull};
+    r.zero = {0};
     r.top = 3;
     const PlanResult result = plan(r);
     ASSERT_GE(result.plans.size(), 3u) << row.billions;

@@ -141,7 +141,7 @@ TEST(PlanProfile, TheSlowestRanksOptimizerStepIsItsParameterBytesTimesTheRate) {
   EXPECT_DOUBLE_EQ(profiled_optimizer_seconds(five_layers(), c), 0);
   // ZeRO-1 over d = 2 replicas halves it.
   c.d = 2;
-  c.zero1 = true;
+  c.zero = 1;
   EXPECT_DOUBLE_EQ(profiled_optimizer_seconds(p, c), 15000e-9 / 2);
 }
 

@@ -27,24 +27,27 @@ PlanRequest eight_gpus(double memory_gb) {
 }
 
 // Model state per GPU of the rank holding stage 0, from the formulas alone.
-double state_bytes(const PlanRequest& r, int p, int d, bool zero1) {
+// ZeRO-1/2: Adam's 12 bytes over d; ZeRO-3 also the 2-byte weight shard
+// beside the gathered weights (plan/model.h).
+double state_bytes(const PlanRequest& r, int p, int d, int zero) {
   const double h = r.shape.hidden, per_layer = 12 * h * h + 13 * h;
   const double embedding = (r.shape.vocab + r.shape.seq) * h;
-  return (r.shape.layers / p * per_layer + embedding) * (4 + (zero1 ? 12.0 / d : 12.0));
+  const double per_parameter = zero == 0 ? 16 : zero == 3 ? 4 + 14.0 / d : 4 + 12.0 / d;
+  return (r.shape.layers / p * per_layer + embedding) * per_parameter;
 }
 
 TEST(PlanSearch, AModelThatFitsOnlyInFourOrMoreStagesGetsFourOrMore) {
   const PlanRequest r = eight_gpus(5);
   // p = 2 needs at least 3.5 bytes per parameter (d = 4, ZeRO-1): over 5 GB.
-  ASSERT_GT(state_bytes(r, 2, 4, true), 5e9);
-  ASSERT_LT(state_bytes(r, 4, 2, true), 5e9);
+  ASSERT_GT(state_bytes(r, 2, 4, 1), 5e9);
+  ASSERT_LT(state_bytes(r, 4, 2, 1), 5e9);
   const PlanResult result = plan(r);
   ASSERT_FALSE(result.plans.empty());
   int smallest_p = 1 << 30;
   for (const Plan& p : result.plans) {
     EXPECT_GE(p.config.p, 4) << "t=" << p.config.t << " d=" << p.config.d;
     EXPECT_LE(p.memory_bytes, 5e9);
-    EXPECT_GE(p.memory_bytes, state_bytes(r, p.config.p, p.config.d, p.config.zero1));
+    EXPECT_GE(p.memory_bytes, state_bytes(r, p.config.p, p.config.d, p.config.zero));
     smallest_p = std::min(smallest_p, p.config.p);
   }
   EXPECT_EQ(smallest_p, 4);
@@ -166,8 +169,8 @@ TEST(PlanSearch, ConstraintsHoldEveryPlanToThem) {
   PlanRequest r = eight_gpus(80);
   r.shape.heads = 8;
   r.schedules = {"1f1b", "interleaved"};
-  r.recompute = Choice::kAlways;
-  r.zero = Choice::kNever;
+  r.recompute = {Recompute::kFull};
+  r.zero = {0};
   r.pp = 2;
   r.microbatch = 1;
   const PlanResult result = plan(r);
@@ -176,7 +179,7 @@ TEST(PlanSearch, ConstraintsHoldEveryPlanToThem) {
   for (const Plan& p : result.plans) {
     EXPECT_TRUE(p.config.schedule == "1f1b" || p.config.schedule == "interleaved");
     EXPECT_TRUE(p.config.recompute);
-    EXPECT_FALSE(p.config.zero1);
+    EXPECT_EQ(p.config.zero, 0);
     EXPECT_EQ(p.config.p, 2);
     EXPECT_EQ(p.config.microbatch, 1);
     ts.insert(p.config.t);
@@ -190,7 +193,7 @@ TEST(PlanSearch, ConstraintsHoldEveryPlanToThem) {
 
 TEST(PlanSearch, HardwareFlopsCountTheRecomputedForwardModelFlopsDoNot) {
   PlanRequest r = eight_gpus(80);
-  r.recompute = Choice::kAlways;
+  r.recompute = {Recompute::kFull};
   const Plan best = plan(r).plans.front();
   const ModelShape& m = r.shape;
   const double B = r.batch, s = m.seq, l = m.layers, h = m.hidden, V = m.vocab;
@@ -201,9 +204,35 @@ TEST(PlanSearch, HardwareFlopsCountTheRecomputedForwardModelFlopsDoNot) {
   EXPECT_NEAR(best.model_tflops_per_gpu, model / best.step_s / 8 / 1e12, 1e-9);
   EXPECT_NEAR(best.hfu, best.hardware_tflops_per_gpu / 100, 1e-12);
   EXPECT_NEAR(best.mfu, best.model_tflops_per_gpu / 100, 1e-12);
-  r.recompute = Choice::kNever;
+  r.recompute = {Recompute::kNever};
   const Plan plain = plan(r).plans.front();
   EXPECT_DOUBLE_EQ(plain.hardware_tflops_per_gpu, plain.model_tflops_per_gpu);
+}
+
+// By default every ZeRO stage and recomputation mode is a candidate: the
+// estimates hold each of them where d > 1, and a search limited to one
+// returns only it.
+TEST(PlanSearch, SearchesEveryZeroStageAndRecomputationMode) {
+  PlanRequest r = eight_gpus(80);
+  r.schedules = {"1f1b"};
+  std::set<int> zeros;
+  std::set<std::pair<bool, bool>> modes;  // (full, selective)
+  for (const Plan& p : plan(r).estimates) {
+    if (p.config.d > 1) zeros.insert(p.config.zero);
+    modes.insert({p.config.recompute, p.config.selective});
+    EXPECT_FALSE(p.config.recompute && p.config.selective);
+  }
+  EXPECT_EQ(zeros, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(modes.size(), 3u);
+  r.zero = {3};
+  r.recompute = {Recompute::kSelective};
+  const PlanResult only = plan(r);
+  ASSERT_FALSE(only.plans.empty());
+  for (const Plan& p : only.plans) {
+    EXPECT_EQ(p.config.zero, 3);
+    EXPECT_TRUE(p.config.selective);
+    EXPECT_NE(describe(p.config).find("selective zero3"), std::string::npos) << describe(p.config);
+  }
 }
 
 TEST(PlanSearch, ConstraintsThatLeaveNothingNameTheRuleThatRemovedTheLastCandidates) {
@@ -215,7 +244,7 @@ TEST(PlanSearch, ConstraintsThatLeaveNothingNameTheRuleThatRemovedTheLastCandida
       << error_of(r);
   r = eight_gpus(80);
   r.dp = 1;
-  r.zero = Choice::kAlways;
+  r.zero = {1};
   EXPECT_NE(error_of(r).find("zero_needs_d_above_1 removed the last candidates"), std::string::npos)
       << error_of(r);
   r = eight_gpus(80);

@@ -28,8 +28,8 @@ namespace {
 using testing::HasSubstr;
 
 Schedule reduced(const std::string& name, int ranks, int microbatches) {
-  const Schedule lowered = lower(
-      generate(name, GeneratorOptions().set_ranks(ranks).set_microbatches(microbatches)));
+  const Schedule lowered =
+      lower(generate(name, GeneratorOptions().set_ranks(ranks).set_microbatches(microbatches)));
   return add_grad_reductions(lowered, 2, std::vector<int>(lowered.stages, 2));
 }
 
@@ -61,7 +61,8 @@ TEST_P(Sharding, PlacesOneUnshardBeforeAndOneReshardAfterEachStagesComputeOnEach
         EXPECT_LT(unshard_at[stage], first);
         // Prefetched: at most one compute action lies between them.
         int computes_between = 0;
-        for (int i = unshard_at[stage] + 1; i < first; ++i) computes_between += is_compute(list[i].kind);
+        for (int i = unshard_at[stage] + 1; i < first; ++i)
+          computes_between += is_compute(list[i].kind);
         EXPECT_LE(computes_between, 1) << GetParam() << " rank " << r << " stage " << stage;
         EXPECT_EQ(reshards[stage], zero == 3 ? 1 : 0);
         if (zero == 3) EXPECT_GT(reshard_at[stage], last_compute[stage]);
@@ -96,8 +97,8 @@ TEST(Sharding, TheValidatorRefusesAComputeOutsideItsUnshardAndReshard) {
   // Rank 1's RESHARD moved before its last backward.
   Schedule early = s;
   auto& list = early.actions[1];
-  const auto reshard =
-      std::find_if(list.begin(), list.end(), [](const Action& a) { return a.kind == ActionKind::RESHARD; });
+  const auto reshard = std::find_if(list.begin(), list.end(),
+                                    [](const Action& a) { return a.kind == ActionKind::RESHARD; });
   ASSERT_NE(reshard, list.end());
   const Action moved = *reshard;
   list.erase(reshard);
