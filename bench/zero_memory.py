@@ -6,24 +6,27 @@ Memory: the gpt on dp 4 x pp 2 (8 ranks) trains under each --zero in turn; from 
 gradient_bytes, optimizer_bytes) with the ratios against --zero 0, the counting allocator's peak
 and the peak RSS.
 
-Time (--time): the gpt at hidden 512 on dp 2 x pp 2 under --zero 1 and --zero 3, alternating, the
-median step time (steps 3 on) of each and their ratio, with the load average.
+Time (--time): the gpt at hidden 512 on dp 2 x pp 2 under --zero 1, --zero 3 and --zero 3
+--prefetch-unshard off, in turn, the median step time (steps 3 on) of each and its ratio to
+--zero 1, and the median time a step's computes waited for their UNSHARD all-gathers (the
+metrics' unshard_wait_ms, rank 0), with the load average.
 
 Usage: python3 bench/zero_memory.py [--baton build/baton] [--steps 4] [--time] [--rounds 3]
 """
 import argparse, json, os, statistics, subprocess, tempfile
 
 
-def run(a, zero, args):
+def run(a, zero, args, extra=()):
     with tempfile.TemporaryDirectory() as tmp:
         metrics = os.path.join(tmp, "m.jsonl")
         subprocess.run([a.baton, "train", "--model", "gpt", "--threads", "1", "--log-every",
                         "1000", "--optimizer", "adam", "--zero", str(zero), "--metrics", metrics]
-                       + args, check=True, capture_output=True, text=True)
+                       + args + list(extra), check=True, capture_output=True, text=True)
         rows = [json.loads(line) for line in open(metrics)]
     steps = [r for r in rows if "step_ms" in r]
     final = [r for r in rows if "memory" in r][-1]
-    return [r["step_ms"] for r in steps][2:], [r["loss"] for r in steps], final["memory"]
+    waits = [r.get("unshard_wait_ms", 0.0) for r in steps][2:]
+    return [r["step_ms"] for r in steps][2:], [r["loss"] for r in steps], final["memory"], waits
 
 
 def memory(a):
@@ -34,7 +37,7 @@ def memory(a):
     print(f"gpt layers=4 h=128 s=64 batch=32 m=4, dp 4 x pp 2, adam, {a.steps} steps; "
           f"load average {os.getloadavg()[0]:.2f}")
     base = {m["rank"]: m for m in runs[0][2]}
-    for z, (_, losses, mem) in runs.items():
+    for z, (_, losses, mem, _) in runs.items():
         same = "bitwise equal to --zero 0" if losses == runs[0][1] else "differ from --zero 0"
         print(f"--zero {z}: losses {same}")
         for m in sorted(mem, key=lambda m: m["rank"]):
@@ -52,14 +55,22 @@ def timing(a):
     args = ["--layers", "4", "--hidden", "512", "--heads", "8", "--context", "64", "--batch", "16",
             "--microbatches", "4", "--dp", "2", "--pp", "2", "--nproc", "4", "--steps",
             str(a.steps + 4)]
-    times = {1: [], 3: []}
+    kinds = {"--zero 1": (1, ()), "--zero 3": (3, ()),
+             "--zero 3 --prefetch-unshard off": (3, ("--prefetch-unshard", "off"))}
+    times = {k: [] for k in kinds}
+    waits = {k: [] for k in kinds}
     for _ in range(a.rounds):
-        for z in (1, 3):
-            times[z] += run(a, z, args)[0]
-    one, three = statistics.median(times[1]), statistics.median(times[3])
+        for k, (z, extra) in kinds.items():
+            t, _, _, w = run(a, z, args, extra)
+            times[k] += t
+            waits[k] += w
+    one = statistics.median(times["--zero 1"])
     print(f"gpt layers=4 h=512 s=64 batch=16 m=4, dp 2 x pp 2, {a.rounds} rounds; load average "
-          f"{os.getloadavg()[0]:.2f}: --zero 1 {one:.1f} ms, --zero 3 {three:.1f} ms "
-          f"({three / one:.3f} of --zero 1)")
+          f"{os.getloadavg()[0]:.2f}")
+    for k in kinds:
+        med = statistics.median(times[k])
+        print(f"  {k:34s} step {med:8.1f} ms ({med / one:.3f} of --zero 1); computes waited for "
+              f"UNSHARD {statistics.median(waits[k]):6.2f} ms a step (rank 0, median)")
 
 
 def main():

@@ -312,6 +312,10 @@ Clock::time_point ReduceHandle::finished_at() const {
   return Clock::time_point(std::chrono::nanoseconds(ns));
 }
 
+bool Communicator::has_reduce_scatter() const {
+  return compat::kGlooReduceScatter && state_->world_size > 1;
+}
+
 ReduceHandle Communicator::reduce_scatter_sum_async(const torch::Tensor& input,
                                                     torch::Tensor output, const std::string& what) {
   auto& comm = *state_;

@@ -189,6 +189,9 @@ class Communicator {
   // traffic). Throws baton::Error for sizes that do not match.
   ReduceHandle reduce_scatter_sum_async(const torch::Tensor& input, torch::Tensor output,
                                         const std::string& what = "reduce_scatter");
+  // Whether reduce_scatter_sum_async runs a reduce-scatter for large sums
+  // (LibTorch 2.x's Gloo), not an all-reduce whose part it keeps.
+  bool has_reduce_scatter() const;
 
   // Starts gathering every rank's `tensor` (each passes one of the same
   // dtype and shape) to every rank: c10d's all-gather (Gloo's, or NCCL's),

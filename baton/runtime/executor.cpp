@@ -626,9 +626,10 @@ void Executor::reduce_grad(Step& step, const Action& a, Clock::time_point starte
 
 void Executor::reduce_scatter(Step& step, const Action& a, Clock::time_point started) {
   const std::vector<int> members = buckets_->members(a.stage, a.microbatch);
-  // Without ZeRO's shards (dp = 1), or a stage whose tied copies are summed
-  // after the reduction: REDUCE_GRAD's all-reduce, sliced afterwards.
-  if (!zero_ || members.empty() || zero_->deferred(a.stage)) {
+  // Without ZeRO's shards (dp = 1), where the dp group has no reduce-scatter,
+  // or for a stage whose tied copies are summed after the reduction:
+  // REDUCE_GRAD's all-reduce, sliced afterwards (runtime/zero.h).
+  if (!zero_ || members.empty() || zero_->all_reduces(a.stage)) {
     reduce_grad(step, a, started);
     if (zero_) zero_->note_scattered(a.stage, members);
     return;

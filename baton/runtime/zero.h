@@ -19,12 +19,12 @@
 //    backward).
 //  - REDUCE_SCATTER (start_scatter): the bucket's gradients, divided by dp
 //    and laid out replica by replica (each member's chunk, padded to c), are
-//    reduce-scattered over the dp group (comm's reduce_scatter_sum_async:
-//    Gloo's under LibTorch 2.x, an all-reduce keeping the part under 1.13),
-//    and the whole gradients are freed at once; once it is waited for,
-//    slice_gradients() hands each shard its part. A stage whose tied copies
-//    REDUCE_TIED still sums (`deferred`) keeps REDUCE_GRAD's all-reduce of
-//    the whole gradients instead (note_scattered), sliced after the sum.
+//    reduce-scattered over the dp group (Gloo's, LibTorch 2.x), and the whole
+//    gradients are freed at once; once it is waited for, slice_gradients()
+//    hands each shard its part. Where the group has no reduce-scatter
+//    (LibTorch 1.13) and for a stage whose tied copies REDUCE_TIED still sums
+//    (`deferred`), REDUCE_GRAD's all-reduce of the whole gradients runs
+//    instead (note_scattered), sliced once it is done (all_reduces()).
 // Gradients do not accumulate across steps under ZeRO: each step's shard
 // gradients are that step's (the whole ones start undefined every step).
 // So at rest every ZeRO stage holds 1/dp of the gradients; ZeRO-2/3 also
@@ -86,8 +86,14 @@ class ZeroShards {
   // once gathered; under ZeRO-3 only between an UNSHARD and its RESHARD).
   bool gathered() const;
 
-  // Whether `stage`'s gradients are sliced only after REDUCE_TIED's sum.
-  bool deferred(int stage) const { return deferred_.count(stage) > 0; }
+  // Whether `stage`'s REDUCE_SCATTER runs as REDUCE_GRAD's all-reduce of the
+  // whole gradients, sliced afterwards: when REDUCE_TIED still sums them, and
+  // where the dp group has no reduce-scatter (LibTorch 1.13's Gloo: the
+  // all-reduce of the same buckets as ZeRO-0 gives its sums bit for bit, and
+  // a reduce-scatter's input would take the memory the gradients free).
+  bool all_reduces(int stage) const {
+    return deferred_.count(stage) > 0 || !dp_->has_reduce_scatter();
+  }
   // REDUCE_SCATTER of `members` (indices into Stage::parameters()) of a
   // stage that is not deferred: starts the reduce-scatter (above) and frees
   // the whole gradients. Its parts reach the shards at slice_gradients(),
