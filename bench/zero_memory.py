@@ -38,7 +38,9 @@ def memory(a):
           f"load average {os.getloadavg()[0]:.2f}")
     base = {m["rank"]: m for m in runs[0][2]}
     for z, (_, losses, mem, _) in runs.items():
-        same = "bitwise equal to --zero 0" if losses == runs[0][1] else "differ from --zero 0"
+        worst = max(abs(a - b) / abs(b) for a, b in zip(losses, runs[0][1]))
+        same = ("bitwise equal to --zero 0" if losses == runs[0][1] else
+                f"differ from --zero 0 by {worst:.1e} relative at most")
         print(f"--zero {z}: losses {same}")
         for m in sorted(mem, key=lambda m: m["rank"]):
             b = base[m["rank"]]

@@ -35,6 +35,7 @@ struct SimulateFlags {
   int memory_limit = 0;  // zb-auto's, in micro-batches between F and I (0: p)
   // The dp x pp x tp grid. Cost-model time units count as ms here.
   int dp = 1, tp = 1;
+  int zero = 0;  // ZeRO stage over dp (schedule/sharding.h)
   double param_mb = 0, bucket_mb = schedule::kDefaultBucketMiB;
   double dp_latency_us = 10, dp_gbps = 25;
   double tp_latency_us = 5, tp_gbps = 150, tp_mb = 0, tp_layers = 1, tp_comm = 0;
@@ -153,6 +154,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   const int buckets = costs.stages.empty() ? 1 : costs.stages[0].bucket_count();
   s = schedule::add_reductions(s, schedule::ReductionOptions{}
                                       .set_dp(f.dp)
+                                      .set_zero(f.zero)
                                       .set_buckets_per_stage(std::vector<int>(s.stages, buckets))
                                       .set_clip(f.clip_norm > 0));
   for (const auto& list : s.actions) {
@@ -205,6 +207,13 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
     std::cout << std::setw(4) << r << "  " << std::setw(4) << st.busy[r] << "  " << std::setw(12)
               << st.idle_within_span[r] << "  " << std::setw(13) << st.peak_inflight[r] << "  "
               << std::setw(16) << st.peak_activation_bytes[r] << "\n";
+  }
+  if (s.has_sharding()) {
+    std::cout << "rank  parameters  peak-parameters (ZeRO-" << f.zero << ")\n";
+    for (int r = 0; r < s.ranks; ++r) {
+      std::cout << std::setw(4) << r << "  " << std::setw(10) << st.parameter_bytes[r] << "  "
+                << std::setw(15) << st.peak_parameter_bytes[r] << "\n";
+    }
   }
   if (f.print) std::cout << schedule::format_schedule(s);
   if (f.grid) std::cout << trace::to_grid(result.timeline);
@@ -273,6 +282,12 @@ Action add_simulate(CLI::App& app) {
                   "Gradient bucket size, MiB, as DDP's bucket_cap_mb")
       ->capture_default_str()
       ->check(kPositive);
+  cmd->add_option("--zero", flags->zero,
+                  "With --dp: ZeRO stage 0-3; each stage's UNSHARD (an all-gather of its "
+                  "parameter bytes) opens its step, ZeRO-2/3 reduce-scatter the gradients, "
+                  "ZeRO-3 frees the weights after the stage's last backward (peak-parameters)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3));
   cmd->add_option("--dp-latency-us", flags->dp_latency_us,
                   "Latency of one step of the dp ring all-reduce, us (cost-model units are ms)")
       ->capture_default_str()

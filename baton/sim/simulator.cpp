@@ -330,6 +330,20 @@ Result simulate(const schedule::Schedule& schedule, const CostModel& costs) {
   for (int r = 0; r < p; ++r)
     for (int s : placement.stages_of_rank(r))
       stats.parameter_bytes[r] += costs.stages[s].parameter_bytes;
+  stats.peak_parameter_bytes = stats.parameter_bytes;
+  bool reshards = false;
+  for (const auto& list : schedule.actions)
+    for (const Action& a : list) reshards |= a.kind == ActionKind::RESHARD;
+  for (int r = 0; reshards && r < p; ++r) {
+    double held = stats.parameter_bytes[r] / costs.dp;  // the shards at rest
+    double peak = held;
+    for (const Action& a : schedule.actions[r]) {
+      if (a.kind == ActionKind::UNSHARD) held += costs.stages[a.stage].parameter_bytes;
+      if (a.kind == ActionKind::RESHARD) held -= costs.stages[a.stage].parameter_bytes;
+      peak = std::max(peak, held);
+    }
+    stats.peak_parameter_bytes[r] = peak;
+  }
 
   std::vector<double> first_start(p, -1);
   const std::vector<double> free_at =

@@ -38,6 +38,11 @@ struct Stats {
   std::vector<int> peak_inflight;
   std::vector<double> peak_activation_bytes;  // per rank
   std::vector<double> parameter_bytes;        // per rank: the stages it holds
+  // Per rank, under ZeRO-3 (a schedule with RESHARD; schedule/sharding.h):
+  // the most parameter bytes held at once in its list's order: each stage's
+  // 1/dp shard, plus the stage's whole parameter bytes from its UNSHARD to
+  // its RESHARD. parameter_bytes otherwise.
+  std::vector<double> peak_parameter_bytes;
   // Per rank: time its REDUCE_GRADs take in all, and how much of it is
   // exposed (the end of its reductions, REDUCE_TIED included, past the
   // rank's last compute; 0 if none).

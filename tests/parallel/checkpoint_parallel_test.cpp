@@ -206,6 +206,11 @@ TEST(Zero3Checkpoint, ResumesAcrossZeroLevelsBitwise) {
       << "zero=0 saved, zero=3 resumed";
   EXPECT_EQ(train(zero3, kSaveAfter, dir.sub("zero3")), tail(straight))
       << "zero=3 saved and resumed";
+  // Another layout: one process, and pp 2 under ZeRO-3 (float sums in another order).
+  expect_within(train(Layout{}, kSaveAfter, dir.sub("zero3")), tail(straight), 1e-6,
+                "(2,1,1) zero=3 saved, one process resumed");
+  expect_within(train(Layout{2, 2, 1, 3}, kSaveAfter, dir.sub("zero3")), tail(straight), 1e-6,
+                "(2,1,1) zero=3 saved, (2,2,1) zero=3 resumed");
   const auto sharded = file_contents(dir.sub("zero3"), "optimizer");
   const auto plain = file_contents(dir.sub("zero0"), "optimizer");
   ASSERT_EQ(sharded.size(), plain.size());

@@ -153,5 +153,35 @@ TEST(SimulateUnshard, TheFirstForwardWaitsForTheAllGather) {
   EXPECT_DOUBLE_EQ(with.stats.makespan, without.stats.makespan + 1.5);
 }
 
+// ZeRO-3's parameter memory: a rank holds its stages' 1/dp shards, plus a
+// stage's whole parameters from its UNSHARD to its RESHARD. 1F1B (one stage
+// a rank): shard + the stage. Interleaved (two chunks a rank, each
+// gathered for the whole step): shards + both chunks. dp = 4, 8 bytes a
+// stage.
+TEST(SimulateUnshard, PeakParameterBytesHoldTheShardsAndTheStagesGathered) {
+  for (const std::string name : {"1f1b", "interleaved"}) {
+    const Schedule lowered =
+        lower(generate(name, GeneratorOptions().set_ranks(2).set_microbatches(4)));
+    const Schedule s =
+        add_sharding(add_grad_reductions(lowered, 4, std::vector<int>(lowered.stages, 1)), 3);
+    sim::CostModel costs = sim::uniform_cost_model(s, 1, 2, 1);
+    for (auto& c : costs.stages) c.parameter_bytes = 8;
+    costs.dp = 4;
+    const sim::Stats stats = sim::simulate(s, costs).stats;
+    const double chunks = lowered.stages / 2;
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_DOUBLE_EQ(stats.parameter_bytes[r], 8 * chunks) << name;
+      EXPECT_DOUBLE_EQ(stats.peak_parameter_bytes[r], 8 * chunks / 4 + 8 * chunks) << name;
+    }
+    // Without RESHARD (ZeRO-1) the weights stay whole.
+    const sim::Stats one =
+        sim::simulate(
+            add_sharding(add_grad_reductions(lowered, 4, std::vector<int>(lowered.stages, 1)), 1),
+            costs)
+            .stats;
+    EXPECT_EQ(one.peak_parameter_bytes, one.parameter_bytes) << name;
+  }
+}
+
 }  // namespace
 }  // namespace baton::schedule
