@@ -20,7 +20,6 @@ ZeroShards::ZeroShards(int zero, const std::map<int, std::shared_ptr<Stage>>& st
   torch::NoGradGuard no_grad;
   for (const auto& [index, stage] : stages) {
     std::vector<Piece>& pieces = pieces_[index];
-    whole_stages_.insert(index);
     for (const torch::Tensor& p : stage->parameters()) {
       BATON_CHECK(p.is_contiguous(), "[runtime.zero] stage ", index,
                   " has a parameter that is not contiguous; ZeRO shards parameters flat");
@@ -125,7 +124,6 @@ void ZeroShards::finish_unshard(int stage) {
       offset += k.chunk;
     }
   }
-  whole_stages_.insert(stage);
 }
 
 void ZeroShards::reshard(int stage) {
@@ -136,7 +134,6 @@ void ZeroShards::reshard(int stage) {
   torch::NoGradGuard no_grad;
   for (Piece& k : found->second)
     k.parameter.set_data(torch::empty({0}, k.shard.options().requires_grad(false)));
-  whole_stages_.erase(stage);
 }
 
 void ZeroShards::gather_all() {
@@ -147,10 +144,6 @@ void ZeroShards::gather_all() {
 
 void ZeroShards::reshard_all() {
   for (const auto& [stage, pieces] : pieces_) reshard(stage);
-}
-
-bool ZeroShards::gathered() const {
-  return whole_stages_.size() == pieces_.size();
 }
 
 comm::ReduceHandle ZeroShards::start_scatter(int stage, const std::vector<int>& members,

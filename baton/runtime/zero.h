@@ -82,9 +82,6 @@ class ZeroShards {
   // and, under ZeRO-3, freed again by reshard_all().
   void gather_all();
   void reshard_all();
-  // Whether every stage's parameters are whole now (always under ZeRO-1/2
-  // once gathered; under ZeRO-3 only between an UNSHARD and its RESHARD).
-  bool gathered() const;
 
   // Whether `stage`'s REDUCE_SCATTER runs as REDUCE_GRAD's all-reduce of the
   // whole gradients, sliced afterwards: when REDUCE_TIED still sums them, and
@@ -136,7 +133,6 @@ class ZeroShards {
     torch::Tensor chunks;
   };
   std::vector<Scatter> scatters_;
-  std::set<int> whole_stages_;  // stages whose parameters are whole
 };
 
 }  // namespace baton::runtime
