@@ -6,6 +6,11 @@ Memory: the gpt on dp 4 x pp 2 (8 ranks) trains under each --zero in turn; from 
 gradient_bytes, optimizer_bytes) with the ratios against --zero 0, the counting allocator's peak
 and the peak RSS.
 
+The planner: the same gpt profiled on one rank (`baton train --profile-out`), then `baton plan
+--profile` of the same layout (dp 4 x pp 2, 1f1b, the same micro-batch) under each --zero; its
+memory per GPU (the busiest rank's) against the allocator's peak over the ranks, and the saving
+against --zero 0 each predicts against the one measured.
+
 Time (--time): the gpt at hidden 512 on dp 2 x pp 2 under --zero 1, --zero 3 and --zero 3
 --prefetch-unshard off, in turn, the median step time (steps 3 on) of each and its ratio to
 --zero 1, and the median time a step's computes waited for their UNSHARD all-gathers (the
@@ -29,10 +34,12 @@ def run(a, zero, args, extra=()):
     return [r["step_ms"] for r in steps][2:], [r["loss"] for r in steps], final["memory"], waits
 
 
+GPT = ["--layers", "4", "--hidden", "128", "--heads", "4", "--context", "64"]
+
+
 def memory(a):
-    args = ["--layers", "4", "--hidden", "128", "--heads", "4", "--context", "64", "--batch", "32",
-            "--microbatches", "4", "--dp", "4", "--pp", "2", "--nproc", "8", "--steps",
-            str(a.steps)]
+    args = GPT + ["--batch", "32", "--microbatches", "4", "--dp", "4", "--pp", "2", "--nproc", "8",
+                  "--steps", str(a.steps)]
     runs = {z: run(a, z, args) for z in (0, 1, 2, 3)}
     print(f"gpt layers=4 h=128 s=64 batch=32 m=4, dp 4 x pp 2, adam, {a.steps} steps; "
           f"load average {os.getloadavg()[0]:.2f}")
@@ -51,6 +58,34 @@ def memory(a):
                   f"{m['optimizer_bytes'] / 2**20:6.3f} MiB ({ratio('optimizer_bytes'):.3f}); "
                   f"allocator peak {m['measured_peak_bytes'] / 2**20:6.1f} MiB, peak RSS "
                   f"{m['peak_rss_bytes'] / 2**20:6.1f} MiB")
+    return runs
+
+
+def planned(a, runs):
+    """baton plan --profile's memory per GPU under each --zero against the allocator's peak."""
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = os.path.join(tmp, "profile.json")
+        # One rank, the runs' micro-batch (32 / 4 replicas / 4 micro-batches = 2).
+        subprocess.run([a.baton, "train", "--model", "gpt", *GPT, "--batch", "8", "--microbatches",
+                        "4", "--threads", "1", "--optimizer", "adam", "--profile-out", profile],
+                       check=True, capture_output=True, text=True)
+        plans = {}
+        for z in runs:
+            out = subprocess.run(
+                [a.baton, "plan", "--profile", profile, "--gpus", "8", "--gpus-per-node", "8",
+                 "--gpu-memory-gb", "64", "--batch", "32", "--microbatch", "2", "--dp", "4", "--pp",
+                 "2", "--tp", "1", "--schedules", "1f1b", "--zero", str(z), "--json"],
+                check=True, capture_output=True, text=True).stdout
+            plans[z] = json.loads(out)["plans"][0]["memory_gb"] * 1e9
+    print("baton plan --profile (1f1b, dp 4 x pp 2, b 2) against the allocator's peak, the "
+          "busiest rank:")
+    peak = {z: max(m["measured_peak_bytes"] for m in runs[z][2]) for z in runs}
+    for z in runs:
+        saved_p, saved_m = plans[0] - plans[z], peak[0] - peak[z]
+        saving = (f"; saves {saved_p / 2**20:5.2f} MiB against --zero 0, measured "
+                  f"{saved_m / 2**20:5.2f} ({saved_p / saved_m:.3f})" if z else "")
+        print(f"  --zero {z}: planned {plans[z] / 2**20:6.2f} MiB, measured {peak[z] / 2**20:6.2f} "
+              f"MiB ({plans[z] / peak[z]:.3f}){saving}")
 
 
 def timing(a):
@@ -82,7 +117,7 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--time", action="store_true")
     a = p.parse_args()
-    memory(a)
+    planned(a, memory(a))
     if a.time:
         timing(a)
 

@@ -54,11 +54,11 @@ foreach(index RANGE ${last})
   endforeach()
 endforeach()
 # Files built without LibTorch besides those units: the torch-free modules'
-# tests, the torch-free units' tests, the CLI outside tools/torch/ (baton-data
-# and the no-torch build link no LibTorch) and the fuzzers. Followed through
+# tests, the torch-free units' tests, the CLI outside tools/torch/ (`baton`
+# links no LibTorch; baton-train does) and the fuzzers. Followed through
 # every "baton/...", <baton/...> and "tools/..." header like the units.
 file(GLOB torch_free_consumers "${ROOT}/tools/*.cpp" "${ROOT}/tools/no_torch/*.cpp"
-     "${ROOT}/tools/data/*.cpp" "${ROOT}/fuzz/*.cpp")
+     "${ROOT}/tools/front/*.cpp" "${ROOT}/tools/data/*.cpp" "${ROOT}/fuzz/*.cpp")
 foreach(module ${BATON_TORCH_FREE})
   file(GLOB tests "${ROOT}/tests/${module}/*.cpp")
   list(APPEND torch_free_consumers ${tests})

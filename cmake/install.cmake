@@ -1,5 +1,6 @@
 # cmake --install build --prefix P: the headers, one static library per
-# module (libbaton_core.a, ..., libbaton_train.a), the baton CLI, and
+# module (libbaton_core.a, ..., libbaton_train.a), the baton CLI (and
+# baton-train, which `baton train` runs, in a LibTorch build), and
 # P/lib/cmake/baton/batonConfig.cmake exporting the umbrella targets
 # baton::base (no LibTorch) and baton::torch, for find_package(baton). See
 # examples/cpp and scripts/examples.sh.
@@ -19,8 +20,8 @@ install(TARGETS ${_baton_targets} EXPORT batonTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS baton RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-if(TARGET baton-data)
-  install(TARGETS baton-data RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET baton-train)
+  install(TARGETS baton-train RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 
 # Headers of every module; without the torch target, only the torch-free ones.

@@ -32,13 +32,21 @@ CLI::Validator fraction();
 void take_repeated_options(CLI::App* cmd);
 void check_given_once(const CLI::App& cmd);
 
+// Replaces this process (execv) by `executable` from this executable's
+// folder with the same arguments; returns only to throw baton::Error naming
+// the path, the system's reason and `why`. tools/forward.cpp.
+int run_beside(const std::string& executable, const std::string& why);
+
 // A subcommand's action, run after parsing; returns the process exit code.
 using Action = std::function<int()>;
 
 // Each adds its subcommand to `app` and returns what to run when chosen.
 Action add_simulate(CLI::App& app);
-Action add_plan(CLI::App& app);   // tools/plan_command.cpp
-Action add_train(CLI::App& app);  // tools/train_command.cpp (torch builds) or a stub
-Action add_data(CLI::App& app);   // tools/data_command.cpp
+Action add_plan(CLI::App& app);  // tools/plan_command.cpp
+// tools/torch/train_command.cpp in baton-train; in baton, tools/front/ runs
+// baton-train (LibTorch builds) or tools/no_torch/ says it is not built.
+Action add_train(CLI::App& app);
+// tools/data/data_command.cpp in baton; in baton-train, tools/torch/ runs baton.
+Action add_data(CLI::App& app);
 
 }  // namespace baton::cli

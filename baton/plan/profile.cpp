@@ -147,6 +147,12 @@ Profile read_profile(const std::string& path) {
                        path);
 }
 
+double profiled_state_per_parameter_byte(int d, int zero) {
+  if (zero <= 0 || d <= 1) return 4.0;
+  if (zero == 3) return 2.0 + 3.0 / d;
+  return 2.0 + 2.0 / d;
+}
+
 sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& cluster,
                                     const Config& c) {
   const int stages = c.p * c.virtual_stages;
@@ -159,6 +165,7 @@ sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& clust
   const double gbps = in_node ? cluster.intra_node_gbps : cluster.inter_node_gbps;
   const double latency_us = in_node ? cluster.intra_node_latency_us : cluster.inter_node_latency_us;
 
+  const double state = profiled_state_per_parameter_byte(c.d, c.zero);
   sim::CostModel model;
   model.comm_latency = latency_us * 1e-6;
   model.comm_bytes_per_time = gbps * 1e9 / 8;
@@ -173,7 +180,7 @@ sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& clust
       cost.input_backward += times.input_backward;
       cost.weight_backward += times.weight_backward;
       cost.activation_bytes += scale * l.activation_bytes;
-      cost.parameter_bytes += kAdamStatePerParameterByte * l.parameter_bytes;
+      cost.parameter_bytes += state * l.parameter_bytes;
     }
     // The stage's own F and B pay the per-action overhead once each (a
     // split backward's W is charged none: zero-bubble's W carries no loss,

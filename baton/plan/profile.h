@@ -85,15 +85,20 @@ inline constexpr uint64_t kMaxProfileBytes = uint64_t{64} << 20;
 // more than kMaxProfileBytes, or cannot be read.
 Profile read_profile(const std::string& path);
 
-// Bytes of model state per fp32 parameter byte with Adam: weights, gradients
-// and two moments, all fp32: 1 + 1 + 2.
-inline constexpr double kAdamStatePerParameterByte = 4;
+// Bytes of model state per parameter byte with Adam at a rank's peak, as
+// baton's runtime holds them (weights, gradients and two moments, all in the
+// weights' dtype; bf16 autocasts over fp32 weights): 1 + 1 + 2 at ZeRO-0 or
+// d = 1. ZeRO-1 and 2 divide the moments over the d replicas (a stage's
+// gradients are whole until its reduction at the end of its backwards):
+// 2 + 2 / d. ZeRO-3 holds the weights' shard beside the whole weights
+// gathered from UNSHARD to RESHARD: 2 + 3 / d (runtime/zero.h).
+double profiled_state_per_parameter_byte(int data_parallel, int zero);
 
 // Per-stage costs of configuration `config` (t = 1) from the profile: p v
 // stages cut as `baton train --balance uniform` cuts them
 // (partition::uniform), each stage the sum of its layers; times and
 // activation and boundary bytes scaled by b / profile.microbatch; parameter
-// bytes times kAdamStatePerParameterByte; each stage's F and I
+// bytes times profiled_state_per_parameter_byte; each stage's F and I
 // action_overhead_s more; the pipeline link from `cluster`.
 // REQUIRES: config.t == 1, 1 <= p v <= layers.
 sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& cluster,

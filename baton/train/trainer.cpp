@@ -247,7 +247,9 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   }
   if (c.zero == 3 && c.dp > 1) {
     // The shards at rest, and the rank's stages gathered whole from their
-    // UNSHARD to their RESHARD (dp shards each, exact up to the padding).
+    // UNSHARD to their RESHARD (dp shards each, exact up to the padding): all
+    // of them at once at the peak, as the simulator's walk finds for every
+    // schedule (Sharding.EveryStageOfARankIsGatheredAtOnceAtItsPeak).
     fixed.parameters = stepped + c.dp * stepped;
     fixed.gradients = c.dp * stepped;
   } else {
@@ -332,9 +334,11 @@ void print_banner(const TrainConfig& c, const nn::ModelSpec& model, const Pipeli
   const char* omp_policy = std::getenv("OMP_WAIT_POLICY");
   const bool omp_passive = omp_policy != nullptr && std::string(omp_policy) == "PASSIVE";
   const std::string blas = blas_kernels();  // OpenBLAS's kernels (core/blas_kernels.h)
-  const std::string dp = (c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string()) +
-                         (c.tp > 1 ? detail::concat("tp=", c.tp, ", ") : std::string()) +
-                         (c.zero > 0 ? detail::concat("zero=", c.zero, ", ") : std::string());
+  const std::string dp =
+      (c.dp > 1 ? detail::concat("dp=", c.dp, ", ") : std::string()) +
+      (c.tp > 1 ? detail::concat("tp=", c.tp, ", ") : std::string()) +
+      (c.zero > 0 ? detail::concat("zero=", c.zero, c.dp > 1 ? ", " : " (no-op at dp=1), ")
+                  : std::string());
   std::printf(
       "baton train: model %s (%d layers), schedule %s, %spp=%d, stages=%d, micro-batches=%d, "
       "batch=%d, balance %s -> %s, recompute %s, precision %s, %s, %d thread(s) per "

@@ -7,7 +7,7 @@
 # line). A --zero 1 or 3 checkpoint resumes under --zero 0 and the
 # reverse with the losses of the run that never stopped, bitwise. A bad
 # --zero value, and --zero 3 with a schedule without a flush, get one line
-# and exit 2.
+# and exit 2; at --dp 1 the banner says --zero changes nothing.
 source "$(dirname "$0")/lib/common.sh"
 
 for z in 0 1 2 3; do
@@ -48,6 +48,10 @@ PY
 expect_bad_input "zero must be 0 to 3" "${T[@]}" --zero 4
 expect_bad_input "zero must be 0 to 3" "${T[@]}" --zero -1
 expect_bad_input "--zero 3 needs a schedule with a flush" "${T[@]}" --schedule 2bw --zero 3
+# With one replica ZeRO has nothing to shard: accepted, and the banner says so.
+out=$(timeout 300 "$baton" train --model mlp --layers 2 --hidden 8 --batch 8 --microbatches 2 --pp 1 \
+  --steps 1 --zero 3 --threads 1 2>&1) || fail "--zero 3 at dp 1: $out"
+grep -q "zero=3 (no-op at dp=1)" <<< "$out" || fail "no dp=1 note in the banner: $(head -1 <<< "$out")"
 
 # Checkpoints: the owners' optimizer state reaches the files.
 Z=(--model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --dp 2 --pp 1 --nproc 2 --optimizer adam --threads 1)

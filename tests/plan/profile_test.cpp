@@ -1,6 +1,7 @@
 // Stage costs from a measured profile against hand sums of its layers: the
 // uniform cut of `baton train`, times and activations scaled with the
-// micro-batch, Adam's state on the parameters; and the parser's refusals.
+// micro-batch, Adam's state on the parameters by ZeRO stage; and the parser's
+// refusals.
 #include <gtest/gtest.h>
 
 #include "baton/core/error.h"
@@ -50,6 +51,27 @@ TEST(PlanProfile, StageCostsAreTheHandSumsOfTheUniformCut) {
   EXPECT_DOUBLE_EQ(m.stages[1].boundary_bytes, 10 * 5);
   EXPECT_DOUBLE_EQ(m.comm_latency, 3e-6);
   EXPECT_DOUBLE_EQ(m.comm_bytes_per_time, 100e9);
+}
+
+// Adam's state by ZeRO stage, counted by hand from what the runtime holds at
+// a rank's peak per parameter byte: weights 1, whole gradients 1, moments 2
+// (over d from ZeRO-1), and under ZeRO-3 the weights' 1/d shard beside them.
+TEST(PlanProfile, ParameterStateFollowsTheZeroStage) {
+  Config c;
+  c.p = 2;
+  c.microbatch = 4;
+  const double layers = 1000 * (1 + 2 + 3);  // stage 0's parameter bytes
+  for (int d : {1, 2, 4}) {
+    c.d = d;
+    const double by_zero[4] = {1 + 1 + 2.0, 1 + 1 + 2.0 / d, 1 + 1 + 2.0 / d, 1 + 1 + 3.0 / d};
+    for (int zero = 0; zero <= 3; ++zero) {
+      c.zero = zero;
+      const double want = layers * (d == 1 ? 4 : by_zero[zero]);
+      EXPECT_DOUBLE_EQ(profiled_stage_costs(five_layers(), two_gpus(), c).stages[0].parameter_bytes,
+                       want)
+          << "d " << d << " zero " << zero;
+    }
+  }
 }
 
 TEST(PlanProfile, TimesAndActivationsScaleLinearlyWithTheMicrobatchParametersDoNot) {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "baton/core/error.h"
@@ -68,6 +69,32 @@ TEST_P(Sharding, PlacesOneUnshardBeforeAndOneReshardAfterEachStagesComputeOnEach
         if (zero == 3) EXPECT_GT(reshard_at[stage], last_compute[stage]);
       }
     }
+  }
+}
+
+// The runtime's memory prediction (train/trainer.cpp) takes a ZeRO-3 rank's
+// parameters as its shards plus every one of its stages whole. The
+// simulator's walk over UNSHARD and RESHARD agrees for every schedule: a
+// stage stays gathered for the whole step, so a rank's stages overlap.
+// Stage s holds 8 (s + 1) bytes, dp = 4.
+TEST_P(Sharding, EveryStageOfARankIsGatheredAtOnceAtItsPeak) {
+  const Schedule lowered =
+      lower(generate(GetParam(), GeneratorOptions().set_ranks(4).set_microbatches(8)));
+  const Schedule s =
+      add_sharding(add_grad_reductions(lowered, 4, std::vector<int>(lowered.stages, 1)), 3);
+  sim::CostModel costs = sim::uniform_cost_model(s, 1, 2, 1);
+  for (size_t stage = 0; stage < costs.stages.size(); ++stage)
+    costs.stages[stage].parameter_bytes = 8.0 * (stage + 1);
+  costs.dp = 4;
+  const sim::Stats stats = sim::simulate(s, costs).stats;
+  for (int r = 0; r < s.ranks; ++r) {
+    std::set<int> held;
+    for (const Action& a : s.actions[r])
+      if (is_compute(a.kind)) held.insert(a.stage);
+    double whole = 0;
+    for (int stage : held) whole += 8.0 * (stage + 1);
+    EXPECT_DOUBLE_EQ(stats.peak_parameter_bytes[r], whole / 4 + whole)
+        << GetParam() << " rank " << r;
   }
 }
 

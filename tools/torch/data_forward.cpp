@@ -1,40 +1,18 @@
-// `baton data` in a LibTorch build: runs baton-data, the torch-free CLI built
-// beside baton, with the same arguments. Debian's LibTorch links protobuf,
-// SentencePiece links protobuf-lite, and a process that loads both crashes
-// before main() while the two register the same descriptors; so SentencePiece
-// lives only in baton-data (docs/architecture.md, tools/).
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <string>
-#include <vector>
-
-#include "baton/comm/launcher.h"
-#include "baton/core/error.h"
+// `data` in baton-train: runs `baton`, the torch-free command line beside it.
+// Debian's LibTorch links protobuf, SentencePiece links protobuf-lite, and a
+// process that loads both crashes before main() while the two register the
+// same descriptors; so SentencePiece lives only in `baton` (docs/architecture.md).
 #include "tools/cli.h"
 
 namespace baton::cli {
 
 Action add_data(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
-      "data", "Prepare and inspect tokenized datasets (runs baton-data, beside this baton)");
-  cmd->prefix_command();  // every argument goes to baton-data as it is
+      "data", "Prepare and inspect tokenized datasets (runs baton, beside this baton-train)");
+  cmd->prefix_command();  // every argument goes to baton as it is
+  cmd->set_help_flag();   // --help too
   return [] {
-    std::vector<const char*> given;
-    for (const std::string& a : command_line()) given.push_back(a.c_str());
-    // This executable, resolved as the launcher resolves it, with the same arguments.
-    std::vector<std::string> args =
-        comm::self_command(static_cast<int>(given.size()), given.data());
-    const std::string path = args[0].substr(0, args[0].rfind('/') + 1) + "baton-data";
-    args[0] = path;
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(path.c_str(), argv.data());
-    BATON_CHECK(false, "[data] cannot run ", path, ": ", std::strerror(errno),
-                "; baton data runs in baton-data, built and installed beside baton");
-    return 2;
+    return run_beside("baton", "[data] runs in baton, built and installed beside baton-train");
   };
 }
 
