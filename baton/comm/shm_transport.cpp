@@ -527,4 +527,12 @@ std::string shm_transport_refusal(int world_size) {
   return detail::file_size_refusal(detail::inbox_bytes(world_size, options.ring_bytes));
 }
 
+std::uint64_t shm_inline_bytes() {
+  const detail::ShmOptions options = detail::ShmOptions::from_env();
+  // isend's test: the payload within inline_bytes and its record within half the ring.
+  const std::uint64_t in_ring =
+      (options.ring_bytes / 2 - detail::kRecordHeadBytes) / detail::kAlign * detail::kAlign;
+  return std::min(options.inline_bytes, in_ring);
+}
+
 }  // namespace baton::comm

@@ -1,7 +1,8 @@
 // What the point-to-point transports need of the process, checked before any
-// rank starts (baton train's check_setup).
+// rank starts (baton train's check_setup), and what they hold.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace baton::comm {
@@ -11,5 +12,10 @@ namespace baton::comm {
 // naming the limit (the file size limit, ulimit -f, which the inbox's memfd
 // counts against), the bytes needed and what to do. Reads BATON_SHM_RING_KB.
 std::string shm_transport_refusal(int world_size);
+
+// The largest message the shared-memory transport copies into the
+// receiver's ring at the send (an inline message): a send of at most this
+// many bytes holds no tensor once isend returns. Reads BATON_SHM_RING_KB.
+std::uint64_t shm_inline_bytes();
 
 }  // namespace baton::comm

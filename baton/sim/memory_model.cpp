@@ -135,9 +135,16 @@ class Walk {
     }
   }
 
+  // A message the transport copies out at once is not held by its send;
+  // any other is, until the step ends.
   void send(const Action& a) {
-    if (a.kind == ActionKind::SEND_F) sent_.insert({a.stage, a.microbatch});
-    if (a.kind == ActionKind::SEND_B) handed_.erase({a.stage, a.microbatch});  // kept to the end
+    const StageMemory& s = stage(a.stage);
+    if (a.kind == ActionKind::SEND_F && s.output_bytes > fixed_.sends_copied_up_to)
+      sent_.insert({a.stage, a.microbatch});
+    if (a.kind == ActionKind::SEND_B) {
+      handed_.erase({a.stage, a.microbatch});
+      if (s.input_bytes <= fixed_.sends_copied_up_to) held_.gradients -= s.input_bytes;
+    }
   }
 
   void optimizer_step(double extra) {

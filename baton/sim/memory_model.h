@@ -63,6 +63,11 @@ struct StaticMemory {
   // The gradients are freed between steps (LibTorch 2.x's zero_grad sets
   // them to none) and come back at each stage's first B.
   bool gradients_freed = false;
+  // A sent message of at most these bytes is copied out at the send and not
+  // held (the shared-memory transport's inline messages,
+  // comm::shm_inline_bytes); a larger one stays held by its send until the
+  // step ends. 0: every send holds its tensor (Gloo).
+  double sends_copied_up_to = 0;
 };
 
 // A rank's peak, by the allocator's categories (comm/memory_counter.h).

@@ -264,6 +264,9 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   const double per_byte = optimizer_state_per_parameter_byte(c.optimizer);
   fixed.optimizer = per_byte * stepped;
   fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
+  // Over shared memory (local ranks on the CPU) small messages are copied out at the send.
+  if (c.transport != "gloo" && c.device == "cpu")
+    fixed.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
   std::vector<bool> recomputed(c.microbatches);
   for (int mb = 0; mb < c.microbatches; ++mb)
     recomputed[mb] = runtime::recomputes(recompute, mb, c.microbatches);

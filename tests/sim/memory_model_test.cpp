@@ -1,6 +1,7 @@
 // The activation model (sim/memory_model.h) against hand counts: a stage's
 // stash from its layers' measured graphs, and a rank's peak walked through
-// 1F1B and GPipe orders with sends held to the step's end.
+// 1F1B and GPipe orders with sends held to the step's end, or copied out at
+// the send.
 #include <gtest/gtest.h>
 
 #include "baton/schedule/text_format.h"
@@ -71,6 +72,31 @@ TEST(MemoryModel, OneFOneBHoldsPStashesAndTheSentOutputsUntilTheStepEnds) {
   const MemoryPrediction again = predict_rank_memory(s, 0, {s0, s1}, fixed, all);
   EXPECT_DOUBLE_EQ(again.activations, 30 + 90);
   EXPECT_DOUBLE_EQ(again.peak, 1000 + 1005 + 2000 + 120 + 30);
+}
+
+// Over shared memory a message of at most sends_copied_up_to bytes is copied
+// into the receiver's ring at the send: nothing holds it afterwards.
+TEST(MemoryModel, MessagesCopiedOutAtTheSendAreNotHeld) {
+  const schedule::Schedule s = schedule::parse_schedule(
+      "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0F2 0SEND_F2 0RECV_B1 0B1 0RECV_B2 0B2\n"
+      "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1RECV_F2 1F2 1B2 1SEND_B2\n");
+  StageMemory s0, s1;
+  s0.stash = 100, s0.output_bytes = 10, s0.input_bytes = 0, s0.backward_extra = 5;
+  s1.stash = 50, s1.input_bytes = 10, s1.backward_extra = 20;
+  StaticMemory fixed;
+  fixed.parameters = 1000, fixed.gradients = 1000, fixed.optimizer = 2000;
+  fixed.sends_copied_up_to = 10;
+  const std::vector<bool> none(3, false);
+  // Rank 0 at B1: the two stashes (200), no sent output kept past its B.
+  const MemoryPrediction r0 = predict_rank_memory(s, 0, {s0, s1}, fixed, none);
+  EXPECT_DOUBLE_EQ(r0.activations, 200);
+  EXPECT_DOUBLE_EQ(r0.peak, 1000 + 1005 + 2000 + 200 + 30);
+  // Rank 1: at each B only that B's 20; the sent input gradients are gone.
+  const MemoryPrediction r1 = predict_rank_memory(s, 1, {s0, s1}, fixed, none);
+  EXPECT_DOUBLE_EQ(r1.gradients, 1000 + 20);
+  // One byte larger than the limit, they are held as without it.
+  fixed.sends_copied_up_to = 9;
+  EXPECT_DOUBLE_EQ(predict_rank_memory(s, 1, {s0, s1}, fixed, none).gradients, 1000 + 20 + 20);
 }
 
 TEST(MemoryModel, ASplitBackwardsIKeepsOnlyWhatItsWNeeds) {
