@@ -57,6 +57,7 @@ def main():
     if not a.quick and not a.no_dp:
         grid.append(("gpt", "1f1b", 2, "never", "fp32", 2))  # dp 2, ZeRO-1
     worst = 0
+    ratios = []
     print(f"load average {os.getloadavg()[0]:.2f}")
     print("| model | schedule | pp | recompute | precision | dp | rank | predicted MB | "
           "measured MB | ratio |")
@@ -77,9 +78,12 @@ def main():
                 p, q = m["predicted_peak_bytes"], m["measured_peak_bytes"]
                 ratio = p / q if q > 0 else float("nan")
                 worst = max(worst, abs(ratio - 1))
+                ratios.append(ratio)
                 print(f"| {model} | {sched} | {pp} | {recompute} | {precision} | {dp} | "
                       f"{m['rank']} | {p / 1e6:.2f} | {q / 1e6:.2f} | {ratio:.3f} |",
                       flush=True)
+    within = lambda t: sum(abs(r - 1) <= t for r in ratios)
+    print(f"{len(ratios)} rank figures: {within(0.05)} within 5%, {within(0.10)} within 10%")
     print(f"worst |predicted / measured - 1|: {worst:.3f} (target 0.05); "
           f"load average {os.getloadavg()[0]:.2f}")
 

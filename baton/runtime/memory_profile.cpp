@@ -70,6 +70,16 @@ std::vector<nn::DeferredWeightGrad*> deferring(torch::nn::Module* module) {
   return out;
 }
 
+// `x` as the next stage receives it: floating tensors in the compute dtype.
+nn::Tensors as_received(const nn::Tensors& x, Precision precision) {
+  nn::Tensors out;
+  for (const auto& t : x) {
+    const bool cast = t.defined() && t.is_floating_point();
+    out.push_back(cast ? t.to(compute_dtype(precision)) : t);
+  }
+  return out;
+}
+
 // One call on `x`: what its graph keeps, its temporaries, and its backward's;
 // with `split` layers, what a split backward's I leaves for its W.
 sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision precision,
@@ -149,7 +159,15 @@ sim::ModelMemory measure_model_memory(const nn::ModelSpec& model, const nn::Tens
     const Call call = [&](const nn::Tensors& input) {
       return nn::call_layer(layer, input, before);
     };
-    memory.layers.push_back(measure_call(call, x, precision, deferring(layer.module.ptr().get())));
+    const auto split = deferring(layer.module.ptr().get());
+    memory.layers.push_back(measure_call(call, x, precision, split));
+    // As a stage starting here receives its input (executor.cpp): floating
+    // tensors in the compute dtype, which changes what the layer keeps (a
+    // LayerNorm under autocast keeps an fp32 copy of a bf16 input).
+    memory.stage_inputs.push_back(
+        i == 0 || precision == Precision::Fp32
+            ? memory.layers.back()
+            : measure_call(call, as_received(x, precision), precision, split));
     {
       torch::NoGradGuard no_grad;
       AutocastScope autocast(precision, torch::kCPU);
@@ -164,6 +182,7 @@ sim::ModelMemory measure_model_memory(const nn::ModelSpec& model, const nn::Tens
               (cast ? c10::elementSize(compute_dtype(precision)) : t.element_size());
     }
     memory.layers.back().output_wire_bytes = wire;
+    memory.stage_inputs.back().output_wire_bytes = wire;
     previous = nn::LayerSlot{{}, layer.index, layer.name};
   }
   // The loss in fp32, as the executor computes it, on zero class ids.

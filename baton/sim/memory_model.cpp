@@ -16,20 +16,26 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
   const auto wire = [](const LayerMemory& l) {
     return l.output_wire_bytes > 0 ? l.output_wire_bytes : l.output_bytes;
   };
-  const LayerMemory& in = model.layers[first];
-  const LayerMemory& out = model.layers[end - 1];
+  // A later stage's first layer runs on its input as the boundary delivers it.
+  const auto layer = [&](int i) -> const LayerMemory& {
+    const bool received =
+        i == first && first > 0 && first < static_cast<int>(model.stage_inputs.size());
+    return received ? model.stage_inputs[i] : model.layers[i];
+  };
+  const LayerMemory& in = layer(first);
+  const LayerMemory& out = layer(end - 1);
   // A later stage's input arrives as the stage before handed it on.
   s.input_bytes = first > 0 ? wire(model.layers[first - 1]) : in.input_bytes;
   s.output_bytes = last ? 0 : wire(out);
   double peak_forward = 0, peak_backward = 0;
   for (int i = first; i < end; ++i) {
-    const LayerMemory& l = model.layers[i];
+    const LayerMemory& l = layer(i);
     // The forward's temporaries come on top of what the layers before kept.
     peak_forward = std::max(peak_forward, s.stash + l.output_bytes + l.forward_extra);
     s.stash += l.graph_bytes;
     // A boundary inside the stage saved by both layers is one tensor (one
     // saved by neither is freed once the next layer has run).
-    if (i + 1 < end && l.keeps_output && model.layers[i + 1].keeps_input) s.stash -= l.output_bytes;
+    if (i + 1 < end && l.keeps_output && layer(i + 1).keeps_input) s.stash -= l.output_bytes;
     peak_backward = std::max(peak_backward, l.backward_extra);
     s.weight_stash += l.weight_stash_bytes;
   }

@@ -37,6 +37,10 @@ struct LayerMemory {
 
 struct ModelMemory {
   std::vector<LayerMemory> layers;
+  // [i]: layer i on its input as a stage boundary delivers it (floating
+  // tensors in the compute dtype, bf16 or fp16), for a stage that starts at
+  // layer i; empty, or fewer entries: as layers[i] (fp32 runs).
+  std::vector<LayerMemory> stage_inputs;
   LayerMemory loss;  // the loss on the last layer's output (its input: that output)
   double microbatch = 1;
 };

@@ -42,6 +42,27 @@ TEST(MemoryModel, AStageCountsEachSavedBoundaryOnceAndItsOutputUntilTheBackward)
   EXPECT_DOUBLE_EQ(last.backward_extra, 9);
 }
 
+// A stage that starts at layer i > 0 runs it on its input as received (in
+// the compute dtype): its figures replace layer i's there, and only there.
+TEST(MemoryModel, ALaterStagesFirstLayerTakesItsFiguresOnTheReceivedInput) {
+  ModelMemory m;
+  m.layers = {layer(4, false, false, 4, 8), layer(10, false, false, 8, 8, 5),
+              layer(20, false, false, 8, 2, 7)};
+  // Layer 1 on a bf16 input keeps an fp32 copy of it (16 more) and works harder.
+  m.stage_inputs = m.layers;
+  m.stage_inputs[1] = layer(26, false, false, 4, 8, 11);
+  const StageMemory later = stage_memory(m, 1, 3, /*last=*/false);
+  EXPECT_DOUBLE_EQ(later.stash, 26 + 20 + 2);  // + the output held until the B
+  EXPECT_DOUBLE_EQ(later.backward_extra, 11);
+  // Inside a stage layer 1 is its chained self.
+  const StageMemory whole = stage_memory(m, 0, 3, /*last=*/false);
+  EXPECT_DOUBLE_EQ(whole.stash, 4 + 10 + 20 + 2);
+  EXPECT_DOUBLE_EQ(whole.backward_extra, 7);
+  // Without the received figures (fp32), layer 1 as chained.
+  m.stage_inputs.clear();
+  EXPECT_DOUBLE_EQ(stage_memory(m, 1, 3, false).stash, 10 + 20 + 2);
+}
+
 TEST(MemoryModel, OneFOneBHoldsPStashesAndTheSentOutputsUntilTheStepEnds) {
   const schedule::Schedule s = schedule::parse_schedule(
       "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0F2 0SEND_F2 0RECV_B1 0B1 0RECV_B2 0B2\n"
