@@ -77,8 +77,9 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
   const torch::Tensor mixed = recomputed_region(
       [mask](const std::vector<torch::Tensor>& in) {
         const int64_t b = in[0].size(0), t = in[0].size(2), dim = in[0].size(3);
-        const torch::Tensor scores =
-            in[0].matmul(in[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(dim));
+        // Scaled and masked in place (transformer.cpp's causal_attention_core).
+        torch::Tensor scores = in[0].matmul(in[1].transpose(-2, -1));
+        scores.div_(std::sqrt(static_cast<double>(dim)));
         const auto bool_options = in[0].options().dtype(torch::kBool);
         torch::Tensor allowed = torch::ones({t, t}, bool_options).tril();  // [T, T]
         if (mask.defined()) {
@@ -87,9 +88,8 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
               mask.to(torch::kBool).view({b, 1, 1, t}).logical_or(torch::eye(t, bool_options));
           allowed = allowed.logical_and(keys);  // [B, 1, T, T]
         }
-        return scores.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity())
-            .softmax(-1)
-            .matmul(in[2]);  // [B, heads, T, d]
+        scores.masked_fill_(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+        return scores.softmax(-1).matmul(in[2]);  // [B, heads, T, d]
       },
       {q, k, v});
   return mixed.transpose(1, 2).reshape({batch, time, heads * d});

@@ -55,13 +55,14 @@ torch::Tensor causal_attention_core(const torch::Tensor& q, const torch::Tensor&
   return recomputed_region(
       [](const std::vector<torch::Tensor>& in) {
         const int64_t time = in[0].size(2), head_dim = in[0].size(3);
-        const auto scores =
-            in[0].matmul(in[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+        // Scaled and masked in place: the values of the out-of-place ops,
+        // without two more s^2 tensors a head (matmul saves no output).
+        torch::Tensor scores = in[0].matmul(in[1].transpose(-2, -1));
+        scores.div_(std::sqrt(static_cast<double>(head_dim)));
         const auto future =
             torch::ones({time, time}, in[0].options().dtype(torch::kBool)).triu(/*diagonal=*/1);
-        return scores.masked_fill(future, -std::numeric_limits<double>::infinity())
-            .softmax(-1)
-            .matmul(in[2]);
+        scores.masked_fill_(future, -std::numeric_limits<double>::infinity());
+        return scores.softmax(-1).matmul(in[2]);
       },
       {q, k, v});
 }
