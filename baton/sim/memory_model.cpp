@@ -153,7 +153,12 @@ class Walk {
     }
   }
 
+  // The step's end: under ZeRO the gradient shards are cut beside the whole
+  // gradients; then the optimizer's temporaries.
   void optimizer_step(double extra) {
+    MemoryPrediction slice;
+    slice.gradients = fixed_.gradient_shards;
+    consider(slice);
     MemoryPrediction temporaries;
     temporaries.optimizer = extra;
     consider(temporaries);

@@ -72,6 +72,9 @@ struct StaticMemory {
   // comm::shm_inline_bytes); a larger one stays held by its send until the
   // step ends. 0: every send holds its tensor (Gloo).
   double sends_copied_up_to = 0;
+  // ZeRO: the gradient shards cut from the whole gradients once they are
+  // reduced, held beside them for a moment (runtime/zero.h).
+  double gradient_shards = 0;
 };
 
 // A rank's peak, by the allocator's categories (comm/memory_counter.h).

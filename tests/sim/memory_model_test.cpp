@@ -120,6 +120,22 @@ TEST(MemoryModel, MessagesCopiedOutAtTheSendAreNotHeld) {
   EXPECT_DOUBLE_EQ(predict_rank_memory(s, 1, {s0, s1}, fixed, none).gradients, 1000 + 20 + 20);
 }
 
+// ZeRO cuts the gradient shards at the step's end beside the whole gradients.
+TEST(MemoryModel, ZeroHoldsTheGradientShardsBesideTheWholeGradientsForAMoment) {
+  const schedule::Schedule s = schedule::parse_schedule("0F0 0B0\n");
+  StageMemory only;
+  only.stash = 10;
+  StaticMemory fixed;
+  fixed.parameters = 100, fixed.gradients = 100, fixed.optimizer = 100;
+  fixed.gradient_shards = 50;
+  // F0's 10 held; at the end the shards' 50 beside the gradients' 100.
+  const MemoryPrediction p = predict_rank_memory(s, 0, {only}, fixed, {false}, /*extra=*/20);
+  EXPECT_DOUBLE_EQ(p.gradients, 150);
+  EXPECT_DOUBLE_EQ(p.peak, 100 + 150 + 100);
+  // The optimizer's temporaries come after: the larger of the two moments.
+  EXPECT_DOUBLE_EQ(predict_rank_memory(s, 0, {only}, fixed, {false}, 60).peak, 100 + 100 + 160);
+}
+
 TEST(MemoryModel, ASplitBackwardsIKeepsOnlyWhatItsWNeeds) {
   const schedule::Schedule s = schedule::parse_schedule("0F0 0I0 0F1 0W0 0I1 0W1\n");
   StageMemory only;
