@@ -9,8 +9,10 @@
 
 #include "baton/core/error.h"
 #include "baton/pipeline/pipeline.h"
+#include "baton/runtime/memory_profile.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/profile.h"
+#include "baton/sim/memory_model.h"
 #include "baton/train/data_source.h"
 #include "baton/train/optimizer.h"
 #include "baton/train/trainer.h"
@@ -132,6 +134,25 @@ Overheads fit_overheads(double at_m, double at_half, int m, double layers_s, dou
   return out;
 }
 
+// What each layer keeps from its F until its B on one micro-batch, measured
+// by the counting allocator (sim/memory_model.h): layer i's share of the
+// stash of a stage holding layers 0..i, the loss's graph on the last layer.
+// A stage of layers [a, b) keeps their sum up to its two boundaries.
+std::vector<double> kept_bytes(const nn::ModelSpec& model, const torch::Tensor& sample,
+                               uint64_t seed, runtime::Precision precision) {
+  const sim::ModelMemory memory =
+      runtime::measure_model_memory(model, nn::Tensors{sample}, seed, precision);
+  const int n = static_cast<int>(memory.layers.size());
+  std::vector<double> kept;
+  double before = 0;
+  for (int i = 0; i < n; ++i) {
+    const double stash = sim::stage_memory(memory, 0, i + 1, /*last=*/i + 1 == n).stash;
+    kept.push_back(std::max(0.0, stash - before));
+    before = stash;
+  }
+  return kept;
+}
+
 }  // namespace
 
 void write_profile(const TrainConfig& c) {
@@ -159,6 +180,7 @@ void write_profile(const TrainConfig& c) {
       keep_faster(larger, runtime::profile_layers(model, inputs, c.seed, kRepeats, precision));
   }
 
+  const std::vector<double> kept = kept_bytes(model, sample, c.seed, precision);
   nlohmann::json layers = nlohmann::json::array();
   double parameter_bytes = 0;
   double layers_s = 0;  // F + B of every layer, one micro-batch
@@ -183,7 +205,7 @@ void write_profile(const TrainConfig& c) {
                       {"weight_backward_s", backward_s / 2},
                       {"forward_fixed_s", forward_fixed},
                       {"backward_fixed_s", backward_fixed},
-                      {"activation_bytes", l.activation_bytes},
+                      {"activation_bytes", kept[i]},
                       {"parameter_bytes", l.parameter_bytes},
                       {"output_bytes", l.output_bytes},
                       {"larger", timed_larger}});
