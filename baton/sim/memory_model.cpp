@@ -154,14 +154,24 @@ class Walk {
   }
 
   // The step's end: under ZeRO the gradient shards are cut beside the whole
-  // gradients; then the optimizer's temporaries.
+  // gradients. Then the optimizer steps with its temporaries, after the
+  // step has released its messages and stashes: the weights, the gradients
+  // it steps (the shards where they were cut, which frees the whole), its
+  // state and what lives outside the step.
   void optimizer_step(double extra) {
     MemoryPrediction slice;
     slice.gradients = fixed_.gradient_shards;
     consider(slice);
+    const MemoryPrediction held = held_;
+    held_ = MemoryPrediction{};
+    held_.parameters = held.parameters;
+    held_.gradients = fixed_.gradient_shards > 0 ? fixed_.gradient_shards : fixed_.gradients;
+    held_.optimizer = held.optimizer;
+    held_.other = held.other;
     MemoryPrediction temporaries;
     temporaries.optimizer = extra;
     consider(temporaries);
+    held_ = held;
   }
 
   MemoryPrediction peak() const { return peak_; }

@@ -132,8 +132,30 @@ TEST(MemoryModel, ZeroHoldsTheGradientShardsBesideTheWholeGradientsForAMoment) {
   const MemoryPrediction p = predict_rank_memory(s, 0, {only}, fixed, {false}, /*extra=*/20);
   EXPECT_DOUBLE_EQ(p.gradients, 150);
   EXPECT_DOUBLE_EQ(p.peak, 100 + 150 + 100);
-  // The optimizer's temporaries come after: the larger of the two moments.
-  EXPECT_DOUBLE_EQ(predict_rank_memory(s, 0, {only}, fixed, {false}, 60).peak, 100 + 100 + 160);
+  // The optimizer steps the shards (the whole gradients freed) with its
+  // temporaries: 100 + 50 + 100 + 120 = 370, above the cut's 350.
+  const MemoryPrediction step = predict_rank_memory(s, 0, {only}, fixed, {false}, 120);
+  EXPECT_DOUBLE_EQ(step.gradients, 50);
+  EXPECT_DOUBLE_EQ(step.peak, 100 + 50 + 220);
+}
+
+// The optimizer steps after the step released its messages: the sent input
+// gradients and the receive buffers are not beside its temporaries.
+TEST(MemoryModel, TheOptimizerStepsAfterTheStepsMessagesAreReleased) {
+  const schedule::Schedule s = schedule::parse_schedule(
+      "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1\n"
+      "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1\n");
+  StageMemory s0, s1;
+  s0.output_bytes = 40;
+  s1.stash = 10, s1.input_bytes = 40;
+  StaticMemory fixed;
+  fixed.parameters = 100, fixed.gradients = 100, fixed.optimizer = 200;
+  // At B1: the buffers (80), micro-batch 0's sent gradient (40), the stash
+  // (10): 530. At the step: 100 + 100 + 200 + 300 = 700, nothing else.
+  const MemoryPrediction p = predict_rank_memory(s, 1, {s0, s1}, fixed, {false, false}, 300);
+  EXPECT_DOUBLE_EQ(p.peak, 700);
+  EXPECT_DOUBLE_EQ(p.buffers, 0);
+  EXPECT_DOUBLE_EQ(p.gradients, 100);
 }
 
 TEST(MemoryModel, ASplitBackwardsIKeepsOnlyWhatItsWNeeds) {
