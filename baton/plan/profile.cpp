@@ -65,10 +65,16 @@ Profile parse_profile(const std::string& text, const std::string& path) {
     BATON_CHECK(false, "[plan] --profile ", path, " is not JSON (", e.what(),
                 "); write one with baton train --profile-out");
   }
-  BATON_CHECK(json.is_object() && json.contains("baton_profile") && json["baton_profile"] == 1,
-              "[plan] --profile ", path,
-              " is not a baton profile (no \"baton_profile\": 1); write one with baton train "
-              "--profile-out");
+  BATON_CHECK(json.is_object() && json.contains("baton_profile"), "[plan] --profile ", path,
+              " is not a baton profile (no \"baton_profile\": ", kProfileVersion,
+              "); write one with baton train --profile-out");
+  // Version 1's activation_bytes were each layer's input, not what it keeps:
+  // refused rather than planned with a figure an order of magnitude low.
+  BATON_CHECK(json["baton_profile"] == kProfileVersion, "[plan] --profile ", path,
+              " is a baton profile of version ", printable(json["baton_profile"].dump(), 40),
+              ", whose activation_bytes are not what each layer keeps; write it again with "
+              "baton train --profile-out (version ",
+              kProfileVersion, ")");
   Profile profile;
   BATON_CHECK(json.contains("model") && json["model"].is_object() &&
                   json["model"].contains("model") && json["model"]["model"].is_string(),

@@ -4,7 +4,7 @@
 // configuration. Torch-free.
 //
 // The file (version 1):
-//   {"baton_profile": 1, "model": {"model": "mlp", "layers": 8, ...},
+//   {"baton_profile": 2, "model": {"model": "mlp", "layers": 8, ...},
 //    "microbatch": 32, "backward_split": "halved", ...,
 //    "optimizer_s_per_parameter_byte": ..,               (optional, default 0)
 //    "action_overhead_s": .., "step_overhead_s": ..,     (optional, default 0)
@@ -77,6 +77,10 @@ struct Profile {
 // (not JSON, a missing or non-numeric field, a negative or non-finite value,
 // no layers).
 Profile parse_profile(const std::string& text, const std::string& path);
+// The file format's version: 2 since activation_bytes are what a layer
+// keeps from F to B (the counting allocator's); a version 1 file is refused.
+inline constexpr int kProfileVersion = 2;
+
 // A profile holds a few numbers per layer; anything larger is not one.
 inline constexpr uint64_t kMaxProfileBytes = uint64_t{64} << 20;
 

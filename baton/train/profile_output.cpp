@@ -9,6 +9,7 @@
 
 #include "baton/core/error.h"
 #include "baton/pipeline/pipeline.h"
+#include "baton/plan/profile.h"
 #include "baton/runtime/memory_profile.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/profile.h"
@@ -221,7 +222,7 @@ void write_profile(const TrainConfig& c) {
   const Overheads overheads =
       fit_overheads(at_m, at_half, m, layers_s, optimizer_per_byte * parameter_bytes);
   const nlohmann::json out = {
-      {"baton_profile", 1},
+      {"baton_profile", plan::kProfileVersion},
       {"model",
        {{"model", c.model},
         {"layers", c.layers},

@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib/common.sh"
 layer='{"forward_s": 0.001, "input_backward_s": 0.001, "weight_backward_s": 0.001,
         "activation_bytes": 1000, "parameter_bytes": 4000, "output_bytes": 1000}'
 cat > "$tmp/good.json" <<JSON
-{"baton_profile": 1, "model": {"model": "mlp", "layers": 3, "hidden": 16}, "microbatch": 2,
+{"baton_profile": 2, "model": {"model": "mlp", "layers": 3, "hidden": 16}, "microbatch": 2,
  "layers": [$layer, $layer, $layer]}
 JSON
 C=(--gpus 4 --gpus-per-node 4 --gpu-memory-gb 8 --batch 8)
@@ -34,8 +34,12 @@ expect_bad_input_of plan "--profile $tmp is a folder; name a file written by bat
   --profile "$tmp" "${C[@]}"
 expect_bad_input_of plan "--profile /dev/zero is a character device, not a regular file" \
   --profile /dev/zero "${C[@]}"
-echo '{"baton_profile": 1, "model": ' > "$tmp/cut.json"
+echo '{"baton_profile": 2, "model": ' > "$tmp/cut.json"
 expect_bad_input_of plan "--profile $tmp/cut.json is not JSON" --profile "$tmp/cut.json" "${C[@]}"
+# A version 1 profile (activation_bytes: each layer's input) is refused with how to re-profile.
+sed 's/"baton_profile": 2/"baton_profile": 1/' "$tmp/good.json" > "$tmp/v1.json"
+expect_bad_input_of plan "--profile $tmp/v1.json is a baton profile of version 1, whose activation_bytes are not what each layer keeps; write it again with baton train --profile-out (version 2)" \
+  --profile "$tmp/v1.json" "${C[@]}"
 echo '{"layers": []}' > "$tmp/other.json"
 expect_bad_input_of plan "--profile $tmp/other.json is not a baton profile" --profile "$tmp/other.json" "${C[@]}"
 sed 's/"forward_s": 0.001/"forward_s": -1/' "$tmp/good.json" > "$tmp/negative.json"

@@ -16,7 +16,7 @@ printf '%s' "$out" | grep -q "step" && fail "--profile-out trained: $out"
 python3 - "$tmp/p.json" <<'PY' || fail "profile: $(cat "$tmp/p.json")"
 import json, sys
 p = json.load(open(sys.argv[1]))
-assert p["baton_profile"] == 1 and p["microbatch"] == 4 and p["backward_split"] == "halved", p
+assert p["baton_profile"] == 2 and p["microbatch"] == 4 and p["backward_split"] == "halved", p
 assert p["model"]["model"] == "mlp" and p["model"]["layers"] == 4 and p["model"]["hidden"] == 16, p
 assert len(p["layers"]) == 4, p
 # Each layer: the median of 5 timings, the fastest of 4 rounds (a round can fall in a slow spell).

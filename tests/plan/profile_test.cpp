@@ -242,7 +242,7 @@ TEST(PlanProfile, SearchKeepsTOneAndPAtMostTheLayers) {
 
 TEST(PlanProfile, ParserNamesTheFileAndTheMissingField) {
   const std::string good =
-      R"({"baton_profile": 1, "model": {"model": "mlp"}, "microbatch": 2, "layers": [)"
+      R"({"baton_profile": 2, "model": {"model": "mlp"}, "microbatch": 2, "layers": [)"
       R"({"forward_s": 1, "input_backward_s": 1, "weight_backward_s": 1, "activation_bytes": 1,)"
       R"( "parameter_bytes": 1, "output_bytes": 1}]})";
   EXPECT_EQ(parse_profile(good, "p.json").layers.size(), 1u);
