@@ -4,6 +4,8 @@
 // the send.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "baton/schedule/text_format.h"
 #include "baton/sim/memory_model.h"
 
@@ -63,15 +65,25 @@ TEST(MemoryModel, ALaterStagesFirstLayerTakesItsFiguresOnTheReceivedInput) {
   EXPECT_DOUBLE_EQ(stage_memory(m, 1, 3, false).stash, 10 + 20 + 2);
 }
 
-TEST(MemoryModel, OneFOneBHoldsPStashesAndTheSentOutputsUntilTheStepEnds) {
-  const schedule::Schedule s = schedule::parse_schedule(
+// 1F1B on two ranks, three micro-batches: stage 0 keeps 100 and sends 10,
+// stage 1 keeps 50 and sends back 10; weights, gradients 1000, Adam 2000.
+struct TwoStages {
+  schedule::Schedule s = schedule::parse_schedule(
       "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0F2 0SEND_F2 0RECV_B1 0B1 0RECV_B2 0B2\n"
       "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1RECV_F2 1F2 1B2 1SEND_B2\n");
   StageMemory s0, s1;
-  s0.stash = 100, s0.output_bytes = 10, s0.input_bytes = 0, s0.backward_extra = 5;
-  s1.stash = 50, s1.input_bytes = 10, s1.backward_extra = 20;
   StaticMemory fixed;
-  fixed.parameters = 1000, fixed.gradients = 1000, fixed.optimizer = 2000;
+  TwoStages() {
+    s0.stash = 100, s0.output_bytes = 10, s0.input_bytes = 0, s0.backward_extra = 5;
+    s1.stash = 50, s1.input_bytes = 10, s1.backward_extra = 20;
+    fixed.parameters = 1000, fixed.gradients = 1000, fixed.optimizer = 2000;
+  }
+};
+
+TEST(MemoryModel, OneFOneBHoldsPStashesAndTheSentOutputsUntilTheStepEnds) {
+  TwoStages t;
+  const auto& [s, s0, s1] = std::tie(t.s, t.s0, t.s1);
+  StaticMemory& fixed = t.fixed;
   const std::vector<bool> none(3, false);
   // Rank 0: 3 gradient buffers of 10 posted at the start and held to the
   // end. At B1: the stashes of micro-batches 1 and 2 (200), micro-batch 0's
@@ -98,14 +110,9 @@ TEST(MemoryModel, OneFOneBHoldsPStashesAndTheSentOutputsUntilTheStepEnds) {
 // Over shared memory a message of at most sends_copied_up_to bytes is copied
 // into the receiver's ring at the send: nothing holds it afterwards.
 TEST(MemoryModel, MessagesCopiedOutAtTheSendAreNotHeld) {
-  const schedule::Schedule s = schedule::parse_schedule(
-      "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0F2 0SEND_F2 0RECV_B1 0B1 0RECV_B2 0B2\n"
-      "1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1 1RECV_F2 1F2 1B2 1SEND_B2\n");
-  StageMemory s0, s1;
-  s0.stash = 100, s0.output_bytes = 10, s0.input_bytes = 0, s0.backward_extra = 5;
-  s1.stash = 50, s1.input_bytes = 10, s1.backward_extra = 20;
-  StaticMemory fixed;
-  fixed.parameters = 1000, fixed.gradients = 1000, fixed.optimizer = 2000;
+  TwoStages t;
+  const auto& [s, s0, s1] = std::tie(t.s, t.s0, t.s1);
+  StaticMemory& fixed = t.fixed;
   fixed.sends_copied_up_to = 10;
   const std::vector<bool> none(3, false);
   // Rank 0 at B1: the two stashes (200), no sent output kept past its B.
