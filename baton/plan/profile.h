@@ -3,7 +3,7 @@
 // device, read from JSON, and the per-stage sim::CostModel they give a
 // configuration. Torch-free.
 //
-// The file (version 1):
+// The file (version 2, kProfileVersion):
 //   {"baton_profile": 2, "model": {"model": "mlp", "layers": 8, ...},
 //    "microbatch": 32, "backward_split": "halved", ...,
 //    "optimizer_s_per_parameter_byte": ..,               (optional, default 0)
@@ -77,6 +77,7 @@ struct Profile {
 // (not JSON, a missing or non-numeric field, a negative or non-finite value,
 // no layers).
 Profile parse_profile(const std::string& text, const std::string& path);
+
 // The file format's version: 2 since activation_bytes are what a layer
 // keeps from F to B (the counting allocator's); a version 1 file is refused.
 inline constexpr int kProfileVersion = 2;
@@ -97,6 +98,9 @@ Profile read_profile(const std::string& path);
 // which live until its reduction: 2 + 3 / d. ZeRO-3 also holds the weights'
 // shard beside the whole weights gathered from UNSHARD to RESHARD: 2 + 4 / d
 // (runtime/zero.h; the counting allocator's savings, bench/zero_memory.py).
+// These are LibTorch 1.13's figures, whose zero_grad keeps the shards'
+// gradients; under 2.x, which frees them, a peak holds 1 / d less: an
+// upper bound there.
 double profiled_state_per_parameter_byte(int data_parallel, int zero);
 
 // Per-stage costs of configuration `config` (t = 1) from the profile: p v

@@ -263,19 +263,20 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   fixed.other = other;
   const double per_byte = optimizer_state_per_parameter_byte(c.optimizer);
   fixed.optimizer = per_byte * stepped;
+  fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
   if (c.zero > 0 && c.zero < 3 && c.dp > 1) {
     // The optimizer's gradients are the shards' (runtime/zero.h): kept from
     // step to step where zero_grad zeroes them in place (LibTorch 1.13), cut
     // anew beside the whole gradients at each step's end where it frees them.
-    // ZeRO-3 is left out: its whole weights, counted with the shards above,
-    // already match the allocator's total (bench/RESULTS.md, issue 32).
+    // ZeRO-3 is left out: its bound above (the shards beside the whole
+    // weights) already meets the allocator's total under LibTorch 1.13
+    // (bench/RESULTS.md, issue 32); under 2.x it reads about 5% over.
     if (fixed.gradients_freed) {
       fixed.gradient_shards = stepped;
     } else {
       fixed.gradients += stepped;
     }
   }
-  fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
   // Over shared memory (local ranks on the CPU) small messages are copied out at the send.
   if (c.transport != "gloo" && c.device == "cpu")
     fixed.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
