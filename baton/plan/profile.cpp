@@ -155,8 +155,8 @@ Profile read_profile(const std::string& path) {
 
 double profiled_state_per_parameter_byte(int d, int zero) {
   if (zero <= 0 || d <= 1) return 4.0;
-  if (zero == 3) return 2.0 + 4.0 / d;
-  return 2.0 + 3.0 / d;
+  if (zero == 3) return 2.0 + 3.0 / d;
+  return 2.0 + 2.0 / d;
 }
 
 sim::CostModel profiled_stage_costs(const Profile& profile, const Cluster& cluster,

@@ -93,14 +93,11 @@ Profile read_profile(const std::string& path);
 // Bytes of model state per parameter byte with Adam at a rank's peak, as
 // baton's runtime holds them (weights, gradients and two moments, all in the
 // weights' dtype; bf16 autocasts over fp32 weights): 1 + 1 + 2 at ZeRO-0 or
-// d = 1. ZeRO-1 and 2 divide the moments over the d replicas and keep the
-// optimizer's gradient shards (1 / d) beside the stage's whole gradients,
-// which live until its reduction: 2 + 3 / d. ZeRO-3 also holds the weights'
-// shard beside the whole weights gathered from UNSHARD to RESHARD: 2 + 4 / d
-// (runtime/zero.h; the counting allocator's savings, bench/zero_memory.py).
-// These are LibTorch 1.13's figures, whose zero_grad keeps the shards'
-// gradients; under 2.x, which frees them, a peak holds 1 / d less: an
-// upper bound there.
+// d = 1. ZeRO-1 and 2 divide the moments over the d replicas (a stage's
+// gradients are whole until its reduction, the shards' gradients cut at the
+// step's end): 2 + 2 / d. ZeRO-3 also holds the weights' shard beside the
+// whole weights gathered from UNSHARD to RESHARD: 2 + 3 / d (runtime/zero.h;
+// the counting allocator's savings, bench/zero_memory.py).
 double profiled_state_per_parameter_byte(int data_parallel, int zero);
 
 // Per-stage costs of configuration `config` (t = 1) from the profile: p v

@@ -234,8 +234,15 @@ void ZeroShards::slice_gradients(bool deferred_too) {
 }
 
 void ZeroShards::clear_gradients() {
-  for (auto& [stage, pieces] : pieces_)
-    for (Piece& k : pieces) k.parameter.mutable_grad() = torch::Tensor();
+  // The shards' gradients too: the step cuts them anew, and kept (LibTorch
+  // 1.13's zero_grad zeroes them in place) they would sit beside the whole
+  // gradients at the backward's peak.
+  for (auto& [stage, pieces] : pieces_) {
+    for (Piece& k : pieces) {
+      k.parameter.mutable_grad() = torch::Tensor();
+      k.shard.mutable_grad() = torch::Tensor();
+    }
+  }
   scattered_.clear();
   scatters_.clear();
 }

@@ -105,7 +105,8 @@ class ZeroShards {
   // `deferred_too`). ZeRO-1 (only with `deferred_too`, once the step's
   // reductions are done): the same for every parameter.
   void slice_gradients(bool deferred_too);
-  // The whole gradients dropped (before a step: they never accumulate).
+  // The whole gradients and the shards' dropped (before a step: they never
+  // accumulate, and the step cuts the shards' anew).
   void clear_gradients();
 
  private:

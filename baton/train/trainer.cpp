@@ -264,19 +264,9 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   const double per_byte = optimizer_state_per_parameter_byte(c.optimizer);
   fixed.optimizer = per_byte * stepped;
   fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
-  if (c.zero > 0 && c.zero < 3 && c.dp > 1) {
-    // The optimizer's gradients are the shards' (runtime/zero.h): kept from
-    // step to step where zero_grad zeroes them in place (LibTorch 1.13), cut
-    // anew beside the whole gradients at each step's end where it frees them.
-    // ZeRO-3 is left out: its bound above (the shards beside the whole
-    // weights) already meets the allocator's total under LibTorch 1.13
-    // (bench/RESULTS.md, issue 32); under 2.x it reads about 5% over.
-    if (fixed.gradients_freed) {
-      fixed.gradient_shards = stepped;
-    } else {
-      fixed.gradients += stepped;
-    }
-  }
+  // The optimizer's gradients are the shards' (runtime/zero.h), dropped at
+  // each step's start and cut beside the whole gradients at its end.
+  if (c.zero > 0 && c.dp > 1) fixed.gradient_shards = stepped;
   // Over shared memory (local ranks on the CPU) small messages are copied out at the send.
   if (c.transport != "gloo" && c.device == "cpu")
     fixed.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());

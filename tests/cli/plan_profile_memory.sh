@@ -5,10 +5,8 @@
 # trained on dp 2 x pp 2 under ZeRO 0, 1 and 3 with Adam; the plan of that
 # layout predicts the busiest rank's peak within 10% (it models the state,
 # the stashes and the boundaries, not the transports' buffers or the
-# backward's temporaries), and the saving of ZeRO-1 over ZeRO-0 within 5%.
-# At d = 2 ZeRO-3 holds at its peak what ZeRO-0 does (2 + 4/d bytes per
-# parameter byte against 4: its shards beside the whole weights and
-# gradients), on both sides.
+# backward's temporaries), and the savings of ZeRO-1 and ZeRO-3 over ZeRO-0
+# within 5% (2 + 2/d and 2 + 3/d bytes per parameter byte against 4).
 # Bytes only: no timing.
 source "$(dirname "$0")/lib/common.sh"
 
@@ -35,10 +33,9 @@ for z in (0, 1, 3):
     r = planned(z) / measured(z)
     print(f"--zero {z}: planned {planned(z):.0f} measured {measured(z):.0f} ({r:.3f})")
     assert 0.90 <= r <= 1.10, (z, r)
-saving = (planned(0) - planned(1)) / (measured(0) - measured(1))
-print(f"ZeRO-1's saving, planned / measured: {saving:.3f}")
-assert abs(saving - 1) <= 0.05, saving
-assert planned(3) == planned(0), (planned(3), planned(0))
-assert abs(measured(3) / measured(0) - 1) <= 0.01, (measured(3), measured(0))
+for z in (1, 3):
+    saving = (planned(0) - planned(z)) / (measured(0) - measured(z))
+    print(f"ZeRO-{z}'s saving, planned / measured: {saving:.3f}")
+    assert abs(saving - 1) <= 0.05, (z, saving)
 PY
 echo ok

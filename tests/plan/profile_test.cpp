@@ -55,8 +55,7 @@ TEST(PlanProfile, StageCostsAreTheHandSumsOfTheUniformCut) {
 
 // Adam's state by ZeRO stage, counted by hand from what the runtime holds at
 // a rank's peak per parameter byte: weights 1, whole gradients 1, moments 2
-// (over d from ZeRO-1) and the gradient shards 1/d beside the whole, and
-// under ZeRO-3 the weights' 1/d shard beside them.
+// (over d from ZeRO-1), and under ZeRO-3 the weights' 1/d shard beside them.
 TEST(PlanProfile, ParameterStateFollowsTheZeroStage) {
   Config c;
   c.p = 2;
@@ -64,7 +63,7 @@ TEST(PlanProfile, ParameterStateFollowsTheZeroStage) {
   const double layers = 1000 * (1 + 2 + 3);  // stage 0's parameter bytes
   for (int d : {1, 2, 4}) {
     c.d = d;
-    const double by_zero[4] = {1 + 1 + 2.0, 1 + 1 + 3.0 / d, 1 + 1 + 3.0 / d, 1 + 1 + 4.0 / d};
+    const double by_zero[4] = {1 + 1 + 2.0, 1 + 1 + 2.0 / d, 1 + 1 + 2.0 / d, 1 + 1 + 3.0 / d};
     for (int zero = 0; zero <= 3; ++zero) {
       c.zero = zero;
       const double want = layers * (d == 1 ? 4 : by_zero[zero]);
