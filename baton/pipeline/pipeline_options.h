@@ -108,9 +108,11 @@ struct PipelineOptions {
   // and the weights freed after a stage's last backward of each step (the
   // layers' parameters are empty between steps until eval(), save() or
   // named_parameters() gathers them). Gradients do not accumulate across
-  // step() calls. 2 and 3 refuse schedules without a flush. With dp = 1 it
-  // changes nothing. save() gathers the whole optimizer state; load()
-  // restores each replica's chunks, from a checkpoint of any zero.
+  // step() calls: each drops the last one's, the shards' included (read
+  // them between step() and the optimizer's step). 2 and 3 refuse schedules
+  // without a flush. With dp = 1 it changes nothing. save() gathers the
+  // whole optimizer state; load() restores each replica's chunks, from a
+  // checkpoint of any zero.
   TORCH_ARG(int, zero) = 0;
   // With zero() > 0 and dp > 1: each stage's UNSHARD goes one compute ahead
   // of the stage's first compute, so its all-gather overlaps that compute
