@@ -393,7 +393,12 @@ std::string first_foreign_entry(const std::string& dir) {
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    if (!is_leftover(dir, name)) return name;
+    if (is_leftover(dir, name)) continue;
+    // Gone since the listing: another rank's probe, created and removed
+    // while this rank looked. What is no longer there is not foreign.
+    std::error_code gone;
+    if (!fs::exists(fs::symlink_status(entry.path(), gone))) continue;
+    return name;
   }
   return error ? dir : std::string();
 }

@@ -96,6 +96,7 @@ inline constexpr const char* kProbePrefix = ".baton-probe.";
 bool is_leftover(const std::string& dir, const std::string& name);
 
 // The first entry of DIR that is not a leftover; empty when there is none.
+// An entry removed while DIR is listed (another rank's probe) is skipped.
 std::string first_foreign_entry(const std::string& dir);
 
 }  // namespace baton::checkpoint

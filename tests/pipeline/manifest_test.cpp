@@ -4,12 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -184,6 +186,37 @@ TEST(Manifest, SavingGoesOnlyIntoAnEmptyOrABatonFolderAndAMissingOneIsMadeNow) {
   EXPECT_FALSE(fs::exists(root / "no"));
   EXPECT_THAT(prepare_error("/proc/baton_save_test"), HasSubstr("cannot be created"));
   EXPECT_THAT(prepare_error(""), HasSubstr("needs a folder name, got an empty string"));
+}
+
+// Every rank of a run checks the same --save folder at once, each creating
+// and removing its probe file there: a probe that vanishes while another
+// rank lists the folder is nothing foreign (CI saw "[rank 1] ...
+// .baton-probe.14013 is not what a baton save leaves" from exactly this).
+TEST(Manifest, RanksCheckingOneFolderAtOnceDoNotSeeEachOthersProbes) {
+  TempDir tmp;
+  const std::string dir = (fs::path(tmp.path) / "save").string();
+  constexpr int kRanks = 4;
+  constexpr int kChecks = 400;
+  std::vector<pid_t> children;
+  for (int r = 0; r < kRanks; ++r) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (int i = 0; i < kChecks; ++i) {
+        if (prepare_error(dir) != "accepted") ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  EXPECT_EQ(failed, 0) << "ranks refused a folder holding only other ranks' probes";
+  EXPECT_TRUE(fs::is_empty(dir));
 }
 
 TEST(Manifest, ABatonStepFileNameIsRecognisedAndNothingElse) {
