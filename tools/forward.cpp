@@ -8,16 +8,13 @@
 #include <vector>
 
 #include "baton/core/error.h"
+#include "baton/core/executable.h"
 #include "tools/cli.h"
 
 namespace baton::cli {
 
 int run_beside(const std::string& executable, const std::string& why) {
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  BATON_CHECK(n > 0, "cannot find this executable (/proc/self/exe): ", std::strerror(errno));
-  self[n] = '\0';
-  const std::string here(self);
+  const std::string here = this_executable("[" + executable + "]");
   const std::string path = here.substr(0, here.rfind('/') + 1) + executable;
   std::vector<std::string> args = command_line();  // argv[0] as given: help says "baton train"
   std::vector<char*> argv;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <vector>
 
+#include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
 #include "baton/plan/plot.h"
@@ -39,11 +40,9 @@ struct PlanFlags {
 };
 
 // --recompute's modes: one, or every one for auto.
-std::vector<plan::Recompute> recompute_modes_of(const std::string& value) {
-  if (value == "never") return {plan::Recompute::kNever};
-  if (value == "selective") return {plan::Recompute::kSelective};
-  if (value == "always") return {plan::Recompute::kFull};
-  return {plan::Recompute::kNever, plan::Recompute::kSelective, plan::Recompute::kFull};
+std::vector<Recompute> recompute_modes_of(const std::string& value) {
+  if (value == "auto") return {Recompute::Never, Recompute::Selective, Recompute::Always};
+  return {parse_recompute(value)};
 }
 
 // --zero's stages: one, or every one for auto.
@@ -238,7 +237,8 @@ int run(const CLI::App& cmd, PlanFlags& f) {
   f.request.zero = zero_stages_of(f.zero);
   f.request.top = f.top;
   f.request.cluster.overlap_grad_reduce = f.overlap_grad_reduce == "on";
-  BATON_CHECK(!f.request.profile || f.recompute == "never" || f.recompute == "auto",
+  BATON_CHECK(!f.request.profile || f.request.recompute.size() > 1 ||
+                  f.request.recompute.front() == Recompute::Never,
               "[plan] --recompute ", f.recompute, " has no use with --profile ", f.profile,
               ": the profile has no recomputation costs");
   BATON_CHECK(f.emit_config.empty() || !f.request.profile,

@@ -18,6 +18,7 @@
 #include "baton/comm/blame.h"
 #include "baton/core/blas_kernels.h"
 #include "baton/core/error.h"
+#include "baton/core/executable.h"
 
 extern char** environ;
 
@@ -347,12 +348,7 @@ int launch_local(int nproc, const std::vector<std::string>& argv, const LaunchOp
 }
 
 std::vector<std::string> self_command(int argc, const char* const* argv) {
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  BATON_CHECK(n > 0,
-              "[launch] cannot find this executable (/proc/self/exe): ", std::strerror(errno));
-  exe[n] = '\0';
-  std::vector<std::string> command{exe};
+  std::vector<std::string> command{this_executable("[launch]")};
   for (int i = 1; i < argc; ++i) command.emplace_back(argv[i]);
   return command;
 }

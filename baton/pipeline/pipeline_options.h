@@ -20,6 +20,7 @@
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_env.h"
 #include "baton/comm/rank_layout.h"
+#include "baton/core/choices.h"
 #include "baton/runtime/pipemare.h"
 
 namespace baton {
@@ -162,7 +163,7 @@ struct PipelineOptions {
 // Whether the schedule ends every rank with a CLIP_NORM: with clipping, and
 // with fp16, whose loss scale reads the norm for overflows.
 inline bool schedules_clip_norm(const PipelineOptions& options) {
-  return options.clip_grad_norm() > 0 || options.precision() == "fp16";
+  return options.clip_grad_norm() > 0 || parse_precision(options.precision()) == Precision::Fp16;
 }
 
 }  // namespace baton

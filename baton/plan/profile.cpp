@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/core/input_file.h"
 #include "baton/core/printable.h"
@@ -86,7 +87,7 @@ Profile parse_profile(const std::string& text, const std::string& path) {
   profile.microbatch = static_cast<int>(b);
   if (json.contains("precision")) {
     const nlohmann::json& precision = json["precision"];
-    BATON_CHECK(precision == "fp32" || precision == "bf16" || precision == "fp16",
+    BATON_CHECK(precision.is_string() && precision_named(precision.get<std::string>()),
                 "[plan] --profile ", path, ": \"precision\" is ", printable(precision.dump(), 64),
                 "; expected \"fp32\", \"bf16\" or \"fp16\"");
     profile.precision = precision.get<std::string>();

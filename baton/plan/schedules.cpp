@@ -53,14 +53,23 @@ const std::vector<SearchedSchedule> kSearched = {
     {"v-min", StageMap::V, 2, true, 0, false, v_min_peak},
 };
 
-// Schedules baton runs that the planner leaves out, and why.
+// Schedules baton runs that the planner leaves out, and why; besides these,
+// every schedule without a flush (schedule::flushes).
+struct NotSearched {
+  const char* name;
+  const char* because;
+};
+const NotSearched kNotSearched[] = {
+    {"naive", "a baseline that keeps one micro-batch in the pipeline"},
+    {"looped-bfs", "it holds every micro-batch of every chunk (GPipe's memory)"},
+    {"chimera", "its replicated stages' gradient exchange is not modelled"},
+    {"zb-auto", "its order is built from measured costs; zb-h2 and zb-v cover it"},
+};
+
 const char* not_searched_because(const std::string& name) {
-  if (name == "naive") return "a baseline that keeps one micro-batch in the pipeline";
-  if (name == "looped-bfs") return "it holds every micro-batch of every chunk (GPipe's memory)";
-  if (name == "chimera") return "its replicated stages' gradient exchange is not modelled";
-  if (name == "zb-auto") return "its order is built from measured costs; zb-h2 and zb-v cover it";
-  if (name == "2bw" || name == "pipedream" || name == "async" || name == "pipemare")
-    return "it has no flush (asynchronous weights)";
+  for (const NotSearched& n : kNotSearched)
+    if (name == n.name) return n.because;
+  if (!schedule::flushes(name)) return "it has no flush (asynchronous weights)";
   return nullptr;
 }
 

@@ -73,7 +73,7 @@ std::vector<int> divisors(int n) {
 // The recomputation modes searched: with a profile (measured without
 // recomputation) only none.
 std::vector<Recompute> recompute_modes(const PlanRequest& req) {
-  if (req.profile) return {Recompute::kNever};
+  if (req.profile) return {Recompute::Never};
   return req.recompute;
 }
 
@@ -364,7 +364,7 @@ void Search::estimate_grid_point(int t, int p, int d, const std::vector<std::str
       if (req.microbatch > 0 && b != req.microbatch) continue;
       const int m = req.batch / d / b;
       for (const Recompute mode : recompute_modes(req)) {
-        const bool recompute = mode == Recompute::kFull;
+        const bool recompute = mode == Recompute::Always;
         for (int v : vs) {
           const long stages = static_cast<long>(p) * v;
           const std::vector<std::vector<int>> cuts =
@@ -375,7 +375,7 @@ void Search::estimate_grid_point(int t, int p, int d, const std::vector<std::str
               ++result.candidates;
               Plan e;
               e.config = Config{t, p, d, b, m, name, v, recompute, zero, cut};
-              e.config.selective = mode == Recompute::kSelective;
+              e.config.selective = mode == Recompute::Selective;
               std::string why;
               const int rule = candidate_rule(e.config, traits, layers, why);
               if (rule != kRuleCount) {

@@ -20,13 +20,15 @@
 #include <string>
 #include <vector>
 
+#include "baton/core/choices.h"
 #include "baton/plan/costs.h"
 #include "baton/plan/profile.h"
 
 namespace baton::plan {
 
-// Recomputation: none, selective (attention's core) or full.
-enum class Recompute { kNever, kSelective, kFull };
+// Recomputation: the runtime's modes (core/choices.h); the planner searches
+// Never, Selective (attention's core) and Always, not ExceptLast.
+using ::baton::Recompute;
 
 struct PlanRequest {
   ModelShape shape;
@@ -37,7 +39,7 @@ struct PlanRequest {
   std::vector<std::string> schedules;
   // The recomputation modes and ZeRO stages searched (default all; ZeRO 1-3
   // need d > 1, candidates with d = 1 are refused for them).
-  std::vector<Recompute> recompute{Recompute::kNever, Recompute::kSelective, Recompute::kFull};
+  std::vector<Recompute> recompute{Recompute::Never, Recompute::Selective, Recompute::Always};
   std::vector<int> zero{0, 1, 2, 3};
   // When > 0, only this tensor / pipeline / data parallel size, or micro-batch size.
   int tp = 0, pp = 0, dp = 0, microbatch = 0;

@@ -28,30 +28,6 @@ using detail::Clock;
 using schedule::Action;
 using schedule::ActionKind;
 
-Recompute parse_recompute(std::string_view text) {
-  if (text == "never") return Recompute::Never;
-  if (text == "except_last" || text == "except-last") return Recompute::ExceptLast;
-  if (text == "always") return Recompute::Always;
-  if (text == "selective") return Recompute::Selective;
-  BATON_CHECK(false, "[runtime.recompute] unknown recompute mode \"", text,
-              "\" (expected never, except_last, always or selective)");
-  return Recompute::Never;
-}
-
-std::string_view to_string(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::Never:
-      return "never";
-    case Recompute::ExceptLast:
-      return "except_last";
-    case Recompute::Always:
-      return "always";
-    case Recompute::Selective:
-      return "selective";
-  }
-  return "never";
-}
-
 Executor::Executor(schedule::Schedule schedule, comm::RankLayout layout,
                    std::vector<std::shared_ptr<Stage>> stages, LossFn loss, ExecutorOptions options)
     : schedule_(std::move(schedule)),

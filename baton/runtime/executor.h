@@ -58,6 +58,7 @@
 
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_layout.h"
+#include "baton/core/choices.h"
 #include "baton/nn/layer_call.h"
 #include "baton/nn/layer_spec.h"
 #include "baton/runtime/clip.h"
@@ -74,16 +75,11 @@
 
 namespace baton::runtime {
 
-// Activation recomputation (torchgpipe's "checkpoint" modes; named Recompute
-// here so that "checkpoint" means saved training state): which micro-batches
-// keep only their stage input in the forward and recompute the forward right
-// before their backward. Selective: every micro-batch keeps its tensors but
-// those of the layers' marked regions (nn/recompute_region.h), which run
-// again in the backward.
-enum class Recompute { Never, ExceptLast, Always, Selective };
-// "never", "except_last" (also "except-last"), "always", "selective"; throws otherwise.
-Recompute parse_recompute(std::string_view text);
-std::string_view to_string(Recompute recompute);
+// The recomputation modes and their parser live in core (core/choices.h).
+using ::baton::parse_recompute;
+using ::baton::Recompute;
+using ::baton::to_string;
+
 // Whether micro-batch `microbatch` of `microbatches` recomputes its forward.
 bool recomputes(Recompute recompute, int microbatch, int microbatches);
 

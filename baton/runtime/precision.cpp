@@ -17,26 +17,6 @@ using nn::set_autocast_enabled;
 
 }  // namespace
 
-Precision parse_precision(std::string_view text) {
-  if (text == "fp32") return Precision::Fp32;
-  if (text == "bf16") return Precision::Bf16;
-  if (text == "fp16") return Precision::Fp16;
-  throw Error(::baton::detail::concat("[runtime.precision] unknown precision \"", printable(text),
-                                      "\" (expected fp32, bf16 or fp16)"));
-}
-
-std::string_view to_string(Precision precision) {
-  switch (precision) {
-    case Precision::Bf16:
-      return "bf16";
-    case Precision::Fp16:
-      return "fp16";
-    case Precision::Fp32:
-      break;
-  }
-  return "fp32";
-}
-
 torch::ScalarType compute_dtype(Precision precision) {
   switch (precision) {
     case Precision::Bf16:

@@ -21,13 +21,15 @@
 #include <cstdint>
 #include <string_view>
 
+#include "baton/core/choices.h"
+
 namespace baton::runtime {
 
-enum class Precision { Fp32, Bf16, Fp16 };
+// The enum and its parser live in core (torch-free; core/choices.h).
+using ::baton::parse_precision;
+using ::baton::Precision;
+using ::baton::to_string;
 
-// "fp32", "bf16", "fp16"; throws baton::Error naming the value otherwise.
-Precision parse_precision(std::string_view text);
-std::string_view to_string(Precision precision);
 // kFloat, kBFloat16, kHalf.
 torch::ScalarType compute_dtype(Precision precision);
 

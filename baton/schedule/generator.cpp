@@ -11,34 +11,50 @@
 namespace baton::schedule {
 namespace {
 
+// The registry: one row per schedule name, with what runs, checks or streams
+// it reads of the schedule (nothing outside this table compares a name).
 struct Entry {
   const char* name;
   Schedule (*make)(const GeneratorOptions&);
   int chunks;            // stage chunks per rank unless --virtual says otherwise
   bool takes_virtual;    // whether --virtual sets the chunks
   int compute_per_pair;  // compute actions per (stage, micro-batch): F B, or F I W
+  WeightUpdates updates = WeightUpdates::kPerStep;
+  bool flush = true;  // false: Schedule::carries
+  ClosedForm closed_form = ClosedForm::kNone;
+  bool measured_costs = false;  // zb-auto
+  bool replicated = false;      // chimera
 };
 
+using U = WeightUpdates;
+using C = ClosedForm;
 constexpr Entry kGenerators[] = {
     {"naive", naive, 1, false, 2},
-    {"gpipe", gpipe, 1, false, 2},
-    {"1f1b", one_f_one_b, 1, false, 2},
-    {"interleaved", interleaved, 2, true, 2},
+    {"gpipe", gpipe, 1, false, 2, U::kPerStep, true, C::kAllForwards},
+    {"1f1b", one_f_one_b, 1, false, 2, U::kPerStep, true, C::kOneFOneB},
+    {"interleaved", interleaved, 2, true, 2, U::kPerStep, true, C::kInterleaved},
     {"looped-bfs", looped_bfs, 2, true, 2},
     {"zb-h1", zb_h1, 1, false, 3},
     {"zb-h2", zb_h2, 1, false, 3},
     {"zb-v", zb_v, 2, false, 3},
     {"interleaved-zb", interleaved_zb, 2, true, 3},
-    {"chimera", chimera, 1, false, 2},
+    {"chimera", chimera, 1, false, 2, U::kPerStep, true, C::kNone, false, true},
     {"dualpipev", dualpipe_v, 2, false, 3},
     {"v-half", v_half, 2, false, 3},
     {"v-min", v_min, 2, false, 3},
-    {"zb-auto", zb_auto, 1, false, 3},
-    {"2bw", two_bw, 1, false, 2},
-    {"pipedream", pipedream, 1, false, 2},
-    {"async", async, 1, false, 2},
-    {"pipemare", pipemare, 1, false, 2},
+    {"zb-auto", zb_auto, 1, false, 3, U::kPerStep, true, C::kNone, true},
+    {"2bw", two_bw, 1, false, 2, U::kPerStep, false},
+    {"pipedream", pipedream, 1, false, 2, U::kPerMicrobatch, false},
+    {"async", async, 1, false, 2, U::kPerMicrobatchUnstashed, false},
+    {"pipemare", pipemare, 1, false, 2, U::kPipeMare, false},
 };
+
+// The row of `name`; null for a name the registry does not have ("file").
+const Entry* entry_of(std::string_view name) {
+  for (const Entry& e : kGenerators)
+    if (name == e.name) return &e;
+  return nullptr;
+}
 
 // Refuses a shape whose lowered schedule could exceed kMaxActions, before the
 // generator allocates anything: each (stage, micro-batch) has its compute
@@ -65,29 +81,37 @@ const std::vector<std::string>& schedule_names() {
 }
 
 WeightUpdates updates_of(std::string_view name) {
-  if (name == "pipedream") return WeightUpdates::kPerMicrobatch;
-  if (name == "async") return WeightUpdates::kPerMicrobatchUnstashed;
-  if (name == "pipemare") return WeightUpdates::kPipeMare;
-  return WeightUpdates::kPerStep;
+  const Entry* e = entry_of(name);
+  return e ? e->updates : WeightUpdates::kPerStep;
+}
+
+bool flushes(std::string_view name) {
+  const Entry* e = entry_of(name);
+  return !e || e->flush;
+}
+
+ClosedForm closed_form_of(std::string_view name) {
+  const Entry* e = entry_of(name);
+  return e ? e->closed_form : ClosedForm::kNone;
 }
 
 bool takes_measured_costs(std::string_view name) {
-  return name == "zb-auto";
+  const Entry* e = entry_of(name);
+  return e && e->measured_costs;
 }
 
 bool replicates_stages(std::string_view name) {
-  return name == "chimera";
+  const Entry* e = entry_of(name);
+  return e && e->replicated;
 }
 
 Schedule generate(const std::string& name, const GeneratorOptions& options) {
-  for (const Entry& e : kGenerators) {
-    if (name == e.name) {
-      detail::check_options(e.name, options, 1, {detail::kAnyVirtualStages});
-      check_size(e, options);
-      Schedule schedule = e.make(options);
-      validate(schedule);
-      return schedule;
-    }
+  if (const Entry* e = entry_of(name)) {
+    detail::check_options(e->name, options, 1, {detail::kAnyVirtualStages});
+    check_size(*e, options);
+    Schedule schedule = e->make(options);
+    validate(schedule);
+    return schedule;
   }
   std::string known;
   for (const auto& n : schedule_names()) known += (known.empty() ? "" : ", ") + n;

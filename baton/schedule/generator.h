@@ -86,11 +86,23 @@ Schedule forward_only(const Schedule& training, int microbatches);
 // Names accepted by generate(), in a stable order.
 const std::vector<std::string>& schedule_names();
 
-// The registry's properties of a schedule name, for what runs or checks it:
-// how it updates the weights (kPerStep for any name but pipedream, async
-// and pipemare, a file's included), whether it searches with measured costs
-// (zb-auto), and whether a stage runs on several ranks (chimera).
+// How a schedule's per-rank order reads in closed form, for the stats
+// simulator's streamed sources (sim/action_source.h): warm-up forwards, then
+// one forward and one backward alternately, then the remaining backwards,
+// the warm-up being every forward (gpipe), p - r - 1 on rank r (1f1b) or
+// Megatron's interleaved rule (interleaved). kNone: no such form.
+enum class ClosedForm { kNone, kAllForwards, kOneFOneB, kInterleaved };
+
+// The registry's properties of a schedule name, for what runs or checks it
+// (nothing else compares a schedule's name): how it updates the weights
+// (kPerStep for any name but pipedream, async and pipemare, a file's
+// included), whether it flushes between steps (not 2bw, pipedream, async,
+// pipemare: Schedule::carries), its closed form, whether it searches with
+// measured costs (zb-auto), and whether a stage runs on several ranks
+// (chimera).
 WeightUpdates updates_of(std::string_view name);
+bool flushes(std::string_view name);
+ClosedForm closed_form_of(std::string_view name);
 bool takes_measured_costs(std::string_view name);
 bool replicates_stages(std::string_view name);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "baton/core/error.h"
+#include "baton/schedule/generator.h"
 #include "baton/schedule/limits.h"
 
 namespace baton::sim {
@@ -40,8 +41,9 @@ namespace {
 // (forwards and backwards over chunk-micro-batches k = 0 .. total - 1).
 class WarmupSteadyDrain : public ActionSource {
  public:
-  WarmupSteadyDrain(std::string name, const schedule::GeneratorOptions& o, int v, int group)
-      : v_(v), group_(group), total_(o.microbatches * v) {
+  WarmupSteadyDrain(std::string name, schedule::ClosedForm form,
+                    const schedule::GeneratorOptions& o, int v, int group)
+      : form_(form), v_(v), group_(group), total_(o.microbatches * v) {
     name_ = std::move(name);
     ranks_ = o.ranks;
     stages_ = o.ranks * v;
@@ -69,8 +71,8 @@ class WarmupSteadyDrain : public ActionSource {
 
  private:
   long warmup(int r) const {
-    if (name_ == "gpipe") return total_;
-    if (name_ == "1f1b") return std::min(ranks_ - r - 1, microbatches_);
+    if (form_ == schedule::ClosedForm::kAllForwards) return total_;
+    if (form_ == schedule::ClosedForm::kOneFOneB) return std::min(ranks_ - r - 1, microbatches_);
     return microbatches_ == ranks_
                ? total_
                : std::min<long>(total_, (ranks_ - r - 1) * 2 + (v_ - 1) * group_);
@@ -89,6 +91,7 @@ class WarmupSteadyDrain : public ActionSource {
             static_cast<int>((k / round) * group_ + k % group_)};
   }
 
+  schedule::ClosedForm form_;
   int v_, group_;
   long total_;
 };
@@ -121,7 +124,7 @@ class FromSchedule : public ActionSource {
 }  // namespace
 
 bool has_closed_form(const std::string& name) {
-  return name == "1f1b" || name == "gpipe" || name == "interleaved";
+  return schedule::closed_form_of(name) != schedule::ClosedForm::kNone;
 }
 
 std::unique_ptr<ActionSource> closed_form_source(const std::string& name,
@@ -131,7 +134,8 @@ std::unique_ptr<ActionSource> closed_form_source(const std::string& name,
   d::check_options(name.c_str(), options, 1, {d::kAnyVirtualStages});
   int v = 1, group = 1;
   const int p = options.ranks, m = options.microbatches;
-  if (name == "interleaved") {
+  const schedule::ClosedForm form = schedule::closed_form_of(name);
+  if (form == schedule::ClosedForm::kInterleaved) {
     // The checks and messages of schedule/interleaved.cpp.
     BATON_CHECK(options.virtual_stages != 1,
                 "[schedule.interleaved] --virtual 1 is plain 1F1B (use schedule 1f1b); "
@@ -151,7 +155,7 @@ std::unique_ptr<ActionSource> closed_form_source(const std::string& name,
   BATON_CHECK(cells <= kMaxStreamCells, "[sim.stream] ", name, " with pp=", p, ", m=", m, " and ",
               p * v, " stages has ", cells,
               " (stage, micro-batch) pairs, more than the simulator's limit of ", kMaxStreamCells);
-  return std::make_unique<WarmupSteadyDrain>(name, options, v, group);
+  return std::make_unique<WarmupSteadyDrain>(name, form, options, v, group);
 }
 
 std::unique_ptr<ActionSource> schedule_source(const schedule::Schedule& schedule) {

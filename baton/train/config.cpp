@@ -14,6 +14,7 @@
 #include <string_view>
 #include <thread>
 
+#include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/core/input_file.h"
 #include "baton/core/model_shapes.h"
@@ -209,7 +210,8 @@ void check_config(const TrainConfig& c) {
     positive("heads", c.heads);
     positive("context", c.context);
   }
-  BATON_CHECK(c.recompute != "selective" || decoder, "[train.config] --recompute selective ",
+  BATON_CHECK(parse_recompute(c.recompute) != Recompute::Selective || decoder,
+              "[train.config] --recompute selective ",
               "recomputes the attention regions that gpt's and llama's blocks mark; model ",
               c.model, " marks none (use never, except_last or always)");
   BATON_CHECK(c.data.empty() || c.text.empty(),

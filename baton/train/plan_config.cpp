@@ -1,5 +1,6 @@
 #include "baton/train/plan_config.h"
 
+#include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/train/options.h"
 
@@ -29,8 +30,10 @@ TrainConfig plan_config(const plan::PlanRequest& req, const plan::Plan& plan) {
   c.balance.clear();
   for (size_t i = 0; i < balance.size(); ++i)
     c.balance += (i ? "," : "") + std::to_string(balance[i]);
-  c.recompute = p.recompute ? "always" : p.selective ? "selective" : "never";
-  c.precision = "bf16";
+  c.recompute = to_string(p.recompute   ? Recompute::Always
+                          : p.selective ? Recompute::Selective
+                                        : Recompute::Never);
+  c.precision = to_string(Precision::Bf16);
   c.optimizer = "adam";
   return c;
 }

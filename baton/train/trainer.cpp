@@ -152,7 +152,7 @@ void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule&
               " cannot --tie-embeddings: the tied "
               "copies' gradients are summed where a step's gradients are whole, and it has no such "
               "point (use a schedule with a flush, e.g. 1f1b)");
-  BATON_CHECK(c.precision == "fp32", "[train.config] ", which,
+  BATON_CHECK(parse_precision(c.precision) == Precision::Fp32, "[train.config] ", which,
               " has no flush between steps and runs in fp32 only (its weights change within a "
               "step, and a step's weight casts would go stale); drop --precision ",
               c.precision);
@@ -459,6 +459,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   std::vector<double> reduction_ms, exposed_reduction_ms;  // per step, dp > 1
   const int64_t compared_from = c.compare_sim ? std::max(first, total - kComparedSteps) : total;
   std::vector<trace::Timeline> compared;  // the steps --compare-sim measures, but the last
+  const bool fp16 = parse_precision(c.precision) == Precision::Fp16;
   for (int64_t step = first; step < total; ++step) {
     // The measured peak is the steady state's: from this run's third step on.
     if (step == first + 2) comm::reset_memory_peak();
@@ -490,7 +491,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
                    "baton train: warning: step %lld: the gradients' norm is %g%s; the update "
                    "is skipped\n",
                    static_cast<long long>(step + 1), done.grad_norm,
-                   c.precision == "fp16" ? " (an fp16 overflow: the loss scale halves)" : "");
+                   fp16 ? " (an fp16 overflow: the loss scale halves)" : "");
     }
     if (!updates_inside && !skipped) {
       comm::MemoryCategoryScope charged(comm::MemoryCategory::kOptimizer);
@@ -511,7 +512,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     extras.grad_norm = done.grad_norm;
     extras.data_ms = data_ms;
     extras.skipped = skipped;
-    if (c.precision == "fp16") extras.loss_scale = done.loss_scale;
+    if (fp16) extras.loss_scale = done.loss_scale;
     progress.step_done(step, loss, step_s, extras);
     if (step >= compared_from && step + 1 < total)
       compared.push_back(gather_step_timeline(c, pipeline));

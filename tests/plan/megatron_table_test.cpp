@@ -52,7 +52,7 @@ TEST(PlanMegatronTable, EightOfTenRowsRankTheTablesLayoutTopThreeAndMatchItsThro
     r.cluster.optimizer_bytes_per_parameter = 16;
     r.batch = row.batch;
     r.schedules = {"1f1b", "interleaved"};
-    r.recompute = {Recompute::kFull};
+    r.recompute = {Recompute::Always};
     r.zero = {0};
     r.top = 3;
     const PlanResult result = plan(r);

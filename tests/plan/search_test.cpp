@@ -169,7 +169,7 @@ TEST(PlanSearch, ConstraintsHoldEveryPlanToThem) {
   PlanRequest r = eight_gpus(80);
   r.shape.heads = 8;
   r.schedules = {"1f1b", "interleaved"};
-  r.recompute = {Recompute::kFull};
+  r.recompute = {Recompute::Always};
   r.zero = {0};
   r.pp = 2;
   r.microbatch = 1;
@@ -193,7 +193,7 @@ TEST(PlanSearch, ConstraintsHoldEveryPlanToThem) {
 
 TEST(PlanSearch, HardwareFlopsCountTheRecomputedForwardModelFlopsDoNot) {
   PlanRequest r = eight_gpus(80);
-  r.recompute = {Recompute::kFull};
+  r.recompute = {Recompute::Always};
   const Plan best = plan(r).plans.front();
   const ModelShape& m = r.shape;
   const double B = r.batch, s = m.seq, l = m.layers, h = m.hidden, V = m.vocab;
@@ -204,7 +204,7 @@ TEST(PlanSearch, HardwareFlopsCountTheRecomputedForwardModelFlopsDoNot) {
   EXPECT_NEAR(best.model_tflops_per_gpu, model / best.step_s / 8 / 1e12, 1e-9);
   EXPECT_NEAR(best.hfu, best.hardware_tflops_per_gpu / 100, 1e-12);
   EXPECT_NEAR(best.mfu, best.model_tflops_per_gpu / 100, 1e-12);
-  r.recompute = {Recompute::kNever};
+  r.recompute = {Recompute::Never};
   const Plan plain = plan(r).plans.front();
   EXPECT_DOUBLE_EQ(plain.hardware_tflops_per_gpu, plain.model_tflops_per_gpu);
 }
@@ -225,7 +225,7 @@ TEST(PlanSearch, SearchesEveryZeroStageAndRecomputationMode) {
   EXPECT_EQ(zeros, (std::set<int>{0, 1, 2, 3}));
   EXPECT_EQ(modes.size(), 3u);
   r.zero = {3};
-  r.recompute = {Recompute::kSelective};
+  r.recompute = {Recompute::Selective};
   const PlanResult only = plan(r);
   ASSERT_FALSE(only.plans.empty());
   for (const Plan& p : only.plans) {

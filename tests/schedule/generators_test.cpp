@@ -112,6 +112,13 @@ TEST_P(EachGenerator, BuildsItsDefaultShapeOfFourRanksAndEightMicrobatches) {
   EXPECT_EQ(check_generated(GetParam(), 4, 8, 0, s), "");
 }
 
+// The registry's flush property, which the planner and the stats simulator
+// read instead of comparing names, is what the generator builds.
+TEST_P(EachGenerator, FlushesExactlyWhenItsScheduleCarriesNothingBetweenSteps) {
+  const Schedule s = generate(GetParam(), GeneratorOptions().set_ranks(4).set_microbatches(8));
+  EXPECT_EQ(flushes(GetParam()), !s.carries) << GetParam();
+}
+
 INSTANTIATE_TEST_SUITE_P(AllNames, EachGenerator, ::testing::ValuesIn(schedule_names()),
                          [](const auto& info) {
                            std::string name = info.param;

@@ -18,6 +18,7 @@
 #include "baton/comm/launcher.h"
 #include "baton/comm/rank_env.h"
 #include "baton/core/error.h"
+#include "baton/core/executable.h"
 #include "baton/core/output_files.h"
 #include "baton/schedule/runnable.h"
 #include "baton/train/checkpoint_flags.h"
@@ -330,12 +331,8 @@ int run(TrainFlags& f) {
               ", or start the ranks with torchrun");
   train::check_setup(config);
   if (nproc == 1) return run_rank(config, comm::RankEnv{});
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  BATON_CHECK(n > 0, "[train] cannot find this executable to start the ranks");
-  exe[n] = '\0';
   std::vector<std::string> argv = f.argv;
-  argv[0] = exe;
+  argv[0] = this_executable("[train]");
   const std::vector<std::string> first_argv = argv;
   comm::LaunchOutcome outcome;
   comm::LaunchOptions options;

@@ -1,0 +1,34 @@
+// The choices of a run that more than one module reads, each parsed from its
+// text in one place: the compute precision and the recomputation mode.
+// Torch-free, so the options table, the TOML reader and the planner parse
+// with the runtime's own parser (runtime/precision.h and runtime/executor.h
+// use these enums).
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace baton {
+
+// The layers' compute dtype, with fp32 weights (runtime/precision.h).
+enum class Precision { Fp32, Bf16, Fp16 };
+
+// "fp32", "bf16", "fp16"; throws baton::Error naming the value otherwise.
+Precision parse_precision(std::string_view text);
+// The same, empty for any other text (for callers with their own message).
+std::optional<Precision> precision_named(std::string_view text);
+std::string_view to_string(Precision precision);
+
+// Activation recomputation (torchgpipe's "checkpoint" modes; named Recompute
+// here so that "checkpoint" means saved training state): which micro-batches
+// keep only their stage input in the forward and recompute the forward right
+// before their backward. Selective: every micro-batch keeps its tensors but
+// those of the layers' marked regions (nn/recompute_region.h), which run
+// again in the backward.
+enum class Recompute { Never, ExceptLast, Always, Selective };
+
+// "never", "except_last" (also "except-last"), "always", "selective"; throws otherwise.
+Recompute parse_recompute(std::string_view text);
+std::string_view to_string(Recompute recompute);
+
+}  // namespace baton

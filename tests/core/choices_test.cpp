@@ -1,0 +1,63 @@
+// core/choices.h's parsers, the one place each choice is read from text,
+// against every spelling the docs give (docs/cli.md), and
+// core/executable.h's path against the kernel's view of this process.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "baton/core/choices.h"
+#include "baton/core/error.h"
+#include "baton/core/executable.h"
+
+namespace baton {
+namespace {
+
+using testing::HasSubstr;
+
+TEST(Choices, EveryPrecisionReadsBackAsItsOwnName) {
+  for (const char* name : {"fp32", "bf16", "fp16"}) {
+    EXPECT_EQ(to_string(parse_precision(name)), name);
+    ASSERT_TRUE(precision_named(name).has_value()) << name;
+    EXPECT_EQ(*precision_named(name), parse_precision(name));
+  }
+  EXPECT_EQ(parse_precision("bf16"), Precision::Bf16);
+  for (const char* bad : {"", "FP32", "float32", "fp8", "bf16 "}) {
+    EXPECT_FALSE(precision_named(bad).has_value()) << bad;
+    try {
+      parse_precision(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("expected fp32, bf16 or fp16")) << bad;
+    }
+  }
+}
+
+TEST(Choices, EveryRecomputeModeReadsBackAndExceptLastTakesBothSpellings) {
+  for (const char* name : {"never", "except_last", "always", "selective"})
+    EXPECT_EQ(to_string(parse_recompute(name)), name);
+  EXPECT_EQ(parse_recompute("except-last"), Recompute::ExceptLast);
+  EXPECT_EQ(parse_recompute("always"), Recompute::Always);
+  try {
+    parse_recompute("full");
+    ADD_FAILURE() << "full was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown recompute mode \"full\""));
+  }
+}
+
+TEST(Executable, IsTheFileThisProcessRuns) {
+  const std::string path = this_executable("[test]");
+  ASSERT_FALSE(path.empty());
+  EXPECT_EQ(path.front(), '/');
+  struct stat mine {}, named {};
+  ASSERT_EQ(::stat("/proc/self/exe", &mine), 0);
+  ASSERT_EQ(::stat(path.c_str(), &named), 0);
+  EXPECT_EQ(mine.st_ino, named.st_ino);
+  EXPECT_EQ(mine.st_dev, named.st_dev);
+}
+
+}  // namespace
+}  // namespace baton
