@@ -1,6 +1,7 @@
 // Gloo-backed communicators: connect() over a TCPStore, from_store() over a
 // caller's store.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <utility>
 
@@ -64,6 +65,16 @@ void add_transports(detail::CommState& comm, TransportKind kind) {
   }
 }
 
+// Returns once every rank of `state`'s group has finished joining: Gloo
+// connects each pair from both ends, and a rank that returned and closed its
+// pairs at once (a body with nothing to send) broke a slower peer's join
+// with "Connection closed by peer" (seen in comm_communicator_test).
+void wait_until_all_joined(detail::CommState& state) {
+  state.wait_work(state.backend->barrier(), std::chrono::steady_clock::now() + state.timeout,
+                  "joining the " + (state.group_name.empty() ? "process group" : state.group_name),
+                  -1);
+}
+
 // `store_at` ("host:port", or empty for a caller's store) is named in errors.
 Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size,
                        std::chrono::milliseconds timeout,
@@ -91,6 +102,7 @@ Communicator make_gloo(c10::intrusive_ptr<c10d::Store> store, int rank, int worl
       std::make_shared<detail::CommState>(std::move(backend), std::move(store), rank, world_size,
                                           timeout, at::Device(at::kCPU), "gloo");
   state->gloo_device = options->devices.front();
+  wait_until_all_joined(*state);
   add_transports(*state, kind);
   return Communicator(std::move(state));
 }
@@ -158,6 +170,7 @@ Communicator Communicator::new_group(const std::vector<int>& members, const std:
   state->gloo_device = world.gloo_device;
   state->members = members;
   state->group_name = name;
+  wait_until_all_joined(*state);
   return Communicator(std::move(state));
 }
 

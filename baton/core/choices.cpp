@@ -1,5 +1,7 @@
 #include "baton/core/choices.h"
 
+#include <string>
+
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
 
@@ -50,6 +52,58 @@ std::string_view to_string(Recompute recompute) {
       return "selective";
   }
   return "never";
+}
+
+namespace {
+
+// The value of `E` whose to_string is `text`, or throws naming `what` and the
+// accepted names.
+template <typename E, size_t N>
+E parse_named(std::string_view text, const E (&values)[N], const char* what) {
+  std::string known;
+  for (const E value : values) {
+    if (text == to_string(value)) return value;
+    known += (known.empty() ? "" : ", ") + std::string(to_string(value));
+  }
+  throw Error(detail::concat("[train.config] unknown ", what, " \"", printable(text),
+                             "\" (expected ", known, ")"));
+}
+
+}  // namespace
+
+Optimizer parse_optimizer(std::string_view text) {
+  static const Optimizer kAll[] = {Optimizer::Sgd, Optimizer::Adam, Optimizer::AdamW};
+  return parse_named(text, kAll, "optimizer");
+}
+
+std::string_view to_string(Optimizer optimizer) {
+  switch (optimizer) {
+    case Optimizer::Sgd:
+      return "sgd";
+    case Optimizer::AdamW:
+      return "adamw";
+    case Optimizer::Adam:
+      break;
+  }
+  return "adam";
+}
+
+LrSchedule parse_lr_schedule(std::string_view text) {
+  static const LrSchedule kAll[] = {LrSchedule::Constant, LrSchedule::Cosine};
+  return parse_named(text, kAll, "learning-rate schedule");
+}
+
+std::string_view to_string(LrSchedule schedule) {
+  return schedule == LrSchedule::Cosine ? "cosine" : "constant";
+}
+
+DeviceKind parse_device(std::string_view text) {
+  static const DeviceKind kAll[] = {DeviceKind::Cpu, DeviceKind::Cuda};
+  return parse_named(text, kAll, "device");
+}
+
+std::string_view to_string(DeviceKind device) {
+  return device == DeviceKind::Cuda ? "cuda" : "cpu";
 }
 
 }  // namespace baton

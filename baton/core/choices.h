@@ -1,5 +1,6 @@
-// The choices of a run that more than one module reads, each parsed from its
-// text in one place: the compute precision and the recomputation mode.
+// The choices of a run, each parsed from its text in one place: the compute
+// precision, the recomputation mode, the optimizer, the learning-rate
+// schedule and the device kind (the transport's is comm's, TransportKind).
 // Torch-free, so the options table, the TOML reader and the planner parse
 // with the runtime's own parser (runtime/precision.h and runtime/executor.h
 // use these enums).
@@ -30,5 +31,23 @@ enum class Recompute { Never, ExceptLast, Always, Selective };
 // "never", "except_last" (also "except-last"), "always", "selective"; throws otherwise.
 Recompute parse_recompute(std::string_view text);
 std::string_view to_string(Recompute recompute);
+
+// The optimizer (train/optimizer.h): SGD without momentum, Adam, AdamW.
+enum class Optimizer { Sgd, Adam, AdamW };
+// "sgd", "adam", "adamw"; throws baton::Error otherwise.
+Optimizer parse_optimizer(std::string_view text);
+std::string_view to_string(Optimizer optimizer);
+
+// The learning-rate schedule after the warm-up: constant, or cosine to 0.
+enum class LrSchedule { Constant, Cosine };
+// "constant", "cosine"; throws baton::Error otherwise.
+LrSchedule parse_lr_schedule(std::string_view text);
+std::string_view to_string(LrSchedule schedule);
+
+// Where the stages run (torch::Device's type; the rank picks the index).
+enum class DeviceKind { Cpu, Cuda };
+// "cpu", "cuda"; throws baton::Error otherwise.
+DeviceKind parse_device(std::string_view text);
+std::string_view to_string(DeviceKind device);
 
 }  // namespace baton

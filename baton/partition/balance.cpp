@@ -83,6 +83,10 @@ const std::vector<std::string>& method_names() {
   return names;
 }
 
+bool needs_layer_costs(std::string_view method) {
+  return method == "params" || method == "time" || method == "memory" || method == "optimal";
+}
+
 Partition balance(std::string_view method, const std::vector<LayerCost>& costs, int stages,
                   const BalanceOptions& options) {
   const int layers = static_cast<int>(costs.size());

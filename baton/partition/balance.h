@@ -70,6 +70,10 @@ Partition optimal(const std::vector<LayerCost>& costs, int stages,
 
 // The method names balance() accepts, in a stable order.
 const std::vector<std::string>& method_names();
+// Whether `method` balances measured per-layer costs (params, time, memory,
+// optimal), so that the layers must be profiled first; uniform and explicit
+// counts ("3,1") need nothing.
+bool needs_layer_costs(std::string_view method);
 
 // Runs the named method, or parses `method` as hand-written counts ("3,5,4")
 // when it starts with a digit or sign or holds a comma. Throws baton::Error

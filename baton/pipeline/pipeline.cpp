@@ -41,10 +41,6 @@ void warn_about_openblas_kernels() {
   });
 }
 
-bool balance_profiles(const std::string& method) {
-  return method == "params" || method == "time" || method == "memory" || method == "optimal";
-}
-
 // Sums a scalar over the ranks of `group`; `what` names the collective for its errors.
 double sum_over(comm::Communicator& group, double value, const std::string& what) {
   std::vector<torch::Tensor> t{torch::tensor({value}, torch::kFloat64)};
@@ -211,13 +207,13 @@ StagePlan plan_stages(const nn::ModelSpec& model, const PipelineOptions& o,
   std::optional<std::vector<partition::LayerCost>> costs;
   if (zb_auto) {
     costs = profiled_costs(model, o, *layout.world, "schedule \"zb-auto\" searches with");
-  } else if (balance_profiles(o.balance())) {
+  } else if (partition::needs_layer_costs(o.balance())) {
     costs = profiled_costs(model, o, *layout.world, "balance \"" + o.balance() + "\" cuts by");
   }
   auto cut = [&](int stages) {
     partition::BalanceOptions options;
     options.set_activations_in_flight(partition::one_f_one_b_in_flight(stages));
-    const bool profiles = balance_profiles(o.balance());
+    const bool profiles = partition::needs_layer_costs(o.balance());
     return partition::balance(
         o.balance(), profiles ? *costs : std::vector<partition::LayerCost>(model.num_layers()),
         stages, options);

@@ -35,108 +35,130 @@ struct SkipProgress {
   }
 };
 
-}  // namespace
+// One walk of a schedule: each rank runs its list in order while its next
+// action is ready, and an action that ran wakes the ranks that may wait for it.
+class Walker {
+ public:
+  Walker(const Schedule& schedule, const Placement& placement, const WalkVisitor& visit)
+      : schedule_(schedule),
+        placement_(placement),
+        visit_(visit),
+        p_(static_cast<int>(schedule.actions.size())),
+        stages_(schedule.stages),
+        skips_(static_cast<int>(schedule.skips.size())),
+        lowered_(schedule.has_communication()),
+        progress_(schedule.stages, schedule.microbatches),
+        skipped_(schedule.skips.size(), schedule.microbatches),
+        queued_(p_, 1) {
+    result_.next.assign(p_, 0);
+    result_.waits.assign(p_, Wait{});
+    for (int r = 0; r < p_; ++r) queue_.push_back(r);
+  }
 
-WalkResult walk(const Schedule& schedule, const Placement& placement, const WalkVisitor& visit) {
-  const int p = static_cast<int>(schedule.actions.size());
-  const int S = schedule.stages;
-  const bool lowered = schedule.has_communication();
-  Progress progress(S, schedule.microbatches);
-  SkipProgress skipped(schedule.skips.size(), schedule.microbatches);
-  const int skips = static_cast<int>(schedule.skips.size());
+  WalkResult run() {
+    while (!queue_.empty()) {
+      const int r = queue_.front();
+      queue_.pop_front();
+      queued_[r] = 0;
+      run_rank(r);
+    }
+    result_.complete = true;
+    for (int r = 0; r < p_; ++r) result_.complete &= result_.next[r] == schedule_.actions[r].size();
+    return std::move(result_);
+  }
+
+ private:
+  // Runs rank r's actions until one is not ready (its wait recorded) or the list ends.
+  void run_rank(int r) {
+    const auto& list = schedule_.actions[r];
+    size_t& i = result_.next[r];
+    while (i < list.size()) {
+      const Action& a = list[i];
+      Wait wait;
+      int producer = -1;
+      if (!ready(r, a, wait, producer)) {
+        result_.waits[r] = wait;
+        return;
+      }
+      if (visit_) visit_(r, i, producer);
+      ++i;
+      record(a);
+    }
+  }
+
+  // Marks `a` done and wakes the ranks of its neighbouring stages (or of its skip's ends).
+  void record(const Action& a) {
+    if (is_step_action(a.kind)) return;  // its number is not a micro-batch; it wakes no one
+    if (a.skip >= 0) {
+      skipped_.at(a.kind, a.skip, a.microbatch) = 1;
+      const Skip& skip = schedule_.skips[a.skip];
+      wake(placement_.rank_of(skip.from, a.microbatch));
+      wake(placement_.rank_of(skip.to, a.microbatch));
+      return;
+    }
+    progress_.at(a.kind, a.stage, a.microbatch) = 1;
+    if (a.stage > 0) wake(placement_.rank_of(a.stage - 1, a.microbatch));
+    if (a.stage + 1 < stages_) wake(placement_.rank_of(a.stage + 1, a.microbatch));
+  }
+
+  void wake(int r) {
+    if (r >= 0 && r < p_ && !queued_[r]) {
+      queued_[r] = 1;
+      queue_.push_back(r);
+    }
+  }
+
+  // Fills `wait` with what `a` waits for; returns false (for `ready`'s returns).
+  static bool need(Wait& wait, ActionKind kind, int stage, int mb, int on_rank, int skip = -1) {
+    wait = Wait{Action{kind, stage, mb, skip}, on_rank};
+    return false;
+  }
+
   // The first skip transfer that `stage`'s `kind` of `mb` on `rank` still
   // waits for (as producer or consumer), or -1.
-  auto missing_skip = [&](ActionKind kind, int stage, int mb, int rank, bool producer) {
-    for (int k = 0; k < skips; ++k) {
-      const Skip& skip = schedule.skips[k];
+  int missing_skip(ActionKind kind, int stage, int mb, int rank, bool producer) {
+    for (int k = 0; k < skips_; ++k) {
+      const Skip& skip = schedule_.skips[k];
       if ((producer ? skip.from : skip.to) != stage) continue;
-      if (placement.rank_of(producer ? skip.to : skip.from, mb) == rank) continue;
-      if (!skipped.at(kind, k, mb)) return k;
+      if (placement_.rank_of(producer ? skip.to : skip.from, mb) == rank) continue;
+      if (!skipped_.at(kind, k, mb)) return k;
     }
     return -1;
-  };
-  WalkResult result;
-  result.next.assign(p, 0);
-  result.waits.assign(p, Wait{});
+  }
 
-  // Returns true when `a` on `rank` may run; else fills `wait`.
-  auto ready = [&](int rank, const Action& a, Wait& wait, int& producer) -> bool {
-    const int s = a.stage, mb = a.microbatch;
+  // Whether `a` on `rank` may run; else fills `wait`. `producer`: the rank
+  // whose output `a` consumes, when another one's.
+  bool ready(int rank, const Action& a, Wait& wait, int& producer) {
     producer = -1;
-    auto need = [&](ActionKind kind, int stage, int on_rank, int skip = -1) {
-      wait = Wait{Action{kind, stage, mb, skip}, on_rank};
-      return false;
-    };
-    if (a.skip >= 0) {  // a skip connection's transfer
-      const Skip& skip = schedule.skips[a.skip];
-      switch (a.kind) {
-        case ActionKind::SEND_F:
-          return progress.at(ActionKind::F, s, mb) ? true : need(ActionKind::F, s, rank);
-        case ActionKind::SEND_B:
-          return progress.input_backward_done(s, mb) ? true : need(ActionKind::I, s, rank);
-        case ActionKind::RECV_F:
-          producer = placement.rank_of(skip.from, mb);
-          return skipped.at(ActionKind::SEND_F, a.skip, mb)
-                     ? true
-                     : need(ActionKind::SEND_F, skip.from, producer, a.skip);
-        default:  // RECV_B
-          producer = placement.rank_of(skip.to, mb);
-          return skipped.at(ActionKind::SEND_B, a.skip, mb)
-                     ? true
-                     : need(ActionKind::SEND_B, skip.to, producer, a.skip);
-      }
-    }
+    if (a.skip >= 0) return skip_transfer_ready(rank, a, wait, producer);
+    const int s = a.stage, mb = a.microbatch;
     // A compute action of a lowered schedule also waits for its skips' receives.
-    if (lowered && skips > 0 && (a.kind == ActionKind::F || is_input_backward(a.kind))) {
+    if (lowered_ && skips_ > 0 && (a.kind == ActionKind::F || is_input_backward(a.kind))) {
       const bool forward = a.kind == ActionKind::F;
       const ActionKind recv = forward ? ActionKind::RECV_F : ActionKind::RECV_B;
       const int k = missing_skip(recv, s, mb, rank, /*producer=*/!forward);
-      if (k >= 0) return need(recv, s, rank, k);
+      if (k >= 0) return need(wait, recv, s, mb, rank, k);
     }
     switch (a.kind) {
-      case ActionKind::F: {
-        if (s == 0) return true;
-        const int prev = placement.rank_of(s - 1, mb);
-        if (prev != rank && lowered) {
-          return progress.at(ActionKind::RECV_F, s, mb) ? true : need(ActionKind::RECV_F, s, rank);
-        }
-        if (!progress.at(ActionKind::F, s - 1, mb)) return need(ActionKind::F, s - 1, prev);
-        if (prev != rank) producer = prev;
-        return true;
-      }
+      case ActionKind::F:
+        return forward_ready(rank, a, wait, producer);
       case ActionKind::B:
-      case ActionKind::I: {
-        if (!progress.at(ActionKind::F, s, mb)) return need(ActionKind::F, s, rank);
-        if (s == S - 1) return true;
-        const int next = placement.rank_of(s + 1, mb);
-        if (next != rank && lowered) {
-          return progress.at(ActionKind::RECV_B, s, mb) ? true : need(ActionKind::RECV_B, s, rank);
-        }
-        if (!progress.input_backward_done(s + 1, mb)) {
-          const bool split = progress.at(ActionKind::I, s, mb) || a.kind == ActionKind::I;
-          return need(split ? ActionKind::I : ActionKind::B, s + 1, next);
-        }
-        if (next != rank) producer = next;
-        return true;
-      }
+      case ActionKind::I:
+        return backward_ready(rank, a, wait, producer);
       case ActionKind::W:
-        return progress.at(ActionKind::I, s, mb) ? true : need(ActionKind::I, s, rank);
+        return progress_.at(ActionKind::I, s, mb) || need(wait, ActionKind::I, s, mb, rank);
       case ActionKind::SEND_F:
-        return progress.at(ActionKind::F, s, mb) ? true : need(ActionKind::F, s, rank);
+        return progress_.at(ActionKind::F, s, mb) || need(wait, ActionKind::F, s, mb, rank);
       case ActionKind::SEND_B:
-        return progress.input_backward_done(s, mb) ? true : need(ActionKind::I, s, rank);
-      case ActionKind::RECV_F: {
-        producer = s > 0 ? placement.rank_of(s - 1, mb) : -1;
-        return progress.at(ActionKind::SEND_F, s - 1, mb)
-                   ? true
-                   : need(ActionKind::SEND_F, s - 1, producer);
-      }
-      case ActionKind::RECV_B: {
-        producer = s + 1 < S ? placement.rank_of(s + 1, mb) : -1;
-        return progress.at(ActionKind::SEND_B, s + 1, mb)
-                   ? true
-                   : need(ActionKind::SEND_B, s + 1, producer);
-      }
+        return progress_.input_backward_done(s, mb) || need(wait, ActionKind::I, s, mb, rank);
+      case ActionKind::RECV_F:
+        producer = s > 0 ? placement_.rank_of(s - 1, mb) : -1;
+        return progress_.at(ActionKind::SEND_F, s - 1, mb) ||
+               need(wait, ActionKind::SEND_F, s - 1, mb, producer);
+      case ActionKind::RECV_B:
+        producer = s + 1 < stages_ ? placement_.rank_of(s + 1, mb) : -1;
+        return progress_.at(ActionKind::SEND_B, s + 1, mb) ||
+               need(wait, ActionKind::SEND_B, s + 1, mb, producer);
       // Rank-local: the validator checks statically that it follows the
       // stage's backwards on its rank; every dp replica runs the same list.
       case ActionKind::REDUCE_GRAD:
@@ -156,49 +178,74 @@ WalkResult walk(const Schedule& schedule, const Placement& placement, const Walk
         return true;
     }
     return false;
-  };
+  }
 
-  std::deque<int> queue;
-  std::vector<char> queued(p, 1);
-  for (int r = 0; r < p; ++r) queue.push_back(r);
-  auto wake = [&](int r) {
-    if (r >= 0 && r < p && !queued[r]) {
-      queued[r] = 1;
-      queue.push_back(r);
-    }
-  };
-  while (!queue.empty()) {
-    const int r = queue.front();
-    queue.pop_front();
-    queued[r] = 0;
-    const auto& list = schedule.actions[r];
-    size_t& i = result.next[r];
-    while (i < list.size()) {
-      const Action& a = list[i];
-      Wait wait;
-      int producer = -1;
-      if (!ready(r, a, wait, producer)) {
-        result.waits[r] = wait;
-        break;
-      }
-      if (visit) visit(r, i, producer);
-      ++i;
-      if (is_step_action(a.kind)) continue;  // its number is not a micro-batch; it wakes no one
-      if (a.skip >= 0) {
-        skipped.at(a.kind, a.skip, a.microbatch) = 1;
-        const Skip& skip = schedule.skips[a.skip];
-        wake(placement.rank_of(skip.from, a.microbatch));
-        wake(placement.rank_of(skip.to, a.microbatch));
-        continue;
-      }
-      progress.at(a.kind, a.stage, a.microbatch) = 1;
-      if (a.stage > 0) wake(placement.rank_of(a.stage - 1, a.microbatch));
-      if (a.stage + 1 < S) wake(placement.rank_of(a.stage + 1, a.microbatch));
+  // A skip connection's transfer: a send after its own compute, a receive
+  // after the other end's send.
+  bool skip_transfer_ready(int rank, const Action& a, Wait& wait, int& producer) {
+    const int s = a.stage, mb = a.microbatch;
+    const Skip& skip = schedule_.skips[a.skip];
+    switch (a.kind) {
+      case ActionKind::SEND_F:
+        return progress_.at(ActionKind::F, s, mb) || need(wait, ActionKind::F, s, mb, rank);
+      case ActionKind::SEND_B:
+        return progress_.input_backward_done(s, mb) || need(wait, ActionKind::I, s, mb, rank);
+      case ActionKind::RECV_F:
+        producer = placement_.rank_of(skip.from, mb);
+        return skipped_.at(ActionKind::SEND_F, a.skip, mb) ||
+               need(wait, ActionKind::SEND_F, skip.from, mb, producer, a.skip);
+      default:  // RECV_B
+        producer = placement_.rank_of(skip.to, mb);
+        return skipped_.at(ActionKind::SEND_B, a.skip, mb) ||
+               need(wait, ActionKind::SEND_B, skip.to, mb, producer, a.skip);
     }
   }
-  result.complete = true;
-  for (int r = 0; r < p; ++r) result.complete &= result.next[r] == schedule.actions[r].size();
-  return result;
+
+  // F: after the previous stage's F of the micro-batch (its RECV_F when lowered across ranks).
+  bool forward_ready(int rank, const Action& a, Wait& wait, int& producer) {
+    const int s = a.stage, mb = a.microbatch;
+    if (s == 0) return true;
+    const int prev = placement_.rank_of(s - 1, mb);
+    if (prev != rank && lowered_)
+      return progress_.at(ActionKind::RECV_F, s, mb) || need(wait, ActionKind::RECV_F, s, mb, rank);
+    if (!progress_.at(ActionKind::F, s - 1, mb)) return need(wait, ActionKind::F, s - 1, mb, prev);
+    if (prev != rank) producer = prev;
+    return true;
+  }
+
+  // B or I: after the stage's own F and the next stage's input backward
+  // (its RECV_B when lowered across ranks).
+  bool backward_ready(int rank, const Action& a, Wait& wait, int& producer) {
+    const int s = a.stage, mb = a.microbatch;
+    if (!progress_.at(ActionKind::F, s, mb)) return need(wait, ActionKind::F, s, mb, rank);
+    if (s == stages_ - 1) return true;
+    const int next = placement_.rank_of(s + 1, mb);
+    if (next != rank && lowered_)
+      return progress_.at(ActionKind::RECV_B, s, mb) || need(wait, ActionKind::RECV_B, s, mb, rank);
+    if (!progress_.input_backward_done(s + 1, mb)) {
+      const bool split = progress_.at(ActionKind::I, s, mb) || a.kind == ActionKind::I;
+      return need(wait, split ? ActionKind::I : ActionKind::B, s + 1, mb, next);
+    }
+    if (next != rank) producer = next;
+    return true;
+  }
+
+  const Schedule& schedule_;
+  const Placement& placement_;
+  const WalkVisitor& visit_;
+  const int p_, stages_, skips_;
+  const bool lowered_;
+  Progress progress_;
+  SkipProgress skipped_;
+  WalkResult result_;
+  std::deque<int> queue_;
+  std::vector<char> queued_;
+};
+
+}  // namespace
+
+WalkResult walk(const Schedule& schedule, const Placement& placement, const WalkVisitor& visit) {
+  return Walker(schedule, placement, visit).run();
 }
 
 }  // namespace baton::schedule

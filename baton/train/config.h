@@ -81,7 +81,7 @@ struct TrainConfig {
   bool step_barrier = false;
   int microbatches = 4;
   std::string balance = "uniform";  // uniform|params|time|memory|optimal|"3,5,..."
-  std::string recompute = "never";  // never | except_last | always (runtime::Recompute)
+  std::string recompute = "never";  // never | except_last | always | selective (core/choices.h)
   // Schedule pipemare only (runtime/pipemare.h; a value other than these
   // defaults with another schedule is refused): T1's learning-rate warm-up in
   // steps (0: off), T2's discrepancy correction on or off, and T2's decay D

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/train/optimizer.h"
 #include "baton/train/trainer.h"
@@ -159,7 +160,7 @@ std::string format_predicted_memory(const RankMemory& m) {
 
 double optimizer_state_per_parameter_byte(const std::string& optimizer) {
   // Adam and AdamW: the two moments; SGD here has no momentum.
-  return optimizer == "sgd" ? 0 : 2;
+  return parse_optimizer(optimizer) == Optimizer::Sgd ? 0 : 2;
 }
 
 void check_memory_cap(comm::Communicator& comm, int rank, const sim::MemoryPrediction& predicted,

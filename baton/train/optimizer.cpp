@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "baton/core/choices.h"
+
 namespace baton::train {
 
 double bytes_of(const torch::Tensor& t) {
@@ -16,14 +18,17 @@ double bytes_of(const torch::Tensor& t) {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
                                                         std::vector<torch::Tensor> params) {
   const bool given = c.weight_decay >= 0;
-  if (c.optimizer == "sgd") {
-    return std::make_unique<torch::optim::SGD>(
-        params, torch::optim::SGDOptions(c.lr).weight_decay(given ? c.weight_decay : 0));
-  }
-  if (c.optimizer == "adamw") {
-    torch::optim::AdamWOptions options(c.lr);
-    if (given) options.weight_decay(c.weight_decay);
-    return std::make_unique<torch::optim::AdamW>(params, options);
+  switch (parse_optimizer(c.optimizer)) {
+    case Optimizer::Sgd:
+      return std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(c.lr).weight_decay(given ? c.weight_decay : 0));
+    case Optimizer::AdamW: {
+      torch::optim::AdamWOptions options(c.lr);
+      if (given) options.weight_decay(c.weight_decay);
+      return std::make_unique<torch::optim::AdamW>(params, options);
+    }
+    case Optimizer::Adam:
+      break;
   }
   return std::make_unique<torch::optim::Adam>(
       params, torch::optim::AdamOptions(c.lr).weight_decay(given ? c.weight_decay : 0));
@@ -32,7 +37,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
 double learning_rate(const TrainConfig& c, int64_t step, int64_t total) {
   const int64_t warmup = c.warmup_steps;
   if (step < warmup) return c.lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
-  if (c.lr_schedule == "cosine") {
+  if (parse_lr_schedule(c.lr_schedule) == LrSchedule::Cosine) {
     // Over the steps after the warm-up (Megatron's decay after --lr-warmup-iters).
     const int64_t decay = std::max<int64_t>(1, total - warmup);
     return 0.5 * c.lr * (1 + std::cos(M_PI * static_cast<double>(step - warmup) / decay));

@@ -5,7 +5,8 @@
 // (checkpoint_flags.cpp), and docs/cli.md's table is checked against it
 // (tests/train/options_test.cpp). Adding a setting is one entry here plus the
 // code that uses it. Torch-free. Decision: choices stay strings in
-// TrainConfig, checked against the table once at the edge (check_config).
+// TrainConfig, checked against the table once at the edge (check_config),
+// and read as enums past it through core/choices.h's one parser each.
 #pragma once
 
 #include <cstdint>

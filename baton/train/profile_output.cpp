@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/pipeline/pipeline.h"
 #include "baton/plan/profile.h"
@@ -157,7 +158,8 @@ std::vector<double> kept_bytes(const nn::ModelSpec& model, const torch::Tensor& 
 }  // namespace
 
 void write_profile(const TrainConfig& c) {
-  BATON_CHECK(c.device == "cpu", "[train] --profile-out profiles on the cpu; --device ", c.device,
+  BATON_CHECK(parse_device(c.device) == DeviceKind::Cpu,
+              "[train] --profile-out profiles on the cpu; --device ", c.device,
               " is not supported with it");
   at::set_num_threads(c.threads > 0 ? c.threads : available_cores());
   const nn::ModelSpec model = model_spec(c);

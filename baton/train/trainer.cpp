@@ -164,10 +164,6 @@ void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule&
               "steady_step)");
 }
 
-bool balance_profiles(const std::string& method) {
-  return method == "params" || method == "time" || method == "memory" || method == "optimal";
-}
-
 // The façade's options for this configuration and rank.
 PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env, DataSource& data) {
   PipelineOptions options;
@@ -198,7 +194,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
                     .decay(c.pipemare_decay))
       .rank_env(env);
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
-  if (balance_profiles(c.balance) || schedule::takes_measured_costs(c.schedule)) {
+  if (partition::needs_layer_costs(c.balance) || schedule::takes_measured_costs(c.schedule)) {
     // One micro-batch of a replica's share of the batch.
     torch::Tensor inputs = data.batch(0).first;
     if (!inputs.defined()) inputs = data.zero_inputs(c.batch);  // a rank that reads none
@@ -268,7 +264,8 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   // each step's start and cut beside the whole gradients at its end.
   if (c.zero > 0 && c.dp > 1) fixed.gradient_shards = stepped;
   // Over shared memory (local ranks on the CPU) small messages are copied out at the send.
-  if (c.transport != "gloo" && c.device == "cpu")
+  if (comm::parse_transport(c.transport) != comm::TransportKind::kGloo &&
+      parse_device(c.device) == DeviceKind::Cpu)
     fixed.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
   std::vector<bool> recomputed(c.microbatches);
   for (int mb = 0; mb < c.microbatches; ++mb)
@@ -307,7 +304,7 @@ void check_setup(const TrainConfig& c, bool check_outputs) {
                                      torch::Device(c.device));
   check_parameter_memory(c);
   if (check_outputs) check_output_paths(c);
-  BATON_CHECK(c.device != "cuda" || torch::cuda::is_available(),
+  BATON_CHECK(parse_device(c.device) != DeviceKind::Cuda || torch::cuda::is_available(),
               "[train.config] device cuda: this process sees no CUDA device (or LibTorch was built "
               "without CUDA)");
   check_checkpoint_flags(c);
@@ -316,7 +313,8 @@ void check_setup(const TrainConfig& c, bool check_outputs) {
     BATON_CHECK(refusal.empty(), refusal);
   }
   const int world = c.dp * c.pp * c.tp;
-  if (world > 1 && c.transport != "gloo" && c.device == "cpu") {
+  if (world > 1 && comm::parse_transport(c.transport) != comm::TransportKind::kGloo &&
+      parse_device(c.device) == DeviceKind::Cpu) {
     const std::string refusal = comm::shm_transport_refusal(world);
     BATON_CHECK(refusal.empty(), refusal);
   }
@@ -326,7 +324,7 @@ void check_setup(const TrainConfig& c, bool check_outputs) {
       c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);
   // The skip connections the ranks give the schedule: a file declaring others
   // is refused here (a cut by profiled costs places them only in the ranks).
-  if (nn::skip_edges(model).empty() || !balance_profiles(c.balance))
+  if (nn::skip_edges(model).empty() || !partition::needs_layer_costs(c.balance))
     schedule::with_skips(lowered, nn::stage_skips(model, cut));
   check_data(c);
 }
@@ -381,7 +379,7 @@ sim::MemoryPrediction predicted_memory(const TrainConfig& c, const nn::ModelSpec
                                        const Pipeline& pipeline, DataSource& data, int pp_rank,
                                        int64_t first, bool leader, int rank) {
   sim::MemoryPrediction predicted;
-  if (c.tp == 1 && c.device == "cpu") {
+  if (c.tp == 1 && parse_device(c.device) == DeviceKind::Cpu) {
     try {
       predicted = predict_rank_memory(c, model, pipeline, data, pp_rank, first);
     } catch (const std::exception& e) {
@@ -394,6 +392,65 @@ sim::MemoryPrediction predicted_memory(const TrainConfig& c, const nn::ModelSpec
     }
   }
   return predicted;
+}
+
+// What the steps leave for the end of the run: the last loss, the largest
+// activation peak and weight-version count, the dp reduction times.
+struct StepTotals {
+  double loss = 0;
+  double peak_activation_bytes = 0;
+  int weight_versions = 1;
+  std::vector<double> reduction_ms, exposed_reduction_ms;  // per step, dp > 1
+
+  void add(double step_loss, const runtime::StepResult& done, int dp) {
+    loss = step_loss;
+    peak_activation_bytes = std::max(peak_activation_bytes, done.peak_activation_bytes);
+    weight_versions = std::max(weight_versions, done.weight_versions);
+    if (dp > 1) {
+      reduction_ms.push_back(done.reduction_ms);
+      exposed_reduction_ms.push_back(done.exposed_reduction_ms);
+    }
+  }
+};
+
+// The clip's norm is the same on every rank (one all-reduce), so every rank
+// skips the same steps; the leader says so.
+void warn_skipped(int64_t step, const runtime::StepResult& done, bool fp16) {
+  std::fprintf(stderr,
+               "baton train: warning: step %lld: the gradients' norm is %g%s; the update "
+               "is skipped\n",
+               static_cast<long long>(step + 1), done.grad_norm,
+               fp16 ? " (an fp16 overflow: the loss scale halves)" : "");
+}
+
+// A step's --metrics fields beyond its loss and time.
+StepExtras step_extras(const TrainConfig& c, const runtime::StepResult& done, double data_ms,
+                       bool fp16) {
+  StepExtras extras;
+  if (c.dp > 1) {
+    extras.reduction_wait_ms = done.reduction_wait_ms;
+    extras.reduction_ms = done.reduction_ms;
+    extras.exposed_reduction_ms = done.exposed_reduction_ms;
+    if (c.zero > 0) extras.unshard_wait_ms = done.unshard_wait_ms;
+  }
+  extras.grad_norm = done.grad_norm;
+  extras.data_ms = data_ms;
+  extras.skipped = done.skip_update;
+  if (fp16) extras.loss_scale = done.loss_scale;
+  return extras;
+}
+
+// What this rank holds at rest, after the run (evaluation freed again what
+// --zero 3 gathered; with --zero, parameters() is only the shards its
+// optimizer steps), beside its prediction and the run's reduction times.
+RankMemory rank_memory(int rank, Pipeline& pipeline, torch::optim::Optimizer& optimizer,
+                       const StepTotals& totals, const sim::MemoryPrediction& predicted) {
+  RankMemory local = measure_memory(rank, pipeline.held_parameters(), optimizer,
+                                    totals.peak_activation_bytes, totals.weight_versions);
+  set_prediction(local, predicted);
+  local.reduction_ms = median(totals.reduction_ms);
+  local.exposed_reduction_ms = median(totals.exposed_reduction_ms);
+  return local;
 }
 
 }  // namespace
@@ -453,10 +510,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   Progress progress(c, total, leader, first);
   const SaveOptions saving = save_options(c);
 
-  double loss = 0;
-  double peak_activation_bytes = 0;
-  int weight_versions = 1;
-  std::vector<double> reduction_ms, exposed_reduction_ms;  // per step, dp > 1
+  StepTotals totals;
   const int64_t compared_from = c.compare_sim ? std::max(first, total - kComparedSteps) : total;
   std::vector<trace::Timeline> compared;  // the steps --compare-sim measures, but the last
   const bool fp16 = parse_precision(c.precision) == Precision::Fp16;
@@ -475,45 +529,22 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     // stage (the previous step's tail) would count as this step's bubble.
     if (step >= compared_from) comm.barrier("the steps --compare-sim measures");
     const auto t0 = Clock::now();
-    loss = pipeline.step(inputs, targets);
+    const double loss = pipeline.step(inputs, targets);
     // Every rank sees the mini-batch loss (no barrier: step() returns it on
     // every rank, runtime/executor.h), so every rank stops at this step,
     // before an update from non-finite gradients (pipedream, async and pipemare have
     // updated inside the step already; they stop after it).
     BATON_CHECK(std::isfinite(loss), "[train] rank ", ctx.rank, ": the loss of step ", step + 1,
                 " is ", loss, "; training diverged (lower --lr, now ", c.lr, ")");
-    // The clip's norm is the same on every rank (one all-reduce), so every
-    // rank skips the same steps.
     const runtime::StepResult& done = pipeline.last_step();
-    const bool skipped = done.skip_update;
-    if (skipped && leader) {
-      std::fprintf(stderr,
-                   "baton train: warning: step %lld: the gradients' norm is %g%s; the update "
-                   "is skipped\n",
-                   static_cast<long long>(step + 1), done.grad_norm,
-                   fp16 ? " (an fp16 overflow: the loss scale halves)" : "");
-    }
-    if (!updates_inside && !skipped) {
+    if (done.skip_update && leader) warn_skipped(step, done, fp16);
+    if (!updates_inside && !done.skip_update) {
       comm::MemoryCategoryScope charged(comm::MemoryCategory::kOptimizer);
       optimizer->step();
     }
     const double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    peak_activation_bytes = std::max(peak_activation_bytes, done.peak_activation_bytes);
-    weight_versions = std::max(weight_versions, done.weight_versions);
-    StepExtras extras;
-    if (c.dp > 1) {
-      extras.reduction_wait_ms = done.reduction_wait_ms;
-      extras.reduction_ms = done.reduction_ms;
-      extras.exposed_reduction_ms = done.exposed_reduction_ms;
-      if (c.zero > 0) extras.unshard_wait_ms = done.unshard_wait_ms;
-      reduction_ms.push_back(done.reduction_ms);
-      exposed_reduction_ms.push_back(done.exposed_reduction_ms);
-    }
-    extras.grad_norm = done.grad_norm;
-    extras.data_ms = data_ms;
-    extras.skipped = skipped;
-    if (fp16) extras.loss_scale = done.loss_scale;
-    progress.step_done(step, loss, step_s, extras);
+    totals.add(loss, done, c.dp);
+    progress.step_done(step, loss, step_s, step_extras(c, done, data_ms, fp16));
     if (step >= compared_from && step + 1 < total)
       compared.push_back(gather_step_timeline(c, pipeline));
     if (valid && ((c.eval_every > 0 && (step + 1) % c.eval_every == 0) || step + 1 == total))
@@ -535,15 +566,9 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   }
 
   const double accuracy = test_accuracy(pipeline, *data, c);
-  // What this rank holds at rest (evaluation freed again what --zero 3
-  // gathered; with --zero, parameters() is only the shards its optimizer steps).
-  RankMemory local = measure_memory(ctx.rank, pipeline.held_parameters(), *optimizer,
-                                    peak_activation_bytes, weight_versions);
-  set_prediction(local, predicted);
-  local.reduction_ms = median(reduction_ms);
-  local.exposed_reduction_ms = median(exposed_reduction_ms);
-  const std::vector<RankMemory> memory = gather_memory(comm, local);
-  progress.finish(loss, accuracy, memory);
+  progress.finish(
+      totals.loss, accuracy,
+      gather_memory(comm, rank_memory(ctx.rank, pipeline, *optimizer, totals, predicted)));
   write_timelines(c, pipeline, link, compared);
   comm.barrier("the end of training");
 }

@@ -1,5 +1,5 @@
 // core/choices.h's parsers, the one place each choice is read from text,
-// against every spelling the docs give (docs/cli.md), and
+// against every spelling the options table accepts (train/options.cpp), and
 // core/executable.h's path against the kernel's view of this process.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -48,11 +48,31 @@ TEST(Choices, EveryRecomputeModeReadsBackAndExceptLastTakesBothSpellings) {
   }
 }
 
+TEST(Choices, TheOptimizerTheScheduleAndTheDeviceReadBackAndRefuseTheRest) {
+  for (const char* name : {"sgd", "adam", "adamw"})
+    EXPECT_EQ(to_string(parse_optimizer(name)), name);
+  for (const char* name : {"constant", "cosine"})
+    EXPECT_EQ(to_string(parse_lr_schedule(name)), name);
+  for (const char* name : {"cpu", "cuda"}) EXPECT_EQ(to_string(parse_device(name)), name);
+  EXPECT_EQ(parse_optimizer("adamw"), Optimizer::AdamW);
+  EXPECT_EQ(parse_lr_schedule("cosine"), LrSchedule::Cosine);
+  EXPECT_EQ(parse_device("cuda"), DeviceKind::Cuda);
+  try {
+    parse_optimizer("lamb");
+    ADD_FAILURE() << "lamb was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown optimizer \"lamb\" (expected sgd, adam, adamw)"));
+  }
+  EXPECT_THROW(parse_lr_schedule("linear"), Error);
+  EXPECT_THROW(parse_device("cuda:0"), Error);
+}
+
 TEST(Executable, IsTheFileThisProcessRuns) {
   const std::string path = this_executable("[test]");
   ASSERT_FALSE(path.empty());
   EXPECT_EQ(path.front(), '/');
-  struct stat mine {}, named {};
+  struct stat mine {
+  }, named{};
   ASSERT_EQ(::stat("/proc/self/exe", &mine), 0);
   ASSERT_EQ(::stat(path.c_str(), &named), 0);
   EXPECT_EQ(mine.st_ino, named.st_ino);

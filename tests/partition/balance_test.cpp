@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "baton/core/error.h"
 #include "brute_force.h"
@@ -56,6 +59,18 @@ TEST(Balance, TheMethodsDisagreeOnUnevenLayers) {
 TEST(Balance, ListsItsMethods) {
   EXPECT_EQ(method_names(),
             (std::vector<std::string>{"uniform", "params", "time", "memory", "optimal"}));
+}
+
+// needs_layer_costs (what the Pipeline and the CLI read to profile first)
+// against what each method does: one that needs none cuts any costs alike,
+// one that needs them cuts some pair of cost tables differently.
+TEST(Balance, ProfilesExactlyForTheMethodsThatReadTheCosts) {
+  for (const std::string method : {"uniform", "params", "time", "memory", "optimal", "3,5,4"}) {
+    std::set<std::vector<int>> cuts;
+    for (int seed = 1; seed <= 8; ++seed)
+      cuts.insert(balance(method, random_layers(12, seed), 3).layers_per_stage());
+    EXPECT_EQ(needs_layer_costs(method), cuts.size() > 1) << method;
+  }
 }
 
 TEST(Balance, ReadsHandWrittenCounts) {

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/train/optimizer.h"
 
@@ -117,6 +119,28 @@ TEST(OptionsTest, NamesOutsideTheChoicesAreRefusedListingThem) {
   config = TrainConfig{};
   config.schedule = "fancy";
   EXPECT_THROW(check_config(config), Error);
+}
+
+// The table checks a choice at the edge; past it, core/choices.h's parsers
+// read the same names: each accepts the table's choices and refuses others.
+// (--recompute has no choices in the table: check_config refuses it with
+// parse_recompute's own message, which the library's options share.)
+TEST(OptionsTest, EveryChoiceTheTableAcceptsIsWhatItsParserReads) {
+  const std::map<std::string, std::function<void(std::string_view)>> parsers = {
+      {"precision", [](std::string_view t) { parse_precision(t); }},
+      {"optimizer", [](std::string_view t) { parse_optimizer(t); }},
+      {"lr_schedule", [](std::string_view t) { parse_lr_schedule(t); }},
+      {"device", [](std::string_view t) { parse_device(t); }},
+  };
+  for (const auto& [key, parse] : parsers) {
+    const Option* option = option_by_key(key);
+    ASSERT_NE(option, nullptr) << key;
+    const std::vector<std::string> choices = choices_of(*option);
+    ASSERT_FALSE(choices.empty()) << key;
+    for (const std::string& choice : choices)
+      EXPECT_NO_THROW(parse(choice)) << key << " " << choice;
+    EXPECT_THROW(parse("none-of-" + key), Error) << key;
+  }
 }
 
 TEST(OptionsTest, TheResumeChangesAreTheAllowedOptionsAndTheData) {
