@@ -9,6 +9,7 @@
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
+#include "baton/plan/profile.h"
 #include "baton/schedule/csv_format.h"
 #include "baton/schedule/generator.h"
 #include "baton/schedule/grad_reduction.h"
@@ -46,6 +47,7 @@ struct SimulateFlags {
   double clip_norm = 0;  // > 0: end every rank with a CLIP_NORM
   std::string svg, trace, export_csv;
   std::string csv_format = "compute_only";
+  std::string profile;  // baton train --profile-out's file: each rank's memory
 };
 
 // What the flags ask a generator for (zb-auto also searches with the costs).
@@ -75,6 +77,9 @@ void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
   BATON_CHECK(cmd.count("--memory-limit") == 0 || schedule::takes_measured_costs(f.schedule),
               "[simulate] --memory-limit is zb-auto's; --schedule ", printable(f.schedule),
               " sets its own memory");
+  BATON_CHECK(cmd.count("--profile") == 0 || (f.dp == 1 && f.tp == 1),
+              "[simulate] --profile predicts one pipeline's memory (dp = tp = 1); the grid's "
+              "ZeRO shards and tp shares are not in a one-device profile");
   if (cmd.count("--schedule-file") == 0) return;
   BATON_CHECK(!f.schedule_file.empty(), "[simulate] --schedule-file needs a file name");
   for (const char* flag : kShapeFlags) {
@@ -117,6 +122,46 @@ sim::CostModel grid_costs(const schedule::Schedule& s, const CLI::App& cmd,
   return costs;
 }
 
+// Each rank's predicted peak by category from --profile's measured layers.
+std::vector<sim::MemoryPrediction> profiled_memory(const SimulateFlags& f,
+                                                   const schedule::Schedule& s) {
+  const plan::Profile profile = plan::read_profile(f.profile);
+  BATON_CHECK(profile.memory.has_value(), "[simulate] --profile ", f.profile,
+              " records no measured memory (written before --profile-out did); write it again "
+              "with baton train --profile-out");
+  return plan::profiled_rank_memory(*profile.memory, s);
+}
+
+nlohmann::json memory_json(const std::vector<sim::MemoryPrediction>& memory) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t r = 0; r < memory.size(); ++r) {
+    const sim::MemoryPrediction& m = memory[r];
+    out.push_back({{"rank", r},
+                   {"predicted_peak_bytes", m.peak},
+                   {"predicted",
+                    {{"parameters", m.parameters},
+                     {"gradients", m.gradients},
+                     {"optimizer", m.optimizer},
+                     {"activations", m.activations},
+                     {"buffers", m.buffers},
+                     {"other", m.other}}}});
+  }
+  return out;
+}
+
+void print_memory(const std::vector<sim::MemoryPrediction>& memory) {
+  std::cout << "rank  peak MiB  parameters  gradients  optimizer  activations  buffers\n"
+            << std::fixed << std::setprecision(2);
+  for (size_t r = 0; r < memory.size(); ++r) {
+    const sim::MemoryPrediction& m = memory[r];
+    std::cout << std::setw(4) << r << "  " << std::setw(8) << m.peak / kMiB << "  " << std::setw(10)
+              << m.parameters / kMiB << "  " << std::setw(9) << m.gradients / kMiB << "  "
+              << std::setw(9) << m.optimizer / kMiB << "  " << std::setw(11) << m.activations / kMiB
+              << "  " << std::setw(7) << m.buffers / kMiB << "\n";
+  }
+  std::cout << std::defaultfloat;
+}
+
 int run(const CLI::App& cmd, const SimulateFlags& f) {
   check_flags(cmd, f);
   check_stdout_open("[simulate]");
@@ -133,7 +178,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   // replicated stages) nor tp charges: dp = tp = 1 and no replicated stages only.
   if (f.json && outputs.empty() && !f.grid && !f.print && f.schedule_file.empty() && f.dp == 1 &&
       !schedule::replicates_stages(f.schedule) && f.tp == 1 && cmd.count("--param-mb") == 0 &&
-      cmd.count("--boundary-mb") == 0 && f.pp_gbps == 0 && f.clip_norm == 0) {
+      cmd.count("--boundary-mb") == 0 && f.pp_gbps == 0 && f.clip_norm == 0 && f.profile.empty()) {
     const StatsOnly fast =
         simulate_stats_only(f.schedule, generator_options(f), {f.tf, f.tb, f.tw, f.comm});
     // The grid's fields as the full path writes them for dp = tp = 1 and no parameter bytes.
@@ -165,6 +210,8 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
   }
   const sim::Result result = sim::simulate(s, costs);
   const sim::Stats& st = result.stats;
+  const std::vector<sim::MemoryPrediction> memory =
+      f.profile.empty() ? std::vector<sim::MemoryPrediction>() : profiled_memory(f, s);
   for (const NamedPath& out : outputs) {
     if (out.flag == "--export-csv") {
       write_output("[simulate]", out,
@@ -180,7 +227,8 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
         s.name, s.ranks, s.microbatches, s.stages, s.stages_per_rank(), s.map, s.action_count()};
     SimulatedGrid grid{f.dp, f.tp, costs.stages.empty() ? 0 : costs.stages[0].bucket_count(),
                        costs.stages.empty() ? 0.0 : costs.stages[0].tp_comm};
-    const nlohmann::json out = simulate_json(shape, st, grid);
+    nlohmann::json out = simulate_json(shape, st, grid);
+    if (!memory.empty()) out["memory"] = memory_json(memory);
     std::cout << out.dump() << "\n";
     flush_stdout("[simulate]");
     return 0;
@@ -215,6 +263,7 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
                 << std::setw(15) << st.peak_parameter_bytes[r] << "\n";
     }
   }
+  if (!memory.empty()) print_memory(memory);
   if (f.print) std::cout << schedule::format_schedule(s);
   if (f.grid) std::cout << trace::to_grid(result.timeline);
   for (const NamedPath& out : outputs) std::cout << "wrote " << out.path << "\n";
@@ -346,6 +395,10 @@ Action add_simulate(CLI::App& app) {
                   "CSV format of --export-csv: compute_only (F, B, I, W) or compute_comms (with "
                   "SEND/RECV and WAIT_SEND)")
       ->capture_default_str();
+  cmd->add_option("--profile", flags->profile,
+                  "A profile written by baton train --profile-out: print each rank's predicted "
+                  "peak memory by category from its measured layers (cut as --balance uniform, "
+                  "at the profiled micro-batch; dp = tp = 1)");
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of text");
   return [flags, cmd] {
     try {

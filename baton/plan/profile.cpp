@@ -145,6 +145,15 @@ Profile parse_profile(const std::string& text, const std::string& path) {
                 layer.backward_fixed_s, " > input_backward_s + weight_backward_s)");
     profile.layers.push_back(layer);
   }
+  if (json.contains("memory")) {
+    ProfiledMemory memory = parse_profiled_memory(json["memory"], path);
+    BATON_CHECK(memory.model.layers.size() == profile.layers.size(), "[plan] --profile ", path,
+                ": \"memory\" has ", memory.model.layers.size(), " layers but \"layers\" has ",
+                profile.layers.size());
+    for (const ProfiledLayer& l : profile.layers)
+      memory.parameter_bytes.push_back(l.parameter_bytes);
+    profile.memory = std::move(memory);
+  }
   return profile;
 }
 

@@ -11,7 +11,8 @@
 //    "layers": [{"forward_s": .., "input_backward_s": .., "weight_backward_s": ..,
 //                "forward_fixed_s": .., "backward_fixed_s": .., (optional, default 0)
 //                "larger": [{"microbatch": .., "forward_s": .., "backward_s": ..}], (optional)
-//                "activation_bytes": .., "parameter_bytes": .., "output_bytes": ..}, ...]}
+//                "activation_bytes": .., "parameter_bytes": .., "output_bytes": ..}, ...],
+//    "memory": {...}}                                     (optional; profile_memory.h)
 //
 // Times scale with the micro-batch b affinely: a layer's forward at b takes
 // forward_fixed_s + (forward_s - forward_fixed_s) * b / microbatch (the fixed
@@ -35,10 +36,12 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "baton/plan/costs.h"
+#include "baton/plan/profile_memory.h"
 
 namespace baton::plan {
 
@@ -71,6 +74,9 @@ struct Profile {
   // The compute precision the layers were timed in ("fp32", "bf16", "fp16");
   // a profile that records none was timed in fp32.
   std::string precision = "fp32";
+  // The layers' measured memory (profile_memory.h); empty in a profile
+  // written before `--profile-out` recorded it.
+  std::optional<ProfiledMemory> memory;
 };
 
 // Parses a profile; throws baton::Error naming `path` and the first problem

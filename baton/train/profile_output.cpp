@@ -1,12 +1,14 @@
 #include "baton/train/profile_output.h"
 
 #include <ATen/Parallel.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "baton/comm/transport_limits.h"
 #include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/pipeline/pipeline.h"
@@ -16,6 +18,7 @@
 #include "baton/runtime/profile.h"
 #include "baton/sim/memory_model.h"
 #include "baton/train/data_source.h"
+#include "baton/train/memory_report.h"
 #include "baton/train/optimizer.h"
 #include "baton/train/trainer.h"
 
@@ -140,10 +143,7 @@ Overheads fit_overheads(double at_m, double at_half, int m, double layers_s, dou
 // by the counting allocator (sim/memory_model.h): layer i's share of the
 // stash of a stage holding layers 0..i, the loss's graph on the last layer.
 // A stage of layers [a, b) keeps their sum up to its two boundaries.
-std::vector<double> kept_bytes(const nn::ModelSpec& model, const torch::Tensor& sample,
-                               uint64_t seed, runtime::Precision precision) {
-  const sim::ModelMemory memory =
-      runtime::measure_model_memory(model, nn::Tensors{sample}, seed, precision);
+std::vector<double> kept_bytes(const sim::ModelMemory& memory) {
   const int n = static_cast<int>(memory.layers.size());
   std::vector<double> kept;
   double before = 0;
@@ -183,7 +183,18 @@ void write_profile(const TrainConfig& c) {
       keep_faster(larger, runtime::profile_layers(model, inputs, c.seed, kRepeats, precision));
   }
 
-  const std::vector<double> kept = kept_bytes(model, sample, c.seed, precision);
+  plan::ProfiledMemory memory;
+  memory.model = runtime::measure_model_memory(model, nn::Tensors{sample}, c.seed, precision);
+  const std::vector<double> kept = kept_bytes(memory.model);
+  for (int i = 0; i < model.num_layers(); ++i) {
+    double largest = 0;
+    for (const auto& p : nn::build_layer(model, i, c.seed).ptr()->parameters())
+      largest = std::max(largest, bytes_of(p));
+    memory.largest_parameter_bytes.push_back(largest);
+  }
+  memory.optimizer_state_per_parameter_byte = optimizer_state_per_parameter_byte(c.optimizer);
+  memory.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
+  memory.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
   nlohmann::json layers = nlohmann::json::array();
   double parameter_bytes = 0;
   double layers_s = 0;  // F + B of every layer, one micro-batch
@@ -256,7 +267,8 @@ void write_profile(const TrainConfig& c) {
        "action_overhead_s (each F and each B of a stage) and step_overhead_s are what whole "
        "steps on one process at m and m / 2 micro-batches took beyond the layers and the "
        "optimizer; one_process_step_s is the step at m"},
-      {"layers", layers}};
+      {"layers", layers},
+      {"memory", plan::profiled_memory_json(memory)}};
   std::ofstream file(c.profile_out);
   file << out.dump(1) << "\n";
   file.close();

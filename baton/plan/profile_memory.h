@@ -1,0 +1,52 @@
+// The memory model's measured figures as a profile carries them, and each
+// rank's predicted peak from them: what `baton simulate --profile` prints.
+// Torch-free.
+//
+// `baton train --profile-out` measures every layer with the counting
+// allocator (runtime/memory_profile.h: what its graph keeps, its forward's
+// and backward's temporaries, what a split backward leaves for W) and writes
+// them as the profile's "memory" object:
+//   "memory": {"layers": [{"graph_bytes": .., "keeps_input": .., ...}, ...],
+//              "stage_inputs": [...], "loss": {...},
+//              "largest_parameter_bytes": [per layer],
+//              "optimizer_state_per_parameter_byte": 2,
+//              "gradients_freed": true, "sends_copied_up_to": 262144}
+// A profile written before this object existed has none; the simulator then
+// says how to write one again.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "baton/schedule/schedule.h"
+#include "baton/sim/memory_model.h"
+
+namespace baton::plan {
+
+struct ProfiledMemory {
+  sim::ModelMemory model;                      // one micro-batch of the profiled size
+  std::vector<double> parameter_bytes;         // per layer (the profile's)
+  std::vector<double> largest_parameter_bytes;  // per layer: its largest parameter tensor
+  double optimizer_state_per_parameter_byte = 2;  // Adam's two moments; 0 for SGD
+  bool gradients_freed = false;  // LibTorch 2.x: zero_grad sets them to none
+  double sends_copied_up_to = 0;  // the shared-memory transport's inline messages
+};
+
+// The "memory" object of a profile (the layout above).
+nlohmann::json profiled_memory_json(const ProfiledMemory& memory);
+
+// Parses a profile's "memory" object; throws baton::Error naming `path` and
+// the first field missing or not a finite number at least 0.
+ProfiledMemory parse_profiled_memory(const nlohmann::json& memory, const std::string& path);
+
+// Each rank's predicted peak by category (sim::predict_rank_memory) for the
+// lowered schedule `schedule` at the profiled micro-batch, its stages cut as
+// `baton train --balance uniform` cuts them, nothing recomputed, on one dp
+// replica and one tp rank; the data batch and the transports' buffers
+// (the allocator's "other") are not in a profile and count 0. Throws
+// baton::Error when the schedule has more stages than the profile layers.
+std::vector<sim::MemoryPrediction> profiled_rank_memory(const ProfiledMemory& memory,
+                                                        const schedule::Schedule& schedule);
+
+}  // namespace baton::plan

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Issue 32: `baton simulate --profile` prints each rank's predicted peak by
+# category from the layers `baton train --profile-out` measured, and it is
+# the prediction `baton train` itself makes and the allocator holds to: the
+# gpt is profiled on one rank, then trained on pp 2 under gpipe and 1f1b.
+# Per rank, simulate's activations equal the training run's predicted
+# activations (the same memory model on the same measured layers, 1%), its
+# peak is within 10% of the counting allocator's measured peak less what the
+# profile cannot know (the data batch and the transports' buffers: the
+# allocator's "other"), and gpipe holds more on rank 0 than 1f1b (m against
+# p micro-batches). A profile without the measured memory is refused in one
+# line. Bytes only: no timing.
+source "$(dirname "$0")/lib/common.sh"
+
+gpt=(--model gpt --layers 4 --hidden 64 --heads 4 --context 32 --threads 1 --optimizer adam
+  --batch 16 --microbatches 4)
+timeout 300 "$baton" train "${gpt[@]}" --profile-out "$tmp/p.json" > "$tmp/p.out" 2>&1 ||
+  fail "profile: $(tail -3 "$tmp/p.out")"
+for s in gpipe 1f1b; do
+  timeout 300 "$baton" train "${gpt[@]}" --pp 2 --nproc 2 --schedule $s --steps 4 \
+    --log-every 100 --metrics "$tmp/$s.jsonl" > "$tmp/$s.out" 2>&1 ||
+    fail "train $s: $(tail -3 "$tmp/$s.out")"
+  "$baton" simulate --profile "$tmp/p.json" --pp 2 --microbatches 4 --schedule $s --json \
+    > "$tmp/sim_$s.json" 2> "$tmp/sim_$s.err" || fail "simulate $s: $(cat "$tmp/sim_$s.err")"
+done
+"$baton" simulate --profile "$tmp/p.json" --pp 2 --microbatches 4 > "$tmp/text.out" ||
+  fail "simulate --profile, text"
+grep -q "^rank  peak MiB  parameters" "$tmp/text.out" || fail "no memory table: $(cat "$tmp/text.out")"
+python3 - "$tmp" <<'PY' || fail "simulate's memory is off the run's"
+import json, sys
+tmp = sys.argv[1]
+rank0 = {}
+for s in ("gpipe", "1f1b"):
+    final = [json.loads(l) for l in open(f"{tmp}/{s}.jsonl") if '"final"' in l][-1]["memory"]
+    sim = json.load(open(f"{tmp}/sim_{s}.json"))["memory"]
+    assert len(sim) == 2, sim
+    for run, pred in zip(sorted(final, key=lambda m: m["rank"]), sim):
+        a, b = pred["predicted"]["activations"], run["predicted"]["activations"]
+        measured = run["measured_peak_bytes"] - run["measured"].get("other", 0)
+        print(f"{s} rank {pred['rank']}: activations {a:.0f} / run's prediction {b:.0f}; "
+              f"peak {pred['predicted_peak_bytes']:.0f} / allocator less other {measured:.0f} "
+              f"({pred['predicted_peak_bytes'] / measured:.3f})")
+        assert abs(a - b) <= 0.01 * b, (s, pred["rank"], a, b)
+        assert 0.90 <= pred["predicted_peak_bytes"] / measured <= 1.10, (s, pred["rank"])
+    rank0[s] = sim[0]["predicted"]["activations"]
+assert rank0["gpipe"] > rank0["1f1b"], rank0
+PY
+# A profile written before --profile-out measured memory.
+python3 -c "
+import json, sys
+p = json.load(open(sys.argv[1])); del p['memory']; json.dump(p, open(sys.argv[2], 'w'))" \
+  "$tmp/p.json" "$tmp/old.json"
+expect_bad_input_of simulate "records no measured memory" --profile "$tmp/old.json"
+expect_bad_input_of simulate "dp = tp = 1" --profile "$tmp/p.json" --dp 2
+echo ok

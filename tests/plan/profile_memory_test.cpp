@@ -1,0 +1,115 @@
+// plan/profile_memory.h: the measured memory a profile carries reads back as
+// written, a missing field is named, and each rank's prediction holds its own
+// layers' state (hand sums over the uniform cut) and as many stashes as its
+// schedule keeps (GPipe's m against 1F1B's p, the papers' ordering).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "baton/core/error.h"
+#include "baton/plan/profile_memory.h"
+#include "baton/schedule/generator.h"
+#include "baton/schedule/lower.h"
+
+namespace baton::plan {
+namespace {
+
+using testing::HasSubstr;
+
+// Five layers, layer i keeping 1000 (i + 1) bytes of graph over input and
+// output of 100 bytes each, with 10 000 (i + 1) parameter bytes, the largest
+// tensor half of them; Adam's two moments.
+ProfiledMemory five_layers() {
+  ProfiledMemory m;
+  for (int i = 0; i < 5; ++i) {
+    sim::LayerMemory l;
+    l.graph_bytes = 1000.0 * (i + 1);
+    l.input_bytes = l.output_bytes = 100;
+    l.forward_extra = 10;
+    l.backward_extra = 20;
+    m.model.layers.push_back(l);
+    m.parameter_bytes.push_back(10000.0 * (i + 1));
+    m.largest_parameter_bytes.push_back(5000.0 * (i + 1));
+  }
+  m.model.loss.graph_bytes = 50;
+  m.model.microbatch = 4;
+  m.optimizer_state_per_parameter_byte = 2;
+  return m;
+}
+
+schedule::Schedule lowered(const char* name, int p, int m) {
+  return schedule::lower(
+      schedule::generate(name, schedule::GeneratorOptions().set_ranks(p).set_microbatches(m)));
+}
+
+TEST(ProfiledMemory, ReadsBackAsWritten) {
+  ProfiledMemory m = five_layers();
+  m.model.stage_inputs = {m.model.layers[0], m.model.layers[1]};
+  m.model.layers[2].keeps_input = true;
+  m.model.layers[3].weight_stash_bytes = 77;
+  m.gradients_freed = true;
+  m.sends_copied_up_to = 262144;
+  const ProfiledMemory back = parse_profiled_memory(profiled_memory_json(m), "p.json");
+  ASSERT_EQ(back.model.layers.size(), 5u);
+  EXPECT_EQ(back.model.stage_inputs.size(), 2u);
+  EXPECT_TRUE(back.model.layers[2].keeps_input);
+  EXPECT_FALSE(back.model.layers[2].keeps_output);
+  EXPECT_EQ(back.model.layers[3].weight_stash_bytes, 77);
+  EXPECT_EQ(back.model.layers[4].graph_bytes, 5000);
+  EXPECT_EQ(back.model.loss.graph_bytes, 50);
+  EXPECT_EQ(back.largest_parameter_bytes, m.largest_parameter_bytes);
+  EXPECT_TRUE(back.gradients_freed);
+  EXPECT_EQ(back.sends_copied_up_to, 262144);
+  EXPECT_EQ(back.optimizer_state_per_parameter_byte, 2);
+}
+
+TEST(ProfiledMemory, AMissingFieldIsNamed) {
+  nlohmann::json json = profiled_memory_json(five_layers());
+  json["layers"][3].erase("backward_extra");
+  try {
+    parse_profiled_memory(json, "p.json");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("p.json: layers[3] has no \"backward_extra\""));
+  }
+  json = profiled_memory_json(five_layers());
+  json["largest_parameter_bytes"].erase(0);
+  EXPECT_THROW(parse_profiled_memory(json, "p.json"), Error);
+}
+
+// The categories are the peak's (sim::MemoryPrediction): with Adam the peak
+// is the optimizer's step, its two moments and temporaries the size of the
+// largest parameter tensor twice on top of the state.
+TEST(ProfiledMemory, EachRankHoldsItsOwnLayersState) {
+  // 5 layers over 2 stages: layers 0-2 (60 000 parameter bytes, the largest
+  // tensor 15 000), 3-4 (90 000, the largest 25 000).
+  const std::vector<sim::MemoryPrediction> ranks =
+      profiled_rank_memory(five_layers(), lowered("1f1b", 2, 4));
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0].parameters, 60000);
+  EXPECT_EQ(ranks[1].parameters, 90000);
+  EXPECT_EQ(ranks[0].gradients, 60000);
+  EXPECT_EQ(ranks[0].optimizer, 2 * 60000 + 2 * 15000);
+  EXPECT_EQ(ranks[1].optimizer, 2 * 90000 + 2 * 25000);
+  EXPECT_EQ(ranks[1].peak, 90000 + 90000 + 2 * 90000 + 2 * 25000);
+}
+
+// With SGD (no state) the peak is the activations': rank 0's stage (layers
+// 0-2) keeps 6000 bytes of graph a micro-batch and its output (100) until the B.
+TEST(ProfiledMemory, GPipeKeepsEveryMicrobatchWhere1F1BKeepsP) {
+  ProfiledMemory sgd = five_layers();
+  sgd.optimizer_state_per_parameter_byte = 0;
+  const auto gpipe = profiled_rank_memory(sgd, lowered("gpipe", 2, 8));
+  const auto one_f_one_b = profiled_rank_memory(sgd, lowered("1f1b", 2, 8));
+  EXPECT_GE(gpipe[0].activations, 8 * 6100.0);
+  EXPECT_GE(one_f_one_b[0].activations, 2 * 6100.0);
+  EXPECT_LT(one_f_one_b[0].activations, 3 * 6100.0);
+  EXPECT_EQ(gpipe[0].optimizer, 0);
+}
+
+TEST(ProfiledMemory, MoreStagesThanLayersAreRefused) {
+  EXPECT_THAT([] { profiled_rank_memory(five_layers(), lowered("interleaved", 4, 8)); },
+              testing::ThrowsMessage<Error>(HasSubstr("8 stages but the profiled model has 5")));
+}
+
+}  // namespace
+}  // namespace baton::plan
