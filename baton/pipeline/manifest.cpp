@@ -375,6 +375,9 @@ bool is_leftover(const std::string& dir, const std::string& name) {
   std::error_code error;
   const fs::path path = fs::path(dir) / name;
   const fs::file_status status = fs::symlink_status(path, error);
+  // Gone since the folder was listed: another rank's probe, created and
+  // removed while this rank looked. What is no longer there is nobody's.
+  if (status.type() == fs::file_type::not_found) return true;
   if (error || fs::is_symlink(status)) return false;
   const bool temporary_manifest = name.rfind(std::string(kManifest) + ".tmp.", 0) == 0;
   const bool probe = name.rfind(kProbePrefix, 0) == 0;
@@ -393,12 +396,7 @@ std::string first_foreign_entry(const std::string& dir) {
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
-    if (is_leftover(dir, name)) continue;
-    // Gone since the listing: another rank's probe, created and removed
-    // while this rank looked. What is no longer there is not foreign.
-    std::error_code gone;
-    if (!fs::exists(fs::symlink_status(entry.path(), gone))) continue;
-    return name;
+    if (!is_leftover(dir, name)) return name;
   }
   return error ? dir : std::string();
 }

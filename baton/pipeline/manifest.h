@@ -92,11 +92,11 @@ inline constexpr const char* kProbePrefix = ".baton-probe.";
 // not) holding only step files (is_baton_step_file), a "manifest.json.tmp.*"
 // file, a probe file. The root manifest is a save's commit point: a step
 // folder it does not name is not a checkpoint of DIR. Links are never
-// leftovers.
+// leftovers; a name that no longer exists (another rank's probe, removed
+// since DIR was listed) is.
 bool is_leftover(const std::string& dir, const std::string& name);
 
 // The first entry of DIR that is not a leftover; empty when there is none.
-// An entry removed while DIR is listed (another rank's probe) is skipped.
 std::string first_foreign_entry(const std::string& dir);
 
 }  // namespace baton::checkpoint

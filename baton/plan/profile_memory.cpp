@@ -39,8 +39,7 @@ double bytes(const json& object, const char* key, const std::string& where,
   return object[key].get<double>();
 }
 
-bool flag(const json& object, const char* key, const std::string& where,
-          const std::string& path) {
+bool flag(const json& object, const char* key, const std::string& where, const std::string& path) {
   BATON_CHECK(object.is_object() && object.contains(key) && object[key].is_boolean(),
               "[simulate] --profile ", path, ": ", where, " has no true or false \"", key, "\"");
   return object[key].get<bool>();
@@ -66,8 +65,8 @@ std::vector<sim::LayerMemory> parse_layers(const json& memory, const char* key,
               ": its \"memory\" has no \"", key, "\" array");
   std::vector<sim::LayerMemory> out;
   for (size_t i = 0; i < memory[key].size(); ++i)
-    out.push_back(parse_layer(memory[key][i], std::string(key) + "[" + std::to_string(i) + "]",
-                              path));
+    out.push_back(
+        parse_layer(memory[key][i], std::string(key) + "[" + std::to_string(i) + "]", path));
   return out;
 }
 
@@ -145,9 +144,9 @@ std::vector<sim::MemoryPrediction> profiled_rank_memory(const ProfiledMemory& me
     fixed.sends_copied_up_to = memory.sends_copied_up_to;
     const std::vector<bool> recomputed(schedule.microbatches, false);
     // Adam's step makes two temporaries the size of the parameter it updates.
-    out.push_back(sim::predict_rank_memory(
-        schedule, r, stages, fixed, recomputed,
-        memory.optimizer_state_per_parameter_byte > 0 ? 2 * largest : 0));
+    out.push_back(
+        sim::predict_rank_memory(schedule, r, stages, fixed, recomputed,
+                                 memory.optimizer_state_per_parameter_byte > 0 ? 2 * largest : 0));
   }
   return out;
 }

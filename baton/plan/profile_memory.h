@@ -25,12 +25,12 @@
 namespace baton::plan {
 
 struct ProfiledMemory {
-  sim::ModelMemory model;                      // one micro-batch of the profiled size
-  std::vector<double> parameter_bytes;         // per layer (the profile's)
-  std::vector<double> largest_parameter_bytes;  // per layer: its largest parameter tensor
+  sim::ModelMemory model;                         // one micro-batch of the profiled size
+  std::vector<double> parameter_bytes;            // per layer (the profile's)
+  std::vector<double> largest_parameter_bytes;    // per layer: its largest parameter tensor
   double optimizer_state_per_parameter_byte = 2;  // Adam's two moments; 0 for SGD
-  bool gradients_freed = false;  // LibTorch 2.x: zero_grad sets them to none
-  double sends_copied_up_to = 0;  // the shared-memory transport's inline messages
+  bool gradients_freed = false;                   // LibTorch 2.x: zero_grad sets them to none
+  double sends_copied_up_to = 0;                  // the shared-memory transport's inline messages
 };
 
 // The "memory" object of a profile (the layout above).

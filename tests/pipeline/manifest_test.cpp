@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -203,7 +204,11 @@ TEST(Manifest, RanksCheckingOneFolderAtOnceDoNotSeeEachOthersProbes) {
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       for (int i = 0; i < kChecks; ++i) {
-        if (prepare_error(dir) != "accepted") ::_exit(1);
+        const std::string error = prepare_error(dir);
+        if (error != "accepted") {
+          std::fprintf(stderr, "rank %d: %s\n", r, error.c_str());
+          ::_exit(1);
+        }
       }
       ::_exit(0);
     }
