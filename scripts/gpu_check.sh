@@ -3,10 +3,17 @@
 # "Device"): builds baton against the PyPI CUDA torch into build-gpu-check/,
 # runs every test whose name ends in _CUDA, trains the gpt on the CPU and on 1
 # and 2 GPUs and compares the losses, runs bench/pipeline_vs_peers.py on the
-# GPUs, prints a short report, and exits non-zero on any failure. Without a GPU
-# (nvidia-smi missing or failing) it says so in one line and exits 0.
+# GPUs, checks each rank's predicted memory against the CUDA caching
+# allocator's peak (memory), prints a short report, and exits non-zero on any
+# failure. Without a GPU (nvidia-smi missing or failing) it says so in one line
+# and exits 0.
 #
-#   scripts/gpu_check.sh [build] [tests] [train] [bench]     (default: all, in order)
+#   scripts/gpu_check.sh [build] [tests] [train] [memory] [bench]   (default: all, in order)
+#
+# BATON_GPU_CHECK_DEVICE=cpu runs the memory stage's CPU half, without a GPU:
+# a smaller gpt on the CPU against the counting allocator, through the same
+# comparison (tests/cli/gpu_check_memory_cpu.sh; BATON_GPU_BUILD_DIR names
+# the build to use).
 #
 # Nothing is downloaded: python3 must import a CUDA build of torch, and CMake
 # must find its CUDA (nvcc on the PATH, or in /usr/local/cuda/bin). Where commands are stopped after 10
@@ -15,7 +22,15 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+on_cpu=0
+if [ "${BATON_GPU_CHECK_DEVICE:-}" = cpu ]; then
+  on_cpu=1
+  for stage in "$@"; do
+    [ "$stage" = memory ] && continue
+    echo "gpu_check: BATON_GPU_CHECK_DEVICE=cpu runs the memory stage alone, not \"$stage\"" >&2
+    exit 2
+  done
+elif ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu_check: no NVIDIA GPU here (nvidia-smi is missing or fails); nothing to check"
   exit 0
 fi
@@ -23,9 +38,11 @@ fi
 dir=${BATON_GPU_BUILD_DIR:-build-gpu-check}
 logs=$dir/gpu_check
 mkdir -p "$logs"
-gpus=$(nvidia-smi -L | grep -c '^GPU ')
+gpus=0
+[ "$on_cpu" -eq 0 ] && gpus=$(nvidia-smi -L | grep -c '^GPU ')
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(build tests train bench)
+[ ${#stages[@]} -eq 0 ] && stages=(build tests train memory bench)
+[ "$on_cpu" -eq 1 ] && stages=(memory)
 report=()
 failed=0
 pass() { report+=("PASS  $*"); }
@@ -149,6 +166,53 @@ train_stage() {
   fi
 }
 
+# memory: the gpt under 1F1B over p = 4 ranks, all on the one GPU (cuda:0;
+# they share it, talking over shared memory), each rank's predicted peak
+# (the activation model, from its layers measured on the CPU, plus the step's
+# batch and cuBLAS's workspace) against the CUDA caching allocator's peak
+# allocated bytes from the third step on: within 5% (issue 32). With
+# BATON_GPU_CHECK_DEVICE=cpu, a smaller gpt on the CPU against the counting
+# allocator, through the same comparison.
+memory_stage() {
+  local log=$logs/memory.log metrics=$logs/memory.jsonl result where=cuda:0
+  local -a model=(--layers 8 --hidden 512 --heads 8 --context 256 --batch 32)
+  if [ "$on_cpu" -eq 1 ]; then
+    where=cpu
+    model=(--layers 4 --hidden 64 --heads 4 --context 64 --batch 16 --threads 1)
+  fi
+  if [ ! -x "$dir/baton" ]; then
+    echo "$dir/baton is not built" >"$log"
+    fail "memory: no baton" "$log"
+    return
+  fi
+  rm -f "$metrics"
+  if ! "$dir/baton" train --model gpt "${model[@]}" --device "$where" --microbatches 8 --pp 4 \
+      --nproc 4 --schedule 1f1b --optimizer adam --steps 5 --seed 3 --timeout 120 \
+      --log-every 100 --metrics "$metrics" >"$log" 2>&1; then
+    fail "memory: gpt, 1F1B, p = 4 on $where" "$log"
+    return
+  fi
+  if result=$(python3 - "$metrics" 2>&1 <<'EOF'
+import json, sys
+final = [json.loads(line) for line in open(sys.argv[1]) if '"final"' in line][-1]
+worst, parts = 0.0, []
+for m in final["memory"]:
+    predicted, measured = m["predicted_peak_bytes"], m["measured_peak_bytes"]
+    assert predicted > 0 and measured > 0, f"rank {m['rank']}: no figure: {m}"
+    worst = max(worst, abs(predicted / measured - 1))
+    parts.append(f"rank {m['rank']} {predicted / 1e6:.1f} / {measured / 1e6:.1f} MB "
+                 f"({predicted / measured:.3f})")
+print(f"predicted / {final['memory'][0]['measured_by']} peak: " + ", ".join(parts))
+sys.exit(0 if worst <= 0.05 else 1)
+EOF
+  ); then
+    pass "memory: gpt, 1F1B, p = 4 on $where: $result"
+  else
+    echo "$result" >>"$log"
+    fail "memory: gpt, 1F1B, p = 4 on $where: $result" "$log"
+  fi
+}
+
 bench() {
   local log=$logs/bench.log
   if [ ! -f bench/pipeline_vs_peers.py ]; then
@@ -173,14 +237,19 @@ for stage in "${stages[@]}"; do
     build) build ;;
     tests) tests ;;
     train) train_stage ;;
+    memory) memory_stage ;;
     bench) bench ;;
-    *) echo "gpu_check: unknown stage \"$stage\" (expected build, tests, train or bench)" >&2
+    *) echo "gpu_check: unknown stage \"$stage\" (expected build, tests, train, memory or bench)" >&2
        exit 2 ;;
   esac
 done
 
-echo "gpu_check: $gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | sort |
-  uniq -c | sed -E 's/^ *//' | paste -sd, -)"
+if [ "$on_cpu" -eq 1 ]; then
+  echo "gpu_check: the memory stage's CPU half (BATON_GPU_CHECK_DEVICE=cpu)"
+else
+  echo "gpu_check: $gpus GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | sort |
+    uniq -c | sed -E 's/^ *//' | paste -sd, -)"
+fi
 printf '%s\n' "${report[@]}"
 if [ "$failed" -ne 0 ]; then
   echo "gpu_check: FAILED (logs in $logs)"

@@ -1,5 +1,7 @@
 #include "baton/core/choices.h"
 
+#include <algorithm>
+
 #include <string>
 
 #include "baton/core/error.h"
@@ -98,8 +100,18 @@ std::string_view to_string(LrSchedule schedule) {
 }
 
 DeviceKind parse_device(std::string_view text) {
-  static const DeviceKind kAll[] = {DeviceKind::Cpu, DeviceKind::Cuda};
-  return parse_named(text, kAll, "device");
+  constexpr std::string_view kIndexed = "cuda:";
+  if (text.substr(0, kIndexed.size()) == kIndexed) {
+    const std::string_view index = text.substr(kIndexed.size());
+    const bool digits =
+        !index.empty() && index.size() <= 4 &&
+        std::all_of(index.begin(), index.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (digits) return DeviceKind::Cuda;
+  }
+  if (text == "cpu") return DeviceKind::Cpu;
+  if (text == "cuda") return DeviceKind::Cuda;
+  throw Error(detail::concat("[train.config] unknown device \"", printable(text),
+                             "\" (expected cpu, cuda, or cuda:N for GPU N)"));
 }
 
 std::string_view to_string(DeviceKind device) {

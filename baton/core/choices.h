@@ -44,9 +44,10 @@ enum class LrSchedule { Constant, Cosine };
 LrSchedule parse_lr_schedule(std::string_view text);
 std::string_view to_string(LrSchedule schedule);
 
-// Where the stages run (torch::Device's type; the rank picks the index).
+// Where the stages run (torch::Device's type): "cuda" puts each rank on the
+// GPU of its local rank, "cuda:N" every rank of the machine on GPU N.
 enum class DeviceKind { Cpu, Cuda };
-// "cpu", "cuda"; throws baton::Error otherwise.
+// "cpu", "cuda", "cuda:N" (N up to 4 digits); throws baton::Error otherwise.
 DeviceKind parse_device(std::string_view text);
 std::string_view to_string(DeviceKind device);
 

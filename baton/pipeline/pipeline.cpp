@@ -111,10 +111,15 @@ Joined join(const PipelineOptions& o) {
                                      .set_agent_store_port(env->agent_store_port)
                                      .set_timeout(o.timeout())
                                      .set_transport(comm::parse_transport(o.transport()));
-    // Stages on a GPU talk over NCCL on that GPU; on the CPU, shared memory or Gloo.
+    // Stages on a GPU of their own talk over NCCL on that GPU; on the CPU, or
+    // on one GPU that the machine's ranks share ("cuda:i" named with several
+    // local ranks; NCCL takes one GPU per rank), over shared memory or Gloo,
+    // the executor moving what arrives to the device.
+    const bool shared_gpu = o.device().has_index() && env->local_world_size > 1;
     world = std::make_shared<comm::Communicator>(
-        joined.device.is_cuda() ? comm::connect_nccl(connect_options, joined.device.index())
-                                : comm::connect(connect_options));
+        joined.device.is_cuda() && !shared_gpu
+            ? comm::connect_nccl(connect_options, joined.device.index())
+            : comm::connect(connect_options));
   }
   joined.layout =
       comm::make_rank_layout(std::move(world), topology::Topology(dp, pp, tp), local_rank);

@@ -142,6 +142,8 @@ std::vector<sim::MemoryPrediction> profiled_rank_memory(const ProfiledMemory& me
     fixed.optimizer = memory.optimizer_state_per_parameter_byte * fixed.parameters;
     fixed.gradients_freed = memory.gradients_freed;
     fixed.sends_copied_up_to = memory.sends_copied_up_to;
+    // The same transport's inline messages are received on arrival.
+    fixed.receives_on_arrival_up_to = memory.sends_copied_up_to;
     const std::vector<bool> recomputed(schedule.microbatches, false);
     // Adam's step makes two temporaries the size of the parameter it updates.
     out.push_back(

@@ -79,11 +79,26 @@ class Walk {
     return stages_[s];
   }
 
+  double message_bytes(const Action& a) const {
+    return a.kind == ActionKind::RECV_F ? stage(a.stage).input_bytes : stage(a.stage).output_bytes;
+  }
+
+  bool on_arrival(const Action& a) const {
+    return message_bytes(a) <= fixed_.receives_on_arrival_up_to;
+  }
+
   // Receives are posted at the step's start: their buffers exist from then
   // until the step ends (their handles hold them).
   void post(const Action& a) {
-    held_.buffers +=
-        a.kind == ActionKind::RECV_F ? stage(a.stage).input_bytes : stage(a.stage).output_bytes;
+    if (!on_arrival(a)) held_.buffers += message_bytes(a);
+  }
+
+  // A message held from its arrival (StaticMemory::receives_on_arrival_up_to)
+  // until its micro-batch's B or I.
+  void receive(const Action& a) {
+    if (!on_arrival(a)) return;
+    held_.buffers += message_bytes(a);
+    arrived_[{a.stage, a.microbatch}] += message_bytes(a);
   }
 
   void forward(const Action& a, bool recomputed) {
@@ -113,6 +128,12 @@ class Walk {
       extra.activations = recomputed ? s.stash - s.output_bytes : 0;
       extra.gradients = s.backward_extra;
       consider(extra);
+      // Its received input and output gradient, held since they arrived, are used up.
+      auto arrived = arrived_.find(cell);
+      if (arrived != arrived_.end()) {
+        held_.buffers -= arrived->second;
+        arrived_.erase(arrived);
+      }
       // The gradient it took from the next stage on this rank is freed.
       auto taken = handed_.find({a.stage + 1, a.microbatch});
       if (taken != handed_.end()) {
@@ -194,7 +215,7 @@ class Walk {
   const std::vector<StageMemory>& stages_;
   StaticMemory fixed_;
   MemoryPrediction held_, peak_;
-  std::map<std::pair<int, int>, double> stash_, handed_;
+  std::map<std::pair<int, int>, double> stash_, handed_, arrived_;
   std::set<std::pair<int, int>> sent_;
   bool gradients_back_ = false;
 };
@@ -233,6 +254,10 @@ MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int ran
       case ActionKind::SEND_F:
       case ActionKind::SEND_B:
         if (a.skip < 0) walk.send(a);
+        break;
+      case ActionKind::RECV_F:
+      case ActionKind::RECV_B:
+        if (a.skip < 0) walk.receive(a);
         break;
       default:
         break;

@@ -188,7 +188,8 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(std::isfinite(c.bucket_mb) && c.bucket_mb > 0 && c.bucket_mb <= kMaxBucketMb,
               "[train.config] bucket-mb must be above 0 and at most ", kMaxBucketMb, " MiB, got ",
               c.bucket_mb);
-  BATON_CHECK(c.max_memory_gb == 0 || (c.tp == 1 && parse_device(c.device) == DeviceKind::Cpu),
+  const DeviceKind device = parse_device(c.device);
+  BATON_CHECK(c.max_memory_gb == 0 || (c.tp == 1 && device == DeviceKind::Cpu),
               "[train.config] --max-memory-gb caps the activation model's prediction, made on "
               "the CPU without tensor parallelism; leave it out with --tp ",
               c.tp, " --device ", printable(c.device));

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "baton/comm/device_memory.h"
 #include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/train/optimizer.h"
@@ -14,7 +15,7 @@
 namespace baton::train {
 namespace {
 
-constexpr int kFields = 10 + 2 * comm::kMemoryCategories;
+constexpr int kFields = 13 + 2 * comm::kMemoryCategories;
 
 // "512 B", "5.25 kB", "1.20 MB", "8.07 GB".
 std::string format_bytes(double bytes) {
@@ -40,7 +41,7 @@ std::string format_ms(double ms) {
 
 RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
                           torch::optim::Optimizer& optimizer, double peak_activation_bytes,
-                          int weight_versions) {
+                          int weight_versions, torch::Device device) {
   RankMemory m;
   m.rank = rank;
   m.weight_versions = weight_versions;
@@ -59,7 +60,12 @@ RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) == 0)
     m.peak_rss_bytes = usage.ru_maxrss * 1024.0;  // KiB on Linux
-  if (comm::memory_counter_installed()) {
+  if (const auto gpu = comm::device_memory(device)) {
+    m.measured_on_device = true;
+    m.measured_peak_bytes = static_cast<double>(gpu->peak_allocated_bytes);
+    m.measured_requested_peak_bytes = static_cast<double>(gpu->peak_requested_bytes);
+    m.measured_reserved_peak_bytes = static_cast<double>(gpu->peak_reserved_bytes);
+  } else if (comm::memory_counter_installed()) {
     const comm::MemoryFigures figures = comm::memory_figures();
     m.measured_peak_bytes = static_cast<double>(figures.peak_bytes);
     for (int k = 0; k < comm::kMemoryCategories; ++k)
@@ -72,12 +78,19 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
   if (comm.world_size() == 1) return {local};
   const int world = comm.world_size();
   std::vector<torch::Tensor> table{torch::zeros({world, kFields}, torch::kFloat64)};
-  std::vector<double> values = {
-      local.parameter_bytes,     local.gradient_bytes,
-      local.optimizer_bytes,     local.peak_activation_bytes,
-      local.peak_rss_bytes,      static_cast<double>(local.weight_versions),
-      local.reduction_ms,        local.exposed_reduction_ms,
-      local.measured_peak_bytes, local.predicted_peak_bytes};
+  std::vector<double> values = {local.parameter_bytes,
+                                local.gradient_bytes,
+                                local.optimizer_bytes,
+                                local.peak_activation_bytes,
+                                local.peak_rss_bytes,
+                                static_cast<double>(local.weight_versions),
+                                local.reduction_ms,
+                                local.exposed_reduction_ms,
+                                local.measured_peak_bytes,
+                                local.predicted_peak_bytes,
+                                local.measured_on_device ? 1.0 : 0.0,
+                                local.measured_requested_peak_bytes,
+                                local.measured_reserved_peak_bytes};
   values.insert(values.end(), local.measured.begin(), local.measured.end());
   values.insert(values.end(), local.predicted.begin(), local.predicted.end());
   for (int i = 0; i < kFields; ++i) table[0][local.rank][i] = values[i];
@@ -96,9 +109,12 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
                         row[7].item<double>(),
                         row[8].item<double>()};
     out[r].predicted_peak_bytes = row[9].item<double>();
+    out[r].measured_on_device = row[10].item<double>() != 0;
+    out[r].measured_requested_peak_bytes = row[11].item<double>();
+    out[r].measured_reserved_peak_bytes = row[12].item<double>();
     for (int k = 0; k < comm::kMemoryCategories; ++k) {
-      out[r].measured[k] = row[10 + k].item<double>();
-      out[r].predicted[k] = row[10 + comm::kMemoryCategories + k].item<double>();
+      out[r].measured[k] = row[13 + k].item<double>();
+      out[r].predicted[k] = row[13 + comm::kMemoryCategories + k].item<double>();
     }
   }
   return out;
@@ -141,6 +157,12 @@ nlohmann::json by_category_json(const std::array<double, comm::kMemoryCategories
 
 std::string format_measured_memory(const RankMemory& m) {
   if (m.measured_peak_bytes <= 0) return "";
+  if (m.measured_on_device) {
+    return detail::concat("rank ", m.rank, ": CUDA caching allocator peak ",
+                          format_bytes(m.measured_peak_bytes), " allocated (",
+                          format_bytes(m.measured_requested_peak_bytes), " asked for, ",
+                          format_bytes(m.measured_reserved_peak_bytes), " reserved)");
+  }
   return detail::concat("rank ", m.rank, ": allocator peak ", format_bytes(m.measured_peak_bytes),
                         ": ", by_category(m.measured));
 }
@@ -205,19 +227,21 @@ void set_prediction(RankMemory& memory, const sim::MemoryPrediction& p) {
 }
 
 nlohmann::json to_json(const RankMemory& m) {
-  return {{"rank", m.rank},
-          {"predicted_peak_bytes", m.predicted_peak_bytes},
-          {"predicted", by_category_json(m.predicted)},
-          {"measured_peak_bytes", m.measured_peak_bytes},
-          {"measured", by_category_json(m.measured)},
-          {"parameter_bytes", m.parameter_bytes},
-          {"gradient_bytes", m.gradient_bytes},
-          {"optimizer_bytes", m.optimizer_bytes},
-          {"peak_activation_bytes", m.peak_activation_bytes},
-          {"peak_rss_bytes", m.peak_rss_bytes},
-          {"weight_versions", m.weight_versions},
-          {"reduction_ms", m.reduction_ms},
-          {"exposed_reduction_ms", m.exposed_reduction_ms}};
+  return {
+      {"rank", m.rank},
+      {"predicted_peak_bytes", m.predicted_peak_bytes},
+      {"predicted", by_category_json(m.predicted)},
+      {"measured_peak_bytes", m.measured_peak_bytes},
+      {"measured", m.measured_on_device ? nlohmann::json::object() : by_category_json(m.measured)},
+      {"measured_by", m.measured_on_device ? "cuda caching allocator" : "cpu counter"},
+      {"parameter_bytes", m.parameter_bytes},
+      {"gradient_bytes", m.gradient_bytes},
+      {"optimizer_bytes", m.optimizer_bytes},
+      {"peak_activation_bytes", m.peak_activation_bytes},
+      {"peak_rss_bytes", m.peak_rss_bytes},
+      {"weight_versions", m.weight_versions},
+      {"reduction_ms", m.reduction_ms},
+      {"exposed_reduction_ms", m.exposed_reduction_ms}};
 }
 
 }  // namespace baton::train

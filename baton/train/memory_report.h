@@ -43,6 +43,13 @@ struct RankMemory {
   // step, by the same categories (0 when not predicted).
   double predicted_peak_bytes = 0;
   std::array<double, comm::kMemoryCategories> predicted = {};
+  // On a CUDA device the caching allocator measures instead of the counter
+  // (comm/device_memory.h): measured_peak_bytes is its peak allocated bytes
+  // (blocks of 512), `measured` stays zero (it keeps no categories), and
+  // these are its peaks of the bytes asked for and of those reserved.
+  bool measured_on_device = false;
+  double measured_requested_peak_bytes = 0;
+  double measured_reserved_peak_bytes = 0;
 };
 
 // What an optimizer keeps per parameter byte, and its step's temporaries
@@ -61,10 +68,11 @@ void set_prediction(RankMemory& memory, const sim::MemoryPrediction& prediction)
 
 // This rank's figures: its parameters and their gradients, the optimizer's
 // state, `peak_activation_bytes` and `weight_versions` as the runtime
-// measured them, and the counting allocator's peak when it is installed.
+// measured them, and the counting allocator's peak when it is installed, or
+// on a CUDA `device` the caching allocator's.
 RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
                           torch::optim::Optimizer& optimizer, double peak_activation_bytes,
-                          int weight_versions = 1);
+                          int weight_versions = 1, torch::Device device = torch::kCPU);
 
 // Collective: every rank's figures, by rank.
 std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory& local);

@@ -213,9 +213,10 @@ std::vector<Option> make_options() {
   add("--transport", "transport", &C::transport,
       "Point-to-point between ranks: auto (shared memory on one host, else Gloo), shm or gloo")
       .choices({"auto", "shm", "gloo"});
+  // No choices here: "cuda:N" takes any N; check_config reads it with parse_device.
   add("--device", "device", &C::device,
-      "Where stages run: cpu, or cuda (rank on cuda:LOCAL_RANK, NCCL between ranks)")
-      .choices({"cpu", "cuda"});
+      "Where stages run: cpu; cuda (rank on cuda:LOCAL_RANK, NCCL between ranks); or cuda:N "
+      "(every rank on GPU N, shared memory or Gloo between them)");
   // Output
   add("--metrics", "metrics", &C::metrics, "Write JSON lines of metrics").path();
   add("--trace", "trace", &C::trace, "Write the last step's measured timeline as a Chrome trace")

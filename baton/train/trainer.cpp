@@ -11,8 +11,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
+#include "baton/comm/device_choice.h"
+#include "baton/comm/device_memory.h"
 #include "baton/comm/memory_counter.h"
 #include "baton/comm/p2p_probe.h"
 #include "baton/comm/transport_limits.h"
@@ -206,9 +209,15 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
 // The activation model's peak for pipeline rank `pp_rank`'s steady-state
 // step (sim/memory_model.h): the layers measured on one micro-batch of zero
 // inputs with the counting allocator, composed by the schedule's order.
+//
+// On a CUDA device the layers are measured on the CPU (the bytes autograd
+// keeps are the same), and what the device holds outside the steps is the
+// step's batch, copied to it whole, and `library_bytes`, what its math
+// libraries keep (comm/device_memory.h).
 sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelSpec& model,
                                           const Pipeline& pipeline, DataSource& data, int pp_rank,
-                                          int64_t step) {
+                                          int64_t step, torch::Device device,
+                                          double library_bytes) {
   // What lives outside the steps: the data this rank holds, and one step's
   // batch as it reads it (a source's batch(step) is a function of the step).
   const auto held_other = [] {
@@ -256,17 +265,24 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
       if (seen.insert(p.storage().unsafeGetStorageImpl()).second) fixed.parameters += bytes_of(p);
     fixed.gradients = fixed.parameters;
   }
-  fixed.other = other;
+  fixed.other = device.is_cpu() ? other : other - at_rest + library_bytes;
   const double per_byte = optimizer_state_per_parameter_byte(c.optimizer);
   fixed.optimizer = per_byte * stepped;
   fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
   // The optimizer's gradients are the shards' (runtime/zero.h), dropped at
   // each step's start and cut beside the whole gradients at its end.
   if (c.zero > 0 && c.dp > 1) fixed.gradient_shards = stepped;
-  // Over shared memory (local ranks on the CPU) small messages are copied out at the send.
-  if (comm::parse_transport(c.transport) != comm::TransportKind::kGloo &&
-      parse_device(c.device) == DeviceKind::Cpu)
+  // Over shared memory (local ranks on the CPU) small messages are copied
+  // out at the send and received on arrival. On a GPU every send is copied
+  // to the host (or taken by NCCL from the tensor its stage holds anyway),
+  // and every message received is copied to the device when taken.
+  if (!device.is_cpu()) {
+    fixed.sends_copied_up_to = std::numeric_limits<double>::infinity();
+    fixed.receives_on_arrival_up_to = std::numeric_limits<double>::infinity();
+  } else if (comm::parse_transport(c.transport) != comm::TransportKind::kGloo) {
     fixed.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
+    fixed.receives_on_arrival_up_to = fixed.sends_copied_up_to;
+  }
   std::vector<bool> recomputed(c.microbatches);
   for (int mb = 0; mb < c.microbatches; ++mb)
     recomputed[mb] = runtime::recomputes(recompute, mb, c.microbatches);
@@ -371,17 +387,19 @@ void print_banner(const TrainConfig& c, const nn::ModelSpec& model, const Pipeli
   flush_stdout("[train]");
 }
 
-// The activation model's peak for this rank (sim/memory_model.h), or none:
-// not under tp (the layers measured would be whole, the rank holds a share)
-// nor on a device (the counter counts the CPU's allocator). Measured before
-// the steps, since measuring moves the allocator's peak (reset at the third).
+// The activation model's peak for this rank (sim/memory_model.h), or none
+// under tp (the layers measured would be whole, the rank holds a share).
+// Measured before the steps, since measuring moves the allocator's peak
+// (reset at the third).
 sim::MemoryPrediction predicted_memory(const TrainConfig& c, const nn::ModelSpec& model,
                                        const Pipeline& pipeline, DataSource& data, int pp_rank,
-                                       int64_t first, bool leader, int rank) {
+                                       int64_t first, bool leader, int rank, torch::Device device,
+                                       double library_bytes) {
   sim::MemoryPrediction predicted;
-  if (c.tp == 1 && parse_device(c.device) == DeviceKind::Cpu) {
+  if (c.tp == 1) {
     try {
-      predicted = predict_rank_memory(c, model, pipeline, data, pp_rank, first);
+      predicted =
+          predict_rank_memory(c, model, pipeline, data, pp_rank, first, device, library_bytes);
     } catch (const std::exception& e) {
       if (c.max_memory_gb > 0) throw;  // the cap cannot be checked without it
       // A prediction that fails costs the report its line, not the run. Each
@@ -444,9 +462,10 @@ StepExtras step_extras(const TrainConfig& c, const runtime::StepResult& done, do
 // --zero 3 gathered; with --zero, parameters() is only the shards its
 // optimizer steps), beside its prediction and the run's reduction times.
 RankMemory rank_memory(int rank, Pipeline& pipeline, torch::optim::Optimizer& optimizer,
-                       const StepTotals& totals, const sim::MemoryPrediction& predicted) {
+                       const StepTotals& totals, const sim::MemoryPrediction& predicted,
+                       torch::Device device) {
   RankMemory local = measure_memory(rank, pipeline.held_parameters(), optimizer,
-                                    totals.peak_activation_bytes, totals.weight_versions);
+                                    totals.peak_activation_bytes, totals.weight_versions, device);
   set_prediction(local, predicted);
   local.reduction_ms = median(totals.reduction_ms);
   local.exposed_reduction_ms = median(totals.exposed_reduction_ms);
@@ -470,6 +489,9 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   if (c.realtime) run_realtime();
   // Before anything is allocated: every byte of the rank counted (comm/memory_counter.h).
   comm::install_memory_counter();
+  const torch::Device device = comm::device_for_local_rank(torch::Device(c.device), ctx.local_rank);
+  // Before the model runs there: the workspaces its first products leave.
+  const double library_bytes = static_cast<double>(comm::device_library_bytes(device));
   at::set_num_threads(threads);
   torch::manual_seed(c.seed);
   const bool leader = ctx.rank == 0;
@@ -504,8 +526,8 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   // and saved, the resumed ones included (S = the step resumed from).
   constexpr const char* kKillHook = "BATON_TEST_KILL_AT_STEP";
   kill_if_hooked(kKillHook, ctx.rank, first);
-  const sim::MemoryPrediction predicted =
-      predicted_memory(c, model, pipeline, *data, here.pp, first, leader, ctx.rank);
+  const sim::MemoryPrediction predicted = predicted_memory(
+      c, model, pipeline, *data, here.pp, first, leader, ctx.rank, device, library_bytes);
   if (c.max_memory_gb > 0) check_memory_cap(comm, ctx.rank, predicted, c.max_memory_gb);
   Progress progress(c, total, leader, first);
   const SaveOptions saving = save_options(c);
@@ -516,7 +538,10 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   const bool fp16 = parse_precision(c.precision) == Precision::Fp16;
   for (int64_t step = first; step < total; ++step) {
     // The measured peak is the steady state's: from this run's third step on.
-    if (step == first + 2) comm::reset_memory_peak();
+    if (step == first + 2) {
+      comm::reset_memory_peak();
+      comm::reset_device_memory_peak(device);
+    }
     const auto read_started = Clock::now();
     auto [inputs, targets] = data->batch(step);
     const double data_ms =
@@ -568,7 +593,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   const double accuracy = test_accuracy(pipeline, *data, c);
   progress.finish(
       totals.loss, accuracy,
-      gather_memory(comm, rank_memory(ctx.rank, pipeline, *optimizer, totals, predicted)));
+      gather_memory(comm, rank_memory(ctx.rank, pipeline, *optimizer, totals, predicted, device)));
   write_timelines(c, pipeline, link, compared);
   comm.barrier("the end of training");
 }

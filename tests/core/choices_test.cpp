@@ -64,7 +64,16 @@ TEST(Choices, TheOptimizerTheScheduleAndTheDeviceReadBackAndRefuseTheRest) {
     EXPECT_THAT(e.what(), HasSubstr("unknown optimizer \"lamb\" (expected sgd, adam, adamw)"));
   }
   EXPECT_THROW(parse_lr_schedule("linear"), Error);
-  EXPECT_THROW(parse_device("cuda:0"), Error);
+  for (const char* name : {"cuda:0", "cuda:7", "cuda:1234"})
+    EXPECT_EQ(parse_device(name), DeviceKind::Cuda) << name;
+  for (const char* name : {"cuda:", "cuda:-1", "cuda:x", "cuda:12345", "cuda0", "gpu", "CPU"})
+    EXPECT_THROW(parse_device(name), Error) << name;
+  try {
+    parse_device("gpu");
+    ADD_FAILURE() << "gpu was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unknown device \"gpu\" (expected cpu, cuda, or cuda:N"));
+  }
 }
 
 TEST(Executable, IsTheFileThisProcessRuns) {
