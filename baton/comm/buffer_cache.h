@@ -18,6 +18,10 @@ class BufferCache {
   // A tensor of `sizes` and `dtype` on the CPU: the cached buffer of `key`
   // when it has exactly the bytes needed and is free, else a new one, which
   // the cache then keeps for next time.
+  // Below this, allocation is cheaper than keeping buffers around: a smaller
+  // buffer is not kept, and lives only as long as the tensor handed out.
+  static constexpr size_t kMinBytes = 64 << 10;
+
   at::Tensor take(std::uint64_t key, at::ScalarType dtype, at::IntArrayRef sizes) {
     const auto options = at::TensorOptions().dtype(dtype);
     std::int64_t numel = 1;
@@ -34,8 +38,6 @@ class BufferCache {
   }
 
  private:
-  // Below this, allocation is cheaper than keeping buffers around.
-  static constexpr size_t kMinBytes = 64 << 10;
   std::mutex mutex_;
   std::unordered_map<std::uint64_t, at::Storage> storages_;
 };

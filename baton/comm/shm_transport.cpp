@@ -535,4 +535,8 @@ std::uint64_t shm_inline_bytes() {
   return std::min(options.inline_bytes, in_ring);
 }
 
+std::uint64_t shm_kept_receive_bytes() {
+  return detail::BufferCache::kMinBytes;
+}
+
 }  // namespace baton::comm

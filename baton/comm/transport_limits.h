@@ -18,4 +18,10 @@ std::string shm_transport_refusal(int world_size);
 // many bytes holds no tensor once isend returns. Reads BATON_SHM_RING_KB.
 std::uint64_t shm_inline_bytes();
 
+// The smallest message the shared-memory transport receives into a buffer
+// it keeps for the next message of its (peer, tag): such a buffer is held
+// from the first step on. A smaller message is allocated when it arrives and
+// freed once the tensor it became is dropped.
+std::uint64_t shm_kept_receive_bytes();
+
 }  // namespace baton::comm

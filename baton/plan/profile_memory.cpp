@@ -80,7 +80,8 @@ json profiled_memory_json(const ProfiledMemory& m) {
           {"largest_parameter_bytes", m.largest_parameter_bytes},
           {"optimizer_state_per_parameter_byte", m.optimizer_state_per_parameter_byte},
           {"gradients_freed", m.gradients_freed},
-          {"sends_copied_up_to", m.sends_copied_up_to}};
+          {"sends_copied_up_to", m.sends_copied_up_to},
+          {"receives_on_arrival_up_to", m.receives_on_arrival_up_to}};
 }
 
 ProfiledMemory parse_profiled_memory(const json& memory, const std::string& path) {
@@ -107,6 +108,8 @@ ProfiledMemory parse_profiled_memory(const json& memory, const std::string& path
       bytes(memory, "optimizer_state_per_parameter_byte", "\"memory\"", path);
   out.gradients_freed = flag(memory, "gradients_freed", "\"memory\"", path);
   out.sends_copied_up_to = bytes(memory, "sends_copied_up_to", "\"memory\"", path);
+  if (memory.contains("receives_on_arrival_up_to"))
+    out.receives_on_arrival_up_to = bytes(memory, "receives_on_arrival_up_to", "\"memory\"", path);
   return out;
 }
 
@@ -142,8 +145,7 @@ std::vector<sim::MemoryPrediction> profiled_rank_memory(const ProfiledMemory& me
     fixed.optimizer = memory.optimizer_state_per_parameter_byte * fixed.parameters;
     fixed.gradients_freed = memory.gradients_freed;
     fixed.sends_copied_up_to = memory.sends_copied_up_to;
-    // The same transport's inline messages are received on arrival.
-    fixed.receives_on_arrival_up_to = memory.sends_copied_up_to;
+    fixed.receives_on_arrival_up_to = memory.receives_on_arrival_up_to;
     const std::vector<bool> recomputed(schedule.microbatches, false);
     // Adam's step makes two temporaries the size of the parameter it updates.
     out.push_back(

@@ -10,7 +10,10 @@
 //              "stage_inputs": [...], "loss": {...},
 //              "largest_parameter_bytes": [per layer],
 //              "optimizer_state_per_parameter_byte": 2,
-//              "gradients_freed": true, "sends_copied_up_to": 262144}
+//              "gradients_freed": true, "sends_copied_up_to": 262144,
+//              "receives_on_arrival_up_to": 65535}
+// (receives_on_arrival_up_to may be absent, in profiles written before it:
+// 0, every message held all step.)
 // A profile written before this object existed has none; the simulator then
 // says how to write one again.
 #pragma once
@@ -31,6 +34,7 @@ struct ProfiledMemory {
   double optimizer_state_per_parameter_byte = 2;  // Adam's two moments; 0 for SGD
   bool gradients_freed = false;                   // LibTorch 2.x: zero_grad sets them to none
   double sends_copied_up_to = 0;                  // the shared-memory transport's inline messages
+  double receives_on_arrival_up_to = 0;           // its messages held from arrival to their B only
 };
 
 // The "memory" object of a profile (the layout above).

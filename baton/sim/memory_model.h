@@ -74,10 +74,11 @@ struct StaticMemory {
   double sends_copied_up_to = 0;
   // A received message up to this size exists only from its arrival (taken
   // as its RECV action) until the B or I of its micro-batch uses it up: the
-  // shared-memory transport's inline messages (comm::shm_inline_bytes), and
-  // on a GPU every message (it arrives on the host and is copied to the
-  // device when the executor takes it). A larger one is posted at the
-  // step's start and held by its handle until the step ends. 0: all are.
+  // shared-memory transport's messages below the size whose buffers it
+  // keeps (comm::shm_kept_receive_bytes), and on a GPU every message (it
+  // arrives on the host and is copied to the device when the executor takes
+  // it). A larger one is held all step: posted at its start, or received
+  // into a buffer kept from step to step. 0: all are.
   double receives_on_arrival_up_to = 0;
   // ZeRO: the gradient shards cut from the whole gradients once they are
   // reduced, held beside them for a moment (runtime/zero.h).

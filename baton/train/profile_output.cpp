@@ -195,6 +195,7 @@ void write_profile(const TrainConfig& c) {
   memory.optimizer_state_per_parameter_byte = optimizer_state_per_parameter_byte(c.optimizer);
   memory.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
   memory.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
+  memory.receives_on_arrival_up_to = static_cast<double>(comm::shm_kept_receive_bytes()) - 1;
   nlohmann::json layers = nlohmann::json::array();
   double parameter_bytes = 0;
   double layers_s = 0;  // F + B of every layer, one micro-batch

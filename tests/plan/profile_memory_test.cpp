@@ -48,6 +48,7 @@ TEST(ProfiledMemory, ReadsBackAsWritten) {
   m.model.layers[3].weight_stash_bytes = 77;
   m.gradients_freed = true;
   m.sends_copied_up_to = 262144;
+  m.receives_on_arrival_up_to = 65535;
   const ProfiledMemory back = parse_profiled_memory(profiled_memory_json(m), "p.json");
   ASSERT_EQ(back.model.layers.size(), 5u);
   EXPECT_EQ(back.model.stage_inputs.size(), 2u);
@@ -59,7 +60,13 @@ TEST(ProfiledMemory, ReadsBackAsWritten) {
   EXPECT_EQ(back.largest_parameter_bytes, m.largest_parameter_bytes);
   EXPECT_TRUE(back.gradients_freed);
   EXPECT_EQ(back.sends_copied_up_to, 262144);
+  EXPECT_EQ(back.receives_on_arrival_up_to, 65535);
   EXPECT_EQ(back.optimizer_state_per_parameter_byte, 2);
+  // A profile written before receives_on_arrival_up_to existed: 0 (every
+  // message held all step, as the model read it then).
+  nlohmann::json older = profiled_memory_json(m);
+  older.erase("receives_on_arrival_up_to");
+  EXPECT_EQ(parse_profiled_memory(older, "p.json").receives_on_arrival_up_to, 0);
 }
 
 TEST(ProfiledMemory, AMissingFieldIsNamed) {

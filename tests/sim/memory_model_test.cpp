@@ -1,7 +1,7 @@
 // The activation model (sim/memory_model.h) against hand counts: a stage's
 // stash from its layers' measured graphs, and a rank's peak walked through
 // 1F1B and GPipe orders with sends held to the step's end, or copied out at
-// the send.
+// the send, and receives posted at the step's start, or held from arrival.
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -125,6 +125,29 @@ TEST(MemoryModel, MessagesCopiedOutAtTheSendAreNotHeld) {
   // One byte larger than the limit, they are held as without it.
   fixed.sends_copied_up_to = 9;
   EXPECT_DOUBLE_EQ(predict_rank_memory(s, 1, {s0, s1}, fixed, none).gradients, 1000 + 20 + 20);
+}
+
+// A message received on arrival (inline over shared memory; every message
+// on a GPU) exists from its RECV until its micro-batch's B uses it up, not
+// from the step's start to its end.
+TEST(MemoryModel, MessagesReceivedOnArrivalAreHeldOnlyUntilTheirBackward) {
+  TwoStages t;
+  const auto& [s, s0, s1] = std::tie(t.s, t.s0, t.s1);
+  StaticMemory& fixed = t.fixed;
+  fixed.receives_on_arrival_up_to = 10;
+  const std::vector<bool> none(3, false);
+  // Rank 0 at B1: the stashes as before (210), one gradient buffer (10), not 30.
+  const MemoryPrediction r0 = predict_rank_memory(s, 0, {s0, s1}, fixed, none);
+  EXPECT_DOUBLE_EQ(r0.buffers, 10);
+  EXPECT_DOUBLE_EQ(r0.activations, 210);
+  EXPECT_DOUBLE_EQ(r0.peak, 1000 + 1005 + 2000 + 210 + 10);
+  // Rank 1 at B2: its one input (10) beside the sent input gradients.
+  const MemoryPrediction r1 = predict_rank_memory(s, 1, {s0, s1}, fixed, none);
+  EXPECT_DOUBLE_EQ(r1.buffers, 10);
+  EXPECT_DOUBLE_EQ(r1.peak, 1000 + 1040 + 2000 + 50 + 10);
+  // One byte over the limit, they are posted at the start as without it.
+  fixed.receives_on_arrival_up_to = 9;
+  EXPECT_DOUBLE_EQ(predict_rank_memory(s, 0, {s0, s1}, fixed, none).buffers, 30);
 }
 
 // ZeRO cuts the gradient shards at the step's end beside the whole gradients.
