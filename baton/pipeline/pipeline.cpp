@@ -18,6 +18,7 @@
 #include "baton/nn/tensor_parallel.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline_state.h"
+#include "baton/runtime/memory_profile.h"
 #include "baton/runtime/microbatch.h"
 #include "baton/runtime/profile.h"
 #include "baton/runtime/stage.h"
@@ -139,8 +140,15 @@ std::vector<partition::LayerCost> profiled_costs(const nn::ModelSpec& model,
   const nn::Tensors sample =
       o.sample_inputs().empty() ? nn::Tensors{o.sample()} : o.sample_inputs();
   // In the run's precision, as its steps compute.
-  std::vector<partition::LayerCost> costs = runtime::profile_layers(
-      model, sample, o.seed(), /*repeats=*/3, runtime::parse_precision(o.precision()));
+  const runtime::Precision precision = runtime::parse_precision(o.precision());
+  std::vector<partition::LayerCost> costs =
+      runtime::profile_layers(model, sample, o.seed(), /*repeats=*/3, precision);
+  // What each layer keeps for its backward, measured by the counting
+  // allocator (--balance memory cuts by it), not the layer's input that
+  // profile_layers counts: a transformer block keeps about 15 times that.
+  const std::vector<double> kept =
+      sim::layer_kept_bytes(runtime::measure_model_memory(model, sample, o.seed(), precision));
+  for (int i = 0; i < L; ++i) costs[i].activation_bytes = kept[i];
   std::vector<torch::Tensor> times{torch::zeros({2, L}, torch::kFloat64)};
   for (int i = 0; i < L; ++i) {
     times[0][0][i] = costs[i].forward_time;

@@ -58,6 +58,18 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
   return s;
 }
 
+std::vector<double> layer_kept_bytes(const ModelMemory& model) {
+  const int n = static_cast<int>(model.layers.size());
+  std::vector<double> kept;
+  double before = 0;
+  for (int i = 0; i < n; ++i) {
+    const double stash = stage_memory(model, 0, i + 1, /*last=*/i + 1 == n).stash;
+    kept.push_back(std::max(0.0, stash - before));
+    before = stash;
+  }
+  return kept;
+}
+
 namespace {
 
 using schedule::Action;

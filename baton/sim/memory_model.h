@@ -58,6 +58,13 @@ struct StageMemory {
 // Layers [first, end) as one stage; `last`: the stage computes the loss.
 StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last);
 
+// What each layer keeps from its F until its B on one micro-batch: layer i's
+// share of the stash of a stage holding layers 0..i (the last: with the
+// loss's graph), at least 0. A stage of layers [a, b) keeps about their sum
+// (exactly, up to its two boundaries). What `--balance memory` cuts by and a
+// profile's activation_bytes.
+std::vector<double> layer_kept_bytes(const ModelMemory& model);
+
 // What a rank holds besides its steps' activations and messages.
 struct StaticMemory {
   double parameters = 0;

@@ -29,6 +29,11 @@ double over_held_out(Pipeline& pipeline, DataSource& data, const TrainConfig& c,
     const auto [inputs, targets] = data.test_rows(begin, size);
     // Micro-batch by micro-batch: with Chimera two ranks each finish some.
     const auto outputs = pipeline.eval_microbatches(inputs, m);
+    // A batch at a time: a forward-only schedule sends nothing back, so
+    // without it the first stage's ranks run ahead through the set and the
+    // next stage's queue every message they sent (resnet's last stage held
+    // 477 MB of them).
+    pipeline.communicator().barrier("the held-out batch");
     if (outputs.empty()) continue;
     BATON_ASSERT(targets.defined(), "a rank with outputs holds no held-out targets");
     const auto labels = runtime::split_microbatches(targets, m);

@@ -60,6 +60,11 @@ RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) == 0)
     m.peak_rss_bytes = usage.ru_maxrss * 1024.0;  // KiB on Linux
+  take_allocator_peak(m, device);
+  return m;
+}
+
+void take_allocator_peak(RankMemory& m, torch::Device device) {
   if (const auto gpu = comm::device_memory(device)) {
     m.measured_on_device = true;
     m.measured_peak_bytes = static_cast<double>(gpu->peak_allocated_bytes);
@@ -71,7 +76,14 @@ RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters
     for (int k = 0; k < comm::kMemoryCategories; ++k)
       m.measured[k] = static_cast<double>(figures.at_peak[k]);
   }
-  return m;
+}
+
+void copy_allocator_peak(RankMemory& to, const RankMemory& from) {
+  to.measured_on_device = from.measured_on_device;
+  to.measured_peak_bytes = from.measured_peak_bytes;
+  to.measured_requested_peak_bytes = from.measured_requested_peak_bytes;
+  to.measured_reserved_peak_bytes = from.measured_reserved_peak_bytes;
+  to.measured = from.measured;
 }
 
 std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory& local) {

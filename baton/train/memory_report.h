@@ -68,11 +68,18 @@ void set_prediction(RankMemory& memory, const sim::MemoryPrediction& prediction)
 
 // This rank's figures: its parameters and their gradients, the optimizer's
 // state, `peak_activation_bytes` and `weight_versions` as the runtime
-// measured them, and the counting allocator's peak when it is installed, or
-// on a CUDA `device` the caching allocator's.
+// measured them, and the allocator's peak (take_allocator_peak).
 RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
                           torch::optim::Optimizer& optimizer, double peak_activation_bytes,
                           int weight_versions = 1, torch::Device device = torch::kCPU);
+
+// The allocator's peak so far into `memory`'s measured fields: the counting
+// allocator's when it is installed, or on a CUDA `device` the caching
+// allocator's. `baton train` takes it after the last step, before the test
+// set is evaluated, so that the peak is the steps'.
+void take_allocator_peak(RankMemory& memory, torch::Device device);
+// `from`'s measured fields into `to`.
+void copy_allocator_peak(RankMemory& to, const RankMemory& from);
 
 // Collective: every rank's figures, by rank.
 std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory& local);

@@ -139,22 +139,6 @@ Overheads fit_overheads(double at_m, double at_half, int m, double layers_s, dou
   return out;
 }
 
-// What each layer keeps from its F until its B on one micro-batch, measured
-// by the counting allocator (sim/memory_model.h): layer i's share of the
-// stash of a stage holding layers 0..i, the loss's graph on the last layer.
-// A stage of layers [a, b) keeps their sum up to its two boundaries.
-std::vector<double> kept_bytes(const sim::ModelMemory& memory) {
-  const int n = static_cast<int>(memory.layers.size());
-  std::vector<double> kept;
-  double before = 0;
-  for (int i = 0; i < n; ++i) {
-    const double stash = sim::stage_memory(memory, 0, i + 1, /*last=*/i + 1 == n).stash;
-    kept.push_back(std::max(0.0, stash - before));
-    before = stash;
-  }
-  return kept;
-}
-
 }  // namespace
 
 void write_profile(const TrainConfig& c) {
@@ -185,7 +169,7 @@ void write_profile(const TrainConfig& c) {
 
   plan::ProfiledMemory memory;
   memory.model = runtime::measure_model_memory(model, nn::Tensors{sample}, c.seed, precision);
-  const std::vector<double> kept = kept_bytes(memory.model);
+  const std::vector<double> kept = sim::layer_kept_bytes(memory.model);
   for (int i = 0; i < model.num_layers(); ++i) {
     double largest = 0;
     for (const auto& p : nn::build_layer(model, i, c.seed).ptr()->parameters())

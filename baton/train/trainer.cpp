@@ -465,9 +465,10 @@ StepExtras step_extras(const TrainConfig& c, const runtime::StepResult& done, do
 // optimizer steps), beside its prediction and the run's reduction times.
 RankMemory rank_memory(int rank, Pipeline& pipeline, torch::optim::Optimizer& optimizer,
                        const StepTotals& totals, const sim::MemoryPrediction& predicted,
-                       torch::Device device) {
+                       const RankMemory& steps_peak) {
   RankMemory local = measure_memory(rank, pipeline.held_parameters(), optimizer,
-                                    totals.peak_activation_bytes, totals.weight_versions, device);
+                                    totals.peak_activation_bytes, totals.weight_versions);
+  copy_allocator_peak(local, steps_peak);
   set_prediction(local, predicted);
   local.reduction_ms = median(totals.reduction_ms);
   local.exposed_reduction_ms = median(totals.exposed_reduction_ms);
@@ -592,10 +593,14 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
     if (!updates_inside) optimizer->step();
   }
 
+  // The allocator's peak over the steps (from the third), before the test
+  // set's forwards add theirs.
+  RankMemory steps_peak;
+  take_allocator_peak(steps_peak, device);
   const double accuracy = test_accuracy(pipeline, *data, c);
-  progress.finish(
-      totals.loss, accuracy,
-      gather_memory(comm, rank_memory(ctx.rank, pipeline, *optimizer, totals, predicted, device)));
+  progress.finish(totals.loss, accuracy,
+                  gather_memory(comm, rank_memory(ctx.rank, pipeline, *optimizer, totals, predicted,
+                                                  steps_peak)));
   write_timelines(c, pipeline, link, compared);
   comm.barrier("the end of training");
 }

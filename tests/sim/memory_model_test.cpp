@@ -44,6 +44,25 @@ TEST(MemoryModel, AStageCountsEachSavedBoundaryOnceAndItsOutputUntilTheBackward)
   EXPECT_DOUBLE_EQ(last.backward_extra, 9);
 }
 
+// Each layer's share of what a stage keeps: the stash of layers 0..i less
+// that of 0..i-1, so that a stage's layers sum to its stash.
+TEST(MemoryModel, EachLayersKeptBytesSumToTheStagesStash) {
+  ModelMemory m;
+  m.layers = {layer(4 + 8, true, true, 4, 8), layer(8 + 16, true, false, 8, 2, 5),
+              layer(0, false, false, 2, 3, 7)};
+  m.loss = layer(6, false, false, 3, 1, 9);
+  const std::vector<double> kept = layer_kept_bytes(m);
+  ASSERT_EQ(kept.size(), 3u);
+  // Layer 0: its graph (12, its output of 8 among it, held until the B)
+  // less its input (4, held outside): 8. Layer 1: the stash of 0..1 (26,
+  // the test above) less 8.
+  EXPECT_DOUBLE_EQ(kept[0], 8);
+  EXPECT_DOUBLE_EQ(kept[1], 18);
+  // The last with the loss's graph (6): the whole model's stash.
+  EXPECT_DOUBLE_EQ(kept[0] + kept[1] + kept[2], stage_memory(m, 0, 3, true).stash);
+  for (double k : kept) EXPECT_GE(k, 0);
+}
+
 // A stage that starts at layer i > 0 runs it on its input as received (in
 // the compute dtype): its figures replace layer i's there, and only there.
 TEST(MemoryModel, ALaterStagesFirstLayerTakesItsFiguresOnTheReceivedInput) {
