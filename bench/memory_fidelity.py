@@ -4,11 +4,13 @@ predicted peak bytes (the activation model, sim/memory_model.h, from layers
 measured by the counting allocator) against the counting allocator's measured
 peak over steps 3 onwards, from the final `memory` line of --metrics.
 
-    python3 bench/memory_fidelity.py [--baton build/baton] [--quick]
+    python3 bench/memory_fidelity.py [--baton build/baton] [--quick] [--layers N]
 
 Prints one row per configuration and rank: predicted, measured, ratio; and
-the worst |ratio - 1| at the end (target: within 5%)."""
-import argparse, json, os, subprocess, sys, tempfile
+the worst |ratio - 1| at the end (target: within 5%), and for each model and
+layout the schedules ordered by their busiest rank's peak, predicted and
+measured (the orders must match)."""
+import argparse, collections, json, os, subprocess, sys, tempfile
 
 MODELS = {
     "mlp": ["--model", "mlp", "--hidden", "256", "--layers", "8", "--batch", "64"],
@@ -43,6 +45,8 @@ def main():
     ap.add_argument("--recompute", nargs="*", default=None)
     ap.add_argument("--precision", nargs="*", default=None)
     ap.add_argument("--no-dp", action="store_true", help="leave out the dp 2 ZeRO-1 row")
+    ap.add_argument("--layers", type=int, default=None,
+                    help="override the model's layers (the V schedules at p = 4 need 8)")
     a = ap.parse_args()
     models = a.models or (["mlp", "gpt"] if a.quick else list(MODELS))
     schedules = a.schedules or (["gpipe", "1f1b", "interleaved", "zb-h1"] if a.quick
@@ -58,13 +62,17 @@ def main():
         grid.append(("gpt", "1f1b", 2, "never", "fp32", 2))  # dp 2, ZeRO-1
     worst = 0
     ratios = []
+    busiest = collections.defaultdict(dict)
     print(f"load average {os.getloadavg()[0]:.2f}")
     print("| model | schedule | pp | recompute | precision | dp | rank | predicted MB | "
           "measured MB | ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for model, sched, pp, recompute, precision, dp in grid:
-            args = MODELS[model] + ["--schedule", sched, "--pp", str(pp), "--microbatches",
+            base = list(MODELS[model])
+            if a.layers and "--layers" in base:
+                base[base.index("--layers") + 1] = str(a.layers)
+            args = base + ["--schedule", sched, "--pp", str(pp), "--microbatches",
                                     "8", "--recompute", recompute, "--precision", precision,
                                     "--nproc", str(pp * dp)]
             if dp > 1:
@@ -74,6 +82,9 @@ def main():
                 print(f"| {model} | {sched} | {pp} | {recompute} | {precision} | {dp} | - | "
                       f"refused: {error[0][:80] if error else '?'} | | |")
                 continue
+            key = (model, pp, recompute, precision, dp)
+            busiest[key][sched] = (max(m["predicted_peak_bytes"] for m in memory),
+                                   max(m["measured_peak_bytes"] for m in memory))
             for m in memory:
                 p, q = m["predicted_peak_bytes"], m["measured_peak_bytes"]
                 ratio = p / q if q > 0 else float("nan")
@@ -82,6 +93,15 @@ def main():
                 print(f"| {model} | {sched} | {pp} | {recompute} | {precision} | {dp} | "
                       f"{m['rank']} | {p / 1e6:.2f} | {q / 1e6:.2f} | {ratio:.3f} |",
                       flush=True)
+    # The schedules ordered by their busiest rank's peak, predicted and
+    # measured (issue 32: the orders must match, e.g. v-min < v-half < 1f1b < gpipe).
+    for key, peaks in busiest.items():
+        if len(peaks) < 2:
+            continue
+        by = lambda i: " < ".join(s for s, _ in sorted(peaks.items(), key=lambda kv: kv[1][i]))
+        predicted, measured = by(0), by(1)
+        print(f"{' '.join(map(str, key))}: predicted {predicted}; measured {measured}: "
+              f"{'same order' if predicted == measured else 'ORDER DIFFERS'}")
     within = lambda t: sum(abs(r - 1) <= t for r in ratios)
     print(f"{len(ratios)} rank figures: {within(0.05)} within 5%, {within(0.10)} within 10%")
     print(f"worst |predicted / measured - 1|: {worst:.3f} (target 0.05); "

@@ -12,16 +12,6 @@
 namespace baton::plan {
 namespace {
 
-double number(const nlohmann::json& object, const char* key, const std::string& where,
-              const std::string& path) {
-  BATON_CHECK(object.contains(key) && object[key].is_number(), "[plan] --profile ", path, ": ",
-              where, " has no number \"", key, "\"");
-  const double value = object[key].get<double>();
-  BATON_CHECK(std::isfinite(value) && value >= 0, "[plan] --profile ", path, ": ", where, " \"",
-              key, "\" is ", value, "; it must be finite and non-negative");
-  return value;
-}
-
 struct LayerTimes {
   double forward = 0, input_backward = 0, weight_backward = 0;
 };
@@ -81,7 +71,7 @@ Profile parse_profile(const std::string& text, const std::string& path) {
                   json["model"].contains("model") && json["model"]["model"].is_string(),
               "[plan] --profile ", path, " has no \"model\" object naming the model");
   profile.model = json["model"];
-  const double b = number(json, "microbatch", "the file", path);
+  const double b = profile_number(json, "microbatch", "the file", path);
   BATON_CHECK(b >= 1 && b == std::floor(b) && b < (1 << 30), "[plan] --profile ", path,
               ": \"microbatch\" is ", b, "; it must be a whole number of at least 1");
   profile.microbatch = static_cast<int>(b);
@@ -94,12 +84,12 @@ Profile parse_profile(const std::string& text, const std::string& path) {
   }
   if (json.contains("optimizer_s_per_parameter_byte")) {
     profile.optimizer_s_per_parameter_byte =
-        number(json, "optimizer_s_per_parameter_byte", "the file", path);
+        profile_number(json, "optimizer_s_per_parameter_byte", "the file", path);
   }
   if (json.contains("action_overhead_s"))
-    profile.action_overhead_s = number(json, "action_overhead_s", "the file", path);
+    profile.action_overhead_s = profile_number(json, "action_overhead_s", "the file", path);
   if (json.contains("step_overhead_s"))
-    profile.step_overhead_s = number(json, "step_overhead_s", "the file", path);
+    profile.step_overhead_s = profile_number(json, "step_overhead_s", "the file", path);
   BATON_CHECK(json.contains("layers") && json["layers"].is_array() && !json["layers"].empty(),
               "[plan] --profile ", path, " has no \"layers\" array of at least one layer");
   for (size_t i = 0; i < json["layers"].size(); ++i) {
@@ -107,16 +97,16 @@ Profile parse_profile(const std::string& text, const std::string& path) {
     const std::string where = "layer " + std::to_string(i);
     BATON_CHECK(l.is_object(), "[plan] --profile ", path, ": ", where, " is not an object");
     ProfiledLayer layer;
-    layer.forward_s = number(l, "forward_s", where, path);
-    layer.input_backward_s = number(l, "input_backward_s", where, path);
-    layer.weight_backward_s = number(l, "weight_backward_s", where, path);
-    layer.activation_bytes = number(l, "activation_bytes", where, path);
-    layer.parameter_bytes = number(l, "parameter_bytes", where, path);
-    layer.output_bytes = number(l, "output_bytes", where, path);
+    layer.forward_s = profile_number(l, "forward_s", where, path);
+    layer.input_backward_s = profile_number(l, "input_backward_s", where, path);
+    layer.weight_backward_s = profile_number(l, "weight_backward_s", where, path);
+    layer.activation_bytes = profile_number(l, "activation_bytes", where, path);
+    layer.parameter_bytes = profile_number(l, "parameter_bytes", where, path);
+    layer.output_bytes = profile_number(l, "output_bytes", where, path);
     if (l.contains("forward_fixed_s"))
-      layer.forward_fixed_s = number(l, "forward_fixed_s", where, path);
+      layer.forward_fixed_s = profile_number(l, "forward_fixed_s", where, path);
     if (l.contains("backward_fixed_s"))
-      layer.backward_fixed_s = number(l, "backward_fixed_s", where, path);
+      layer.backward_fixed_s = profile_number(l, "backward_fixed_s", where, path);
     if (l.contains("larger")) {
       BATON_CHECK(l["larger"].is_array(), "[plan] --profile ", path, ": ", where,
                   "'s \"larger\" is not an array");
@@ -126,9 +116,9 @@ Profile parse_profile(const std::string& text, const std::string& path) {
         const std::string at = where + "'s larger[" + std::to_string(k) + "]";
         BATON_CHECK(point.is_object(), "[plan] --profile ", path, ": ", at, " is not an object");
         ProfiledPoint timed;
-        timed.microbatch = number(point, "microbatch", at, path);
-        timed.forward_s = number(point, "forward_s", at, path);
-        timed.backward_s = number(point, "backward_s", at, path);
+        timed.microbatch = profile_number(point, "microbatch", at, path);
+        timed.forward_s = profile_number(point, "forward_s", at, path);
+        timed.backward_s = profile_number(point, "backward_s", at, path);
         BATON_CHECK(timed.microbatch > below, "[plan] --profile ", path, ": ", at,
                     " has \"microbatch\" ", timed.microbatch,
                     "; it must exceed the one before it (", below,

@@ -8,9 +8,21 @@
 #include "baton/partition/balance.h"
 
 namespace baton::plan {
-namespace {
 
 using nlohmann::json;
+
+double profile_number(const json& object, const char* key, const std::string& where,
+                      const std::string& path) {
+  BATON_CHECK(object.is_object() && object.contains(key) && object[key].is_number(),
+              "[plan] --profile ", path, ": ", where, " has no number \"", key,
+              "\" (write the profile again with baton train --profile-out)");
+  const double value = object[key].get<double>();
+  BATON_CHECK(std::isfinite(value) && value >= 0, "[plan] --profile ", path, ": ", where, " \"",
+              key, "\" is ", value, "; it must be finite and non-negative");
+  return value;
+}
+
+namespace {
 
 json layer_json(const sim::LayerMemory& l) {
   return {{"graph_bytes", l.graph_bytes},
@@ -30,15 +42,6 @@ json layers_json(const std::vector<sim::LayerMemory>& layers) {
   return out;
 }
 
-double bytes(const json& object, const char* key, const std::string& where,
-             const std::string& path) {
-  BATON_CHECK(object.is_object() && object.contains(key) && object[key].is_number() &&
-                  std::isfinite(object[key].get<double>()) && object[key].get<double>() >= 0,
-              "[simulate] --profile ", path, ": ", where, " has no \"", key,
-              "\" of at least 0 bytes (write the profile again with baton train --profile-out)");
-  return object[key].get<double>();
-}
-
 bool flag(const json& object, const char* key, const std::string& where, const std::string& path) {
   BATON_CHECK(object.is_object() && object.contains(key) && object[key].is_boolean(),
               "[simulate] --profile ", path, ": ", where, " has no true or false \"", key, "\"");
@@ -47,15 +50,15 @@ bool flag(const json& object, const char* key, const std::string& where, const s
 
 sim::LayerMemory parse_layer(const json& l, const std::string& where, const std::string& path) {
   sim::LayerMemory out;
-  out.graph_bytes = bytes(l, "graph_bytes", where, path);
+  out.graph_bytes = profile_number(l, "graph_bytes", where, path);
   out.keeps_input = flag(l, "keeps_input", where, path);
   out.keeps_output = flag(l, "keeps_output", where, path);
-  out.input_bytes = bytes(l, "input_bytes", where, path);
-  out.output_bytes = bytes(l, "output_bytes", where, path);
-  out.output_wire_bytes = bytes(l, "output_wire_bytes", where, path);
-  out.forward_extra = bytes(l, "forward_extra", where, path);
-  out.backward_extra = bytes(l, "backward_extra", where, path);
-  out.weight_stash_bytes = bytes(l, "weight_stash_bytes", where, path);
+  out.input_bytes = profile_number(l, "input_bytes", where, path);
+  out.output_bytes = profile_number(l, "output_bytes", where, path);
+  out.output_wire_bytes = profile_number(l, "output_wire_bytes", where, path);
+  out.forward_extra = profile_number(l, "forward_extra", where, path);
+  out.backward_extra = profile_number(l, "backward_extra", where, path);
+  out.weight_stash_bytes = profile_number(l, "weight_stash_bytes", where, path);
   return out;
 }
 
@@ -90,7 +93,7 @@ ProfiledMemory parse_profiled_memory(const json& memory, const std::string& path
   out.model.layers = parse_layers(memory, "layers", path);
   out.model.stage_inputs = parse_layers(memory, "stage_inputs", path);
   out.model.loss = parse_layer(memory.value("loss", json()), "the loss", path);
-  out.model.microbatch = bytes(memory, "microbatch", "\"memory\"", path);
+  out.model.microbatch = profile_number(memory, "microbatch", "\"memory\"", path);
   BATON_CHECK(memory.contains("largest_parameter_bytes") &&
                   memory["largest_parameter_bytes"].is_array() &&
                   memory["largest_parameter_bytes"].size() == out.model.layers.size(),
@@ -105,11 +108,12 @@ ProfiledMemory parse_profiled_memory(const json& memory, const std::string& path
     out.largest_parameter_bytes.push_back(b.get<double>());
   }
   out.optimizer_state_per_parameter_byte =
-      bytes(memory, "optimizer_state_per_parameter_byte", "\"memory\"", path);
+      profile_number(memory, "optimizer_state_per_parameter_byte", "\"memory\"", path);
   out.gradients_freed = flag(memory, "gradients_freed", "\"memory\"", path);
-  out.sends_copied_up_to = bytes(memory, "sends_copied_up_to", "\"memory\"", path);
+  out.sends_copied_up_to = profile_number(memory, "sends_copied_up_to", "\"memory\"", path);
   if (memory.contains("receives_on_arrival_up_to"))
-    out.receives_on_arrival_up_to = bytes(memory, "receives_on_arrival_up_to", "\"memory\"", path);
+    out.receives_on_arrival_up_to =
+        profile_number(memory, "receives_on_arrival_up_to", "\"memory\"", path);
   return out;
 }
 

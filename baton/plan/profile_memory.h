@@ -37,6 +37,13 @@ struct ProfiledMemory {
   double receives_on_arrival_up_to = 0;           // its messages held from arrival to their B only
 };
 
+// `object[key]` of the profile at `path`, a finite number of at least 0;
+// throws baton::Error naming the file, `where` (e.g. "layer 3") and the key,
+// and saying how to write the profile again. Every number a profile holds is
+// read through it.
+double profile_number(const nlohmann::json& object, const char* key, const std::string& where,
+                      const std::string& path);
+
 // The "memory" object of a profile (the layout above).
 nlohmann::json profiled_memory_json(const ProfiledMemory& memory);
 

@@ -76,7 +76,7 @@ TEST(ProfiledMemory, AMissingFieldIsNamed) {
     parse_profiled_memory(json, "p.json");
     FAIL() << "accepted";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("p.json: layers[3] has no \"backward_extra\""));
+    EXPECT_THAT(e.what(), HasSubstr("p.json: layers[3] has no number \"backward_extra\""));
   }
   json = profiled_memory_json(five_layers());
   json["largest_parameter_bytes"].erase(0);
