@@ -197,12 +197,7 @@ double optimizer_state_per_parameter_byte(const std::string& optimizer) {
   return parse_optimizer(optimizer) == Optimizer::Sgd ? 0 : 2;
 }
 
-void check_memory_cap(comm::Communicator& comm, int rank, const sim::MemoryPrediction& predicted,
-                      double cap_gb) {
-  RankMemory local;
-  local.rank = rank;
-  set_prediction(local, predicted);
-  const std::vector<RankMemory> all = gather_memory(comm, local);
+std::string memory_cap_refusal(const std::vector<RankMemory>& all, double cap_gb) {
   const auto most = [&](auto figure) {
     return *std::max_element(all.begin(), all.end(), [&](const RankMemory& a, const RankMemory& b) {
       return figure(a) < figure(b);
@@ -212,25 +207,34 @@ void check_memory_cap(comm::Communicator& comm, int rank, const sim::MemoryPredi
   const RankMemory& heaviest = most([](const RankMemory& m) { return m.predicted[kParameters]; });
   const RankMemory& highest = most([](const RankMemory& m) { return m.predicted_peak_bytes; });
   const double cap = cap_gb * 1e9;
-  if (highest.predicted_peak_bytes <= cap) return;
-  if (rank != 0) throw RefusedBeforeFirstStep("");
+  if (highest.predicted_peak_bytes <= cap) return "";
   char given[32];
   std::snprintf(given, sizeof given, "%g", cap_gb);
   if (heaviest.predicted[kParameters] > cap) {
-    throw RefusedBeforeFirstStep(detail::concat(
+    return detail::concat(
         "[train] --max-memory-gb ", given, ": rank ", heaviest.rank, "'s parameters alone take ",
         format_bytes(heaviest.predicted[kParameters]), ", above the cap of ", format_bytes(cap),
-        "; raise the cap or cut the model over more ranks (--pp)"));
+        "; raise the cap or cut the model over more ranks (--pp)");
   }
   const auto largest = std::max_element(highest.predicted.begin(), highest.predicted.end());
-  throw RefusedBeforeFirstStep(detail::concat(
+  return detail::concat(
       "[train] --max-memory-gb ", given, ": rank ", highest.rank, " is predicted to hold ",
       format_bytes(highest.predicted_peak_bytes), " at its peak, above the cap of ",
       format_bytes(cap), " (its largest part: ",
       comm::to_string(static_cast<comm::MemoryCategory>(largest - highest.predicted.begin())), " ",
       format_bytes(*largest),
       "); raise the cap, or hold less: a schedule with fewer micro-batches in flight (1f1b), "
-      "--recompute always, more --pp"));
+      "--recompute always, more --pp");
+}
+
+void check_memory_cap(comm::Communicator& comm, int rank, const sim::MemoryPrediction& predicted,
+                      double cap_gb) {
+  RankMemory local;
+  local.rank = rank;
+  set_prediction(local, predicted);
+  const std::string refusal = memory_cap_refusal(gather_memory(comm, local), cap_gb);
+  if (refusal.empty()) return;
+  throw RefusedBeforeFirstStep(rank == 0 ? refusal : "");
 }
 
 void set_prediction(RankMemory& memory, const sim::MemoryPrediction& p) {

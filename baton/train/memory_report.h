@@ -62,6 +62,10 @@ double optimizer_state_per_parameter_byte(const std::string& optimizer);
 // such rank, its bytes and its largest part, the others' are empty.
 void check_memory_cap(comm::Communicator& comm, int rank, const sim::MemoryPrediction& predicted,
                       double cap_gb);
+// The one line refusing `all` ranks' predictions under `cap_gb`: the first
+// rank whose parameters alone exceed it, or the rank with the highest peak
+// and its largest part; "" when every rank fits.
+std::string memory_cap_refusal(const std::vector<RankMemory>& all, double cap_gb);
 
 // The prediction's figures into `memory`.
 void set_prediction(RankMemory& memory, const sim::MemoryPrediction& prediction);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "baton/comm/communicator.h"
 #include "baton/comm/transport_limits.h"
 #include "baton/core/choices.h"
 #include "baton/core/error.h"
@@ -141,6 +142,30 @@ Overheads fit_overheads(double at_m, double at_half, int m, double layers_s, dou
 
 }  // namespace
 
+plan::ProfiledMemory measure_profiled_memory(const TrainConfig& c, const nn::ModelSpec& model,
+                                             const torch::Tensor& sample) {
+  plan::ProfiledMemory memory;
+  memory.model = runtime::measure_model_memory(model, nn::Tensors{sample}, c.seed,
+                                               runtime::parse_precision(c.precision));
+  for (int i = 0; i < model.num_layers(); ++i) {
+    double largest = 0, all = 0;
+    for (const auto& p : nn::build_layer(model, i, c.seed).ptr()->parameters()) {
+      largest = std::max(largest, bytes_of(p));
+      all += bytes_of(p);
+    }
+    memory.largest_parameter_bytes.push_back(largest);
+    memory.parameter_bytes.push_back(all);
+  }
+  memory.optimizer_state_per_parameter_byte = optimizer_state_per_parameter_byte(c.optimizer);
+  memory.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
+  // The shared-memory transport's (local ranks on the CPU); Gloo holds every message.
+  if (comm::parse_transport(c.transport) != comm::TransportKind::kGloo) {
+    memory.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
+    memory.receives_on_arrival_up_to = static_cast<double>(comm::shm_kept_receive_bytes()) - 1;
+  }
+  return memory;
+}
+
 void write_profile(const TrainConfig& c) {
   BATON_CHECK(parse_device(c.device) == DeviceKind::Cpu,
               "[train] --profile-out profiles on the cpu; --device ", c.device,
@@ -167,19 +192,8 @@ void write_profile(const TrainConfig& c) {
       keep_faster(larger, runtime::profile_layers(model, inputs, c.seed, kRepeats, precision));
   }
 
-  plan::ProfiledMemory memory;
-  memory.model = runtime::measure_model_memory(model, nn::Tensors{sample}, c.seed, precision);
+  const plan::ProfiledMemory memory = measure_profiled_memory(c, model, sample);
   const std::vector<double> kept = sim::layer_kept_bytes(memory.model);
-  for (int i = 0; i < model.num_layers(); ++i) {
-    double largest = 0;
-    for (const auto& p : nn::build_layer(model, i, c.seed).ptr()->parameters())
-      largest = std::max(largest, bytes_of(p));
-    memory.largest_parameter_bytes.push_back(largest);
-  }
-  memory.optimizer_state_per_parameter_byte = optimizer_state_per_parameter_byte(c.optimizer);
-  memory.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
-  memory.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
-  memory.receives_on_arrival_up_to = static_cast<double>(comm::shm_kept_receive_bytes()) - 1;
   nlohmann::json layers = nlohmann::json::array();
   double parameter_bytes = 0;
   double layers_s = 0;  // F + B of every layer, one micro-batch

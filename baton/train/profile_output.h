@@ -4,6 +4,10 @@
 // reads (baton/plan/profile.h). It trains nothing.
 #pragma once
 
+#include <torch/types.h>
+
+#include "baton/nn/layer_spec.h"
+#include "baton/plan/profile_memory.h"
 #include "baton/train/config.h"
 
 namespace baton::train {
@@ -15,5 +19,13 @@ namespace baton::train {
 // it ("backward_split": "halved"). Throws baton::Error naming the file when
 // it cannot be written.
 void write_profile(const TrainConfig& config);
+
+// The memory model's figures for `model` on one micro-batch `sample`
+// (runtime::measure_model_memory, in the config's precision), each layer's
+// parameter bytes and largest tensor, and the optimizer's and transport's
+// terms: a profile's "memory" object, and what --max-memory-gb checks before
+// any rank starts.
+plan::ProfiledMemory measure_profiled_memory(const TrainConfig& config, const nn::ModelSpec& model,
+                                             const torch::Tensor& sample);
 
 }  // namespace baton::train

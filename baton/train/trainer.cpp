@@ -29,6 +29,7 @@
 #include "baton/nn/recompute_region.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline.h"
+#include "baton/plan/profile_memory.h"
 #include "baton/runtime/executor.h"
 #include "baton/runtime/memory_profile.h"
 #include "baton/runtime/microbatch.h"
@@ -44,6 +45,7 @@
 #include "baton/train/memory_report.h"
 #include "baton/train/optimizer.h"
 #include "baton/train/output_paths.h"
+#include "baton/train/profile_output.h"
 #include "baton/train/progress.h"
 #include "baton/train/timeline_output.h"
 
@@ -298,6 +300,27 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
 
 nn::ModelSpec model_spec(const TrainConfig& c) {
   return make_model(c);
+}
+
+void check_memory_cap_before_start(const TrainConfig& c) {
+  if (c.max_memory_gb <= 0 || c.dp != 1 || c.tp != 1 || c.balance != "uniform" ||
+      runtime::parse_recompute(c.recompute) != runtime::Recompute::Never ||
+      parse_device(c.device) != DeviceKind::Cpu)
+    return;
+  const nn::ModelSpec model = make_model(c);
+  const torch::Tensor sample =
+      runtime::split_microbatches(make_data_source(c)->zero_inputs(c.batch), c.microbatches)
+          .front();
+  const std::vector<sim::MemoryPrediction> ranks =
+      plan::profiled_rank_memory(measure_profiled_memory(c, model, sample), make_schedule(c));
+  std::vector<RankMemory> all(ranks.size());
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    all[r].rank = static_cast<int>(r);
+    set_prediction(all[r], ranks[r]);
+  }
+  const std::string refusal = memory_cap_refusal(all, c.max_memory_gb);
+  BATON_CHECK(refusal.empty(), refusal,
+              " (checked before any rank started, without the data batch)");
 }
 
 void check_setup(const TrainConfig& c, bool check_outputs) {

@@ -23,6 +23,16 @@ namespace baton::train {
 // would race trying the same paths, so only rank 0 tries them.
 void check_setup(const TrainConfig& config, bool check_outputs = true);
 
+// --max-memory-gb before any rank starts (baton train's launcher): the
+// layers measured in this process, each rank's predicted peak as `baton
+// simulate --profile` predicts it (plan::profiled_rank_memory: the ranks'
+// own prediction less the data batch, so a lower bound of it), and one line
+// refusing the layout when a rank exceeds the cap. Only where that
+// prediction holds: one replica of whole layers (dp = tp = 1), cut
+// uniformly, nothing recomputed, on the CPU; elsewhere, and for what the data
+// batch adds, the ranks check their own prediction before the first step.
+void check_memory_cap_before_start(const TrainConfig& config);
+
 // The model zoo's ModelSpec for the config's model flags.
 nn::ModelSpec model_spec(const TrainConfig& config);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 32's cap: --max-memory-gb refuses, before the first step, a layout
+# Issue 32's cap: --max-memory-gb refuses, before any rank starts, a layout
 # whose predicted peak on some rank exceeds it (exit 2, one line naming the
 # rank, the bytes and the largest part), and accepts one that fits, whose
 # measured peak (the counting allocator's) then stays under it. The refused
@@ -23,9 +23,13 @@ gpt=(--model gpt --layers 4 --hidden 128 --heads 4 --context 128 --batch 64 --mi
 # (about 60 MB): a cap of 0.1 GB sits between them.
 expect_bad_input "[train] --max-memory-gb 0.1: rank 1 is predicted to hold" "${gpt[@]}" \
   --schedule gpipe --max-memory-gb 0.1
-err=$("$baton" train "${gpt[@]}" --schedule gpipe --max-memory-gb 0.1 2>&1 >/dev/null)
-printf '%s' "$err" | grep -q "above the cap of 100.00 MB (its largest part: activations" ||
-  fail "the refusal does not name the largest part: $err"
+out=$("$baton" train "${gpt[@]}" --schedule gpipe --max-memory-gb 0.1 2>&1)
+printf '%s' "$out" | grep -q "above the cap of 100.00 MB (its largest part: activations" ||
+  fail "the refusal does not name the largest part: $out"
+# Refused by the launcher, before any rank started (no rank printed a line).
+printf '%s' "$out" | grep -q "(checked before any rank started, without the data batch)" ||
+  fail "not refused before the ranks started: $out"
+printf '%s' "$out" | grep -q '\[rank ' && fail "a rank started before the refusal: $out"
 "$baton" train "${gpt[@]}" --schedule gpipe --metrics "$tmp/gpipe.jsonl" > /dev/null 2>&1 ||
   fail "gpipe without the cap failed"
 "$baton" train "${gpt[@]}" --schedule 1f1b --max-memory-gb 0.1 --metrics "$tmp/1f1b.jsonl" \

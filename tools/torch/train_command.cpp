@@ -330,6 +330,7 @@ int run(TrainFlags& f) {
               " ranks but --nproc is ", nproc, ": pass --nproc ", world,
               ", or start the ranks with torchrun");
   train::check_setup(config);
+  train::check_memory_cap_before_start(config);
   if (nproc == 1) return run_rank(config, comm::RankEnv{});
   std::vector<std::string> argv = f.argv;
   argv[0] = this_executable("[train]");
