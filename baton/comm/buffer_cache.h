@@ -15,13 +15,13 @@ namespace baton::comm::detail {
 
 class BufferCache {
  public:
-  // A tensor of `sizes` and `dtype` on the CPU: the cached buffer of `key`
-  // when it has exactly the bytes needed and is free, else a new one, which
-  // the cache then keeps for next time.
   // Below this, allocation is cheaper than keeping buffers around: a smaller
   // buffer is not kept, and lives only as long as the tensor handed out.
   static constexpr size_t kMinBytes = 64 << 10;
 
+  // A tensor of `sizes` and `dtype` on the CPU: the cached buffer of `key`
+  // when it has exactly the bytes needed and is free, else a new one, which
+  // the cache then keeps for next time (from kMinBytes on).
   at::Tensor take(std::uint64_t key, at::ScalarType dtype, at::IntArrayRef sizes) {
     const auto options = at::TensorOptions().dtype(dtype);
     std::int64_t numel = 1;

@@ -1,7 +1,6 @@
 #include "baton/core/choices.h"
 
 #include <algorithm>
-
 #include <string>
 
 #include "baton/core/error.h"
