@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <set>
 
+#include "baton/comm/communicator.h"
 #include "baton/comm/device_memory.h"
+#include "baton/comm/transport_limits.h"
 #include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/train/optimizer.h"
@@ -41,7 +44,7 @@ std::string format_ms(double ms) {
 
 RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
                           torch::optim::Optimizer& optimizer, double peak_activation_bytes,
-                          int weight_versions, torch::Device device) {
+                          int weight_versions) {
   RankMemory m;
   m.rank = rank;
   m.weight_versions = weight_versions;
@@ -60,8 +63,19 @@ RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) == 0)
     m.peak_rss_bytes = usage.ru_maxrss * 1024.0;  // KiB on Linux
-  take_allocator_peak(m, device);
   return m;
+}
+
+MessageTerms message_terms(const TrainConfig& c, torch::Device device) {
+  MessageTerms terms;
+  if (!device.is_cpu()) {
+    terms.sends_copied_up_to = std::numeric_limits<double>::infinity();
+    terms.receives_on_arrival_up_to = std::numeric_limits<double>::infinity();
+  } else if (comm::parse_transport(c.transport) != comm::TransportKind::kGloo) {
+    terms.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
+    terms.receives_on_arrival_up_to = static_cast<double>(comm::shm_kept_receive_bytes()) - 1;
+  }
+  return terms;
 }
 
 void take_allocator_peak(RankMemory& m, torch::Device device) {

@@ -14,6 +14,7 @@
 #include "baton/comm/communicator.h"
 #include "baton/comm/memory_counter.h"
 #include "baton/sim/memory_model.h"
+#include "baton/train/config.h"
 
 namespace baton::train {
 
@@ -72,10 +73,23 @@ void set_prediction(RankMemory& memory, const sim::MemoryPrediction& prediction)
 
 // This rank's figures: its parameters and their gradients, the optimizer's
 // state, `peak_activation_bytes` and `weight_versions` as the runtime
-// measured them, and the allocator's peak (take_allocator_peak).
+// measured them (the allocator's peak: take_allocator_peak).
 RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
                           torch::optim::Optimizer& optimizer, double peak_activation_bytes,
-                          int weight_versions = 1, torch::Device device = torch::kCPU);
+                          int weight_versions = 1);
+
+// What the messages between a config's ranks hold, for the memory model
+// (sim::StaticMemory's terms of the same names). Over shared memory (local
+// ranks on the CPU) sends up to the inline size are copied out at once, and
+// receives below the kept-buffer size live from arrival to their B; on a GPU
+// every send is copied to the host (or taken by NCCL from the tensor its
+// stage holds anyway) and every message is copied to the device when taken;
+// over Gloo every message is held all step (0, 0).
+struct MessageTerms {
+  double sends_copied_up_to = 0;
+  double receives_on_arrival_up_to = 0;
+};
+MessageTerms message_terms(const TrainConfig& config, torch::Device device);
 
 // The allocator's peak so far into `memory`'s measured fields: the counting
 // allocator's when it is installed, or on a CUDA `device` the caching

@@ -8,8 +8,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "baton/comm/communicator.h"
-#include "baton/comm/transport_limits.h"
 #include "baton/core/choices.h"
 #include "baton/core/error.h"
 #include "baton/pipeline/pipeline.h"
@@ -158,11 +156,10 @@ plan::ProfiledMemory measure_profiled_memory(const TrainConfig& c, const nn::Mod
   }
   memory.optimizer_state_per_parameter_byte = optimizer_state_per_parameter_byte(c.optimizer);
   memory.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
-  // The shared-memory transport's (local ranks on the CPU); Gloo holds every message.
-  if (comm::parse_transport(c.transport) != comm::TransportKind::kGloo) {
-    memory.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
-    memory.receives_on_arrival_up_to = static_cast<double>(comm::shm_kept_receive_bytes()) - 1;
-  }
+  // As the ranks on this machine's CPU hold their messages.
+  const MessageTerms messages = message_terms(c, torch::kCPU);
+  memory.sends_copied_up_to = messages.sends_copied_up_to;
+  memory.receives_on_arrival_up_to = messages.receives_on_arrival_up_to;
   return memory;
 }
 

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <set>
 
 #include "baton/comm/device_choice.h"
@@ -274,19 +273,9 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   // The optimizer's gradients are the shards' (runtime/zero.h), dropped at
   // each step's start and cut beside the whole gradients at its end.
   if (c.zero > 0 && c.dp > 1) fixed.gradient_shards = stepped;
-  // Over shared memory (local ranks on the CPU) small messages are copied
-  // out at the send, and the smallest received into buffers allocated on
-  // arrival (larger ones into buffers kept from step to step). On a GPU
-  // every send is copied to the host (or taken by NCCL from the tensor its
-  // stage holds anyway), and every message received is copied to the
-  // device when the executor takes it.
-  if (!device.is_cpu()) {
-    fixed.sends_copied_up_to = std::numeric_limits<double>::infinity();
-    fixed.receives_on_arrival_up_to = std::numeric_limits<double>::infinity();
-  } else if (comm::parse_transport(c.transport) != comm::TransportKind::kGloo) {
-    fixed.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
-    fixed.receives_on_arrival_up_to = static_cast<double>(comm::shm_kept_receive_bytes()) - 1;
-  }
+  const MessageTerms messages = message_terms(c, device);
+  fixed.sends_copied_up_to = messages.sends_copied_up_to;
+  fixed.receives_on_arrival_up_to = messages.receives_on_arrival_up_to;
   std::vector<bool> recomputed(c.microbatches);
   for (int mb = 0; mb < c.microbatches; ++mb)
     recomputed[mb] = runtime::recomputes(recompute, mb, c.microbatches);
