@@ -31,6 +31,12 @@ CONFIGS = {
     "llama 1f1b": ["--model", "llama", "--layers", "2", "--hidden", "32", "--heads", "4",
                    "--context", "16", "--batch", "16", "--microbatches", "4", "--pp", "2"],
     "mlp 2bw (no save)": MLP + ["--pp", "2", "--schedule", "2bw"],
+    "mlp balance 3,5": MLP + ["--pp", "2", "--balance", "3,5"],
+    "gpt selective": GPT + ["--pp", "2", "--recompute", "selective"],
+    "gpt selective bf16": GPT + ["--pp", "2", "--recompute", "selective", "--precision", "bf16"],
+    "llama selective": ["--model", "llama", "--layers", "2", "--hidden", "32", "--heads", "4",
+                        "--context", "16", "--batch", "16", "--microbatches", "4", "--pp", "2",
+                        "--recompute", "selective"],
 }
 
 

@@ -69,6 +69,13 @@ done <<'FLAGS'
 --save-every 2
 --valid x
 --eval-every 2
+--model mlp --layers 2 --pp 4 --nproc 4
+--model gpt --pp 2 --nproc 2 --schedule 2bw --tie-embeddings
+--model gpt --pp 2 --nproc 4 --dp 2 --schedule 2bw
+--model gpt --pp 2 --nproc 2 --schedule 2bw --zero 2
+--model gpt --pp 2 --nproc 2 --schedule 2bw --precision bf16
+--model gpt --pp 2 --nproc 2 --schedule 2bw --save ck
+--model gpt --pp 2 --nproc 2 --schedule interleaved --layers 1
 FLAGS
 while read -r line; do
   [ -z "$line" ] && continue

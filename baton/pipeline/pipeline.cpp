@@ -17,6 +17,7 @@
 #include "baton/core/printable.h"
 #include "baton/nn/tensor_parallel.h"
 #include "baton/partition/balance.h"
+#include "baton/pipeline/pipeline_plan.h"
 #include "baton/pipeline/pipeline_state.h"
 #include "baton/runtime/memory_profile.h"
 #include "baton/runtime/microbatch.h"
@@ -162,100 +163,6 @@ std::vector<partition::LayerCost> profiled_costs(const nn::ModelSpec& model,
   return costs;
 }
 
-// zb-auto's costs from profiled layers cut by `partition`: the slowest
-// stage's forward and backward (its uniform cost model charges every stage
-// alike), the backward split evenly between I and W (a profile times the
-// whole backward; for Linear layers the two are one matrix product each).
-schedule::ZbAutoCosts zb_auto_costs(const std::vector<partition::LayerCost>& layers,
-                                    const partition::Partition& partition) {
-  schedule::ZbAutoCosts costs;
-  costs.f = costs.i = 0;
-  for (int stage = 0; stage < partition.stages(); ++stage) {
-    double f = 0, b = 0;
-    for (int l = partition.first_layer(stage); l < partition.end_layer(stage); ++l) {
-      f += layers[l].forward_time;
-      b += layers[l].backward_time;
-    }
-    costs.f = std::max(costs.f, f);
-    costs.i = std::max(costs.i, b / 2);
-  }
-  // Profiles of tiny layers can read 0; zb-auto needs F and I above 0.
-  costs.f = std::max(costs.f, 1e-9);
-  costs.i = std::max(costs.i, 1e-9);
-  costs.w = costs.i;
-  return costs;
-}
-
-// The lowered schedule (its reductions come once the stages are built): the
-// file's, or the generator's with `generator`.
-schedule::Schedule make_schedule(const PipelineOptions& o, int pp,
-                                 const schedule::GeneratorOptions& generator) {
-  if (o.schedule_file().empty())
-    return schedule::lowered_schedule(schedule::ScheduleSource::generated(o.schedule(), generator));
-  schedule::Schedule s =
-      schedule::lowered_schedule(schedule::ScheduleSource::from_file(o.schedule_file()));
-  BATON_CHECK(s.ranks == pp, "[pipeline] schedule file ", printable(o.schedule_file(), 256),
-              " has ", s.ranks, " ranks but pp is ", pp,
-              "; a schedule file must have one row per pipeline rank");
-  BATON_CHECK(s.microbatches == o.microbatches(), "[pipeline] schedule file ",
-              printable(o.schedule_file(), 256), " runs ", s.microbatches,
-              " micro-batches but microbatches=", o.microbatches(),
-              "; set microbatches to the file's");
-  return s;
-}
-
-// The schedule (lowered, before its reductions) and the cut of the layers
-// into its stages, each decided once. zb-auto searches with this model's
-// costs, so its cut (one stage per rank) comes first; every other schedule
-// decides the stage count, and the cut follows.
-struct StagePlan {
-  schedule::Schedule schedule;
-  partition::Partition partition;
-};
-
-StagePlan plan_stages(const nn::ModelSpec& model, const PipelineOptions& o,
-                      const comm::RankLayout& layout) {
-  const int pp = layout.grid.pp();
-  const bool zb_auto = schedule::takes_measured_costs(o.schedule()) && o.schedule_file().empty();
-  std::optional<std::vector<partition::LayerCost>> costs;
-  if (zb_auto) {
-    costs = profiled_costs(model, o, *layout.world, "schedule \"zb-auto\" searches with");
-  } else if (partition::needs_layer_costs(o.balance())) {
-    costs = profiled_costs(model, o, *layout.world, "balance \"" + o.balance() + "\" cuts by");
-  }
-  auto cut = [&](int stages) {
-    partition::BalanceOptions options;
-    options.set_activations_in_flight(partition::one_f_one_b_in_flight(stages));
-    const bool profiles = partition::needs_layer_costs(o.balance());
-    return partition::balance(
-        o.balance(), profiles ? *costs : std::vector<partition::LayerCost>(model.num_layers()),
-        stages, options);
-  };
-  auto generator = schedule::GeneratorOptions{}
-                       .set_ranks(pp)
-                       .set_microbatches(o.microbatches())
-                       .set_virtual_stages(o.virtual_stages());
-  StagePlan plan;
-  if (zb_auto) {
-    BATON_CHECK(pp <= model.num_layers(), "[pipeline] schedule zb-auto with pp=", pp, " makes ", pp,
-                " stages but model \"", model.name, "\" has only ", model.num_layers(),
-                " layers; every stage needs at least one layer");
-    plan.partition = cut(pp);
-    generator.set_zb_auto(zb_auto_costs(*costs, plan.partition));
-  }
-  plan.schedule = make_schedule(o, pp, generator);
-  const int stages = plan.schedule.stages;
-  BATON_CHECK(stages <= model.num_layers(), "[pipeline] schedule ", plan.schedule.name,
-              " with pp=", pp, " makes ", stages, " stages but model \"", model.name,
-              "\" has only ", model.num_layers(), " layers; every stage needs at least one layer");
-  if (!zb_auto) plan.partition = cut(stages);
-  BATON_ASSERT(plan.partition.stages() == stages, "zb-auto made ", stages, " stages for pp=", pp);
-  // Skip connections whose two layers land on different stages become the
-  // schedule's: transfers straight from one stage's rank to the other's.
-  plan.schedule = schedule::with_skips(plan.schedule, nn::stage_skips(model, plan.partition));
-  return plan;
-}
-
 // Every stage's gradient buckets' bytes, in reduction order (a collective
 // over the world): each rank knows its own stages' parameters, so the first
 // replica's lowest holder of each stage contributes them, and sums give every
@@ -340,21 +247,11 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   const comm::RankLayout& layout = joined.layout;
   const int dp = layout.grid.dp(), tp = layout.grid.tp();
   if (joined.device.is_cpu()) warn_about_openblas_kernels();
-  StagePlan plan = plan_stages(model, options, layout);
-  BATON_CHECK(!plan.schedule.carries || (dp == 1 && tp == 1), "[pipeline] schedule ",
-              plan.schedule.name,
-              " has no flush between steps and runs with dp=1 and tp=1 only, got dp=", dp,
-              " tp=", tp, " (data parallelism reduces whole steps' gradients)");
-  BATON_CHECK(!plan.schedule.carries || options.zero() < 2, "[pipeline] schedule ",
-              plan.schedule.name,
-              " has no flush between steps, so no point where a step's "
-              "gradients are whole to reduce-scatter; ZeRO-",
-              options.zero(), " needs a schedule with a flush (e.g. 1f1b)");
+  const LayerCostsFn costs = [&](const std::string& why) {
+    return profiled_costs(model, options, *layout.world, why);
+  };
+  PipelinePlan plan = plan_pipeline(options, model, layout.grid, costs);
   const runtime::Precision precision = runtime::parse_precision(options.precision());
-  BATON_CHECK(!plan.schedule.carries || precision == runtime::Precision::Fp32,
-              "[pipeline] schedule ", plan.schedule.name,
-              " has no flush between steps and runs in fp32 only, got ", options.precision(),
-              " (its weights change within a step; the casts last a step)");
   runtime::check_precision_supported(precision, joined.device);
   const schedule::Placement placement(plan.schedule);
   // With tp > 1 the blocks are built whole and split (profiling above ran them whole).
@@ -373,14 +270,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   executor_options.share_loss = !options.step_barrier();
   executor_options.scatter_gather = options.tp_scatter_gather();
   executor_options.bucket_bytes = options.bucket_mb() * (1 << 20);
-  // A file's own reductions stay (schedule/runnable.h); the executor checks
-  // its REDUCE_GRADs against the built stages' buckets.
-  schedule::ReductionOptions reductions;
-  reductions.set_dp(dp).set_overlap_grad_reduce(options.overlap_grad_reduce());
-  reductions.set_zero(options.zero()).set_prefetch_unshard(options.prefetch_unshard());
   executor_options.zero = options.zero();
-  // fp16's loss scale rides on the clip's norm: an overflow anywhere is a non-finite norm.
-  reductions.set_clip(schedules_clip_norm(options));
   executor_options.precision = precision;
   executor_options.whole_inputs = options.whole_inputs();
   executor_options.pipemare = options.pipemare();
@@ -391,16 +281,14 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
                                           executor_options.bucket_bytes);
     std::vector<int> counts;
     for (const auto& buckets : bucket_bytes) counts.push_back(static_cast<int>(buckets.size()));
-    reductions.set_buckets_per_stage(counts);
+    plan.reductions.set_buckets_per_stage(counts);
   }
-  // Tied weights and replicated stages sum their copies' gradients.
+  // Tied weights sum their copies' gradients (the plan's reductions name their stages).
   for (const auto& copies : model.tied) {
-    reductions.tied.emplace_back();
     executor_options.tied.emplace_back();
     for (const nn::TiedParameter& copy : copies) {
-      const int stage = plan.partition.stage_of_layer(copy.layer);
-      reductions.tied.back().push_back(stage);
-      executor_options.tied.back().push_back({stage, std::to_string(copy.layer) + "." + copy.name});
+      executor_options.tied.back().push_back({plan.partition.stage_of_layer(copy.layer),
+                                              std::to_string(copy.layer) + "." + copy.name});
     }
   }
   State& s = *state_;
@@ -410,7 +298,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   s.device = joined.device;
   s.partition = std::move(plan.partition);
   s.bucket_bytes = std::move(bucket_bytes);
-  s.schedule = schedule::add_reductions(plan.schedule, reductions);
+  s.schedule = schedule::add_reductions(plan.schedule, plan.reductions);
   s.executor = std::make_unique<runtime::Executor>(s.schedule, s.layout, std::move(built),
                                                    std::move(loss), executor_options);
 }

@@ -28,6 +28,7 @@
 #include "baton/nn/recompute_region.h"
 #include "baton/partition/balance.h"
 #include "baton/pipeline/pipeline.h"
+#include "baton/pipeline/pipeline_plan.h"
 #include "baton/plan/profile_memory.h"
 #include "baton/runtime/executor.h"
 #include "baton/runtime/memory_profile.h"
@@ -87,36 +88,8 @@ void check_parameter_memory(const TrainConfig& c) {
               " of memory on this machine; lower --hidden or --layers");
 }
 
-// The lowered schedule the ranks' Pipeline builds (its reductions come in
-// check_setup, after the checks that name train's flags).
-schedule::Schedule make_schedule(const TrainConfig& c) {
-  if (!c.schedule_file.empty()) {
-    schedule::Schedule s =
-        schedule::lowered_schedule(schedule::ScheduleSource::from_file(c.schedule_file));
-    BATON_CHECK(s.ranks == c.pp, "[train] schedule file ", printable(c.schedule_file, 256), " has ",
-                s.ranks, " ranks but pp=", c.pp, "; pass --pp ", s.ranks, " (and --nproc ", s.ranks,
-                ")");
-    BATON_CHECK(s.microbatches == c.microbatches, "[train] schedule file ",
-                printable(c.schedule_file, 256), " runs ", s.microbatches,
-                " micro-batches but --microbatches is ", c.microbatches);
-    return s;
-  }
-  return schedule::lowered_schedule(
-      schedule::ScheduleSource::generated(c.schedule, schedule::GeneratorOptions{}
-                                                          .set_ranks(c.pp)
-                                                          .set_microbatches(c.microbatches)
-                                                          .set_virtual_stages(c.virtual_stages)));
-}
-
 std::string schedule_label(const TrainConfig& c) {
   return c.schedule_file.empty() ? c.schedule : "file " + printable(c.schedule_file, 256);
-}
-
-void check_stage_count(const TrainConfig& c, const nn::ModelSpec& model, int stages) {
-  BATON_CHECK(
-      stages <= model.num_layers(), "[train] schedule ", schedule_label(c), " with pp=", c.pp,
-      " makes ", stages, " stages but model ", c.model, " has only ", model.num_layers(),
-      " layers; every stage needs at least one layer (raise --layers or lower --pp/--virtual)");
 }
 
 // PipeMare's flags belong to schedule pipemare (generated or a file's):
@@ -134,32 +107,16 @@ void check_pipemare_flags(const TrainConfig& c, const schedule::Schedule& s) {
               "schedule ", schedule_label(c), " would ignore it");
 }
 
-// A schedule without a flush (2bw, pipedream, async, pipemare, or a file with
-// carries=1; runtime/weight_versions.h) and what it cannot run with.
+// What a schedule without a flush cannot run with beyond plan_pipeline's
+// rules: the command line's checkpoints, evaluation and comparison.
 void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule& s) {
   if (!s.carries) return;
   const std::string which =
       c.schedule_file.empty() ? "--schedule " + c.schedule : "schedule " + schedule_label(c);
-  BATON_CHECK(c.zero < 2, "[train.config] ", which,
-              " has no flush between steps, so no point where a step's gradients are whole to "
-              "reduce-scatter; --zero ",
-              c.zero, " needs a schedule with a flush (e.g. 1f1b)");
-  BATON_CHECK(c.dp == 1 && c.tp == 1, "[train.config] ", which,
-              " has no flush between steps and runs "
-              "with --dp 1 --tp 1 only, got dp=",
-              c.dp, " tp=", c.tp, " (data parallelism reduces whole steps' gradients)");
   BATON_CHECK(c.save.empty() && c.resume.empty(), "[train.config] ", which,
               " cannot --save or "
               "--resume: its weight versions and carried backwards are not checkpointed "
               "(use a schedule with a flush, e.g. 1f1b)");
-  BATON_CHECK(!c.tie_embeddings, "[train.config] ", which,
-              " cannot --tie-embeddings: the tied "
-              "copies' gradients are summed where a step's gradients are whole, and it has no such "
-              "point (use a schedule with a flush, e.g. 1f1b)");
-  BATON_CHECK(parse_precision(c.precision) == Precision::Fp32, "[train.config] ", which,
-              " has no flush between steps and runs in fp32 only (its weights change within a "
-              "step, and a step's weight casts would go stale); drop --precision ",
-              c.precision);
   BATON_CHECK(c.valid.empty(), "[train.config] ", which,
               " carries backwards between steps, so no step ends with whole weights to evaluate "
               "--valid on (use a schedule with a flush, e.g. 1f1b)");
@@ -168,8 +125,8 @@ void check_no_flush_combinations(const TrainConfig& c, const schedule::Schedule&
               "steady_step)");
 }
 
-// The façade's options for this configuration and rank.
-PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env, DataSource& data) {
+// The façade's options for this configuration, on any rank.
+PipelineOptions pipeline_options(const TrainConfig& c) {
   PipelineOptions options;
   options.schedule(c.schedule)
       .schedule_file(c.schedule_file)
@@ -195,8 +152,22 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
       .pipemare(runtime::PipeMareOptions()
                     .warmup_steps(c.pipemare_warmup)
                     .correction(c.pipemare_correction)
-                    .decay(c.pipemare_decay))
-      .rank_env(env);
+                    .decay(c.pipemare_decay));
+  return options;
+}
+
+// The plan the ranks' Pipeline makes (pipeline_plan.h), made here before
+// they start: the schedule and every rule exact, the cut uniform's where
+// the balance would read the ranks' measured costs.
+PipelinePlan plan_of(const TrainConfig& c, const nn::ModelSpec& model) {
+  return plan_pipeline(pipeline_options(c), model, topology::Topology(c.dp, c.pp, c.tp), {},
+                       PlanWording::command_line());
+}
+
+// The façade's options for this configuration and rank.
+PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env, DataSource& data) {
+  PipelineOptions options = pipeline_options(c);
+  options.rank_env(env);
   // zb-auto searches with the profiled costs of the layers, as these balances cut by them.
   if (partition::needs_layer_costs(c.balance) || schedule::takes_measured_costs(c.schedule)) {
     // One micro-batch of a replica's share of the batch.
@@ -300,8 +271,8 @@ void check_memory_cap_before_start(const TrainConfig& c) {
   const torch::Tensor sample =
       runtime::split_microbatches(make_data_source(c)->zero_inputs(c.batch), c.microbatches)
           .front();
-  const std::vector<sim::MemoryPrediction> ranks =
-      plan::profiled_rank_memory(measure_profiled_memory(c, model, sample), make_schedule(c));
+  const std::vector<sim::MemoryPrediction> ranks = plan::profiled_rank_memory(
+      measure_profiled_memory(c, model, sample), plan_of(c, model).schedule);
   std::vector<RankMemory> all(ranks.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
     all[r].rank = static_cast<int>(r);
@@ -314,22 +285,12 @@ void check_memory_cap_before_start(const TrainConfig& c) {
 
 void check_setup(const TrainConfig& c, bool check_outputs) {
   check_config(c);
-  const schedule::Schedule lowered = make_schedule(c);
-  check_no_flush_combinations(c, lowered);
-  check_pipemare_flags(c, lowered);
   const nn::ModelSpec model = make_model(c);
-  check_stage_count(c, model, lowered.stages);
-  // The reductions as the ranks add them, so that a file the ranks would
-  // refuse is refused here (their bucket counts and tied stages follow the
-  // built model; the executor checks a file's buckets against it).
-  schedule::add_reductions(
-      lowered, schedule::ReductionOptions{}
-                   .set_dp(c.dp)
-                   .set_overlap_grad_reduce(c.overlap_grad_reduce)
-                   .set_zero(c.zero)
-                   .set_prefetch_unshard(c.prefetch_unshard)
-                   .set_clip(schedules_clip_norm(
-                       PipelineOptions().clip_grad_norm(c.clip_grad_norm).precision(c.precision))));
+  // The plan's rules (the stage count, a file's ranks and micro-batches, no
+  // flush, the reductions) as the ranks will apply them, named by flag.
+  const PipelinePlan planned = plan_of(c, model);
+  check_no_flush_combinations(c, planned.schedule);
+  check_pipemare_flags(c, planned.schedule);
   runtime::check_precision_supported(runtime::parse_precision(c.precision),
                                      torch::Device(c.device));
   check_parameter_memory(c);
@@ -349,13 +310,6 @@ void check_setup(const TrainConfig& c, bool check_outputs) {
     BATON_CHECK(refusal.empty(), refusal);
   }
   runtime::parse_recompute(c.recompute);
-  // Zero costs are enough to check a method's name or hand-written counts.
-  const partition::Partition cut = partition::balance(
-      c.balance, std::vector<partition::LayerCost>(model.num_layers()), lowered.stages);
-  // The skip connections the ranks give the schedule: a file declaring others
-  // is refused here (a cut by profiled costs places them only in the ranks).
-  if (nn::skip_edges(model).empty() || !partition::needs_layer_costs(c.balance))
-    schedule::with_skips(lowered, nn::stage_skips(model, cut));
   check_data(c);
 }
 
@@ -515,7 +469,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   // Only the data this rank's stages read: inputs on the first stage's
   // ranks, targets on the last's.
   const topology::Coords here = topology::Topology(c.dp, c.pp, c.tp).coords(ctx.rank);
-  const DataRoles roles = data_roles(make_schedule(c), here.pp);
+  const DataRoles roles = data_roles(plan_of(c, model).schedule, here.pp);
   std::unique_ptr<DataSource> data = make_data_source(c, roles, here.dp);
   std::unique_ptr<DataSource> valid = make_valid_source(c, roles);
   // What a checkpoint records of --data (rank 0, which writes the manifest, reads the data).

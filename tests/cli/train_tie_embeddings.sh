@@ -35,5 +35,5 @@ PY
 
 expect_bad_input "tie_embeddings ties gpt's and llama's token embedding and LM head; model 'mlp' has no embedding to tie" \
   --model mlp --layers 4 --hidden 16 --batch 8 --microbatches 2 --steps 1 --pp 1 --tie-embeddings
-expect_bad_input "--schedule 2bw cannot --tie-embeddings" "${G[@]}" --batch 8 --pp 2 --nproc 2 --schedule 2bw --tie-embeddings
+expect_bad_input "--schedule 2bw has no flush between steps and cannot --tie-embeddings" "${G[@]}" --batch 8 --pp 2 --nproc 2 --schedule 2bw --tie-embeddings
 echo "ok"

@@ -157,7 +157,7 @@ TEST(ScheduleFile, RefusesAFileWhoseRanksDifferFromPp) {
   std::vector<Clock::time_point> unused;
   EXPECT_THAT(
       error_of([&] { Pipeline(make_model(&unused), loss_fn, alone().schedule_file(path)); }),
-      HasSubstr("has 3 ranks but pp is 1"));
+      HasSubstr("has 3 ranks but pp=1"));
 }
 
 TEST(ScheduleFile, RefusesMicrobatchesOtherThanTheFiles) {
@@ -168,7 +168,7 @@ TEST(ScheduleFile, RefusesMicrobatchesOtherThanTheFiles) {
   EXPECT_THAT(error_of([&] {
                 Pipeline(make_model(&unused), loss_fn, alone().schedule_file(path).microbatches(4));
               }),
-              HasSubstr("runs 3 micro-batches but microbatches=4"));
+              HasSubstr("runs 3 micro-batches but microbatches is 4"));
 }
 
 TEST(ScheduleFile, AFileRunsLikeTheGeneratorItCameFrom) {
