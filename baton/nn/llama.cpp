@@ -74,7 +74,7 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
   const int64_t batch = q.size(0), heads = q.size(1), time = q.size(2), d = q.size(3);
   // The recomputed region (recompute_region.h): the mask, an input without
   // a gradient, rides in the closure.
-  const torch::Tensor mixed = recomputed_region(
+  const torch::Tensor mixed = recomputed_product(
       [mask](const std::vector<torch::Tensor>& in) {
         const int64_t b = in[0].size(0), t = in[0].size(2), dim = in[0].size(3);
         // Scaled and masked in place (transformer.cpp's causal_attention_core).
@@ -88,10 +88,13 @@ torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k,
               mask.to(torch::kBool).view({b, 1, 1, t}).logical_or(torch::eye(t, bool_options));
           allowed = allowed.logical_and(keys);  // [B, 1, T, T]
         }
-        scores.masked_fill_(allowed.logical_not(), -std::numeric_limits<double>::infinity());
-        return scores.softmax(-1).matmul(in[2]);  // [B, heads, T, d]
+        // As an additive bias (transformer.h's causal_bias says why).
+        const torch::Tensor bias =
+            torch::zeros(allowed.sizes(), scores.options())
+                .masked_fill_(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+        return scores.add_(bias).softmax(-1);  // [B, heads, T, T], times v: [B, heads, T, d]
       },
-      {q, k, v});
+      {q, k}, v);
   return mixed.transpose(1, 2).reshape({batch, time, heads * d});
 }
 

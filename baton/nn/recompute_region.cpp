@@ -1,6 +1,10 @@
 #include "baton/nn/recompute_region.h"
 
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+
+#include <algorithm>
 
 #include "baton/core/error.h"
 #include "baton/nn/autocast_state.h"
@@ -65,7 +69,111 @@ struct RegionFunction : torch::autograd::Function<RegionFunction> {
   }
 };
 
+// autograd's bmm derivative for its first operand, grad.bmm(mat2^T), as a
+// node of the recomputed graph: the probabilities' gradient from the
+// product's, shaped as the probabilities.
+struct ProductGradient : torch::autograd::Node {
+  torch::Tensor values3;  // [batch, cols, width], as matmul folds them
+  std::vector<int64_t> sizes;
+
+  variable_list apply(variable_list&& grads) override {
+    variable_list out{grads.at(0).bmm(values3.transpose(1, 2)).reshape(sizes)};
+    values3.reset();
+    return out;
+  }
+};
+
+// The probabilities' region with `values` last among the saved: forward
+// without a graph; backward runs the probabilities again with a graph and
+// takes the product's gradients as autograd's matmul would (both operands
+// folded to [batch, rows, cols] and multiplied by bmm, whose derivatives
+// are grad.bmm(mat2^T) and self^T.bmm(grad)).
+struct ProductFunction : torch::autograd::Function<ProductFunction> {
+  static variable_list forward(AutogradContext* ctx, at::TensorList list, const Region& region) {
+    variable_list inputs = list.vec();
+    const torch::Tensor values = inputs.back();
+    inputs.pop_back();
+    ctx->save_for_backward(list.vec());
+    auto kept = c10::make_intrusive<Kept>();
+    kept->region = region;
+    ctx->saved_data["kept"] = c10::IValue::make_capsule(std::move(kept));
+    torch::NoGradGuard no_grad;
+    return {region(inputs).matmul(values)};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const auto kept = c10::static_intrusive_pointer_cast<Kept>(ctx->saved_data["kept"].toCapsule());
+    const variable_list saved = ctx->get_saved_variables();
+    const torch::Tensor values = saved.back();
+    variable_list inputs, wanted;
+    for (size_t i = 0; i + 1 < saved.size(); ++i) {
+      const torch::Tensor& t = saved[i];
+      inputs.push_back(t.defined() ? t.detach().requires_grad_(t.requires_grad()) : t);
+      if (inputs.back().defined() && inputs.back().requires_grad()) wanted.push_back(inputs.back());
+    }
+    variable_list grads(saved.size() + 1);  // + the region's (none)
+    torch::Tensor p;
+    {
+      torch::AutoGradMode grad_mode(!wanted.empty());
+      p = kept->region(inputs);
+    }
+    const int64_t rows = p.size(-2), cols = p.size(-1), width = values.size(-1);
+    const int64_t batch = p.numel() / std::max<int64_t>(1, rows * cols);
+    const torch::Tensor grad3 = grad_outputs.at(0).reshape({batch, rows, width});
+    if (values.requires_grad()) {
+      grads[saved.size() - 1] = p.detach()
+                                    .reshape({batch, rows, cols})
+                                    .transpose(1, 2)
+                                    .bmm(grad3)
+                                    .reshape(values.sizes());
+    }
+    if (wanted.empty()) return grads;
+    // The probabilities' gradient comes from a node the engine runs first,
+    // so that it and the probabilities live only until the softmax's
+    // backward has read them, as in the plain region's graph.
+    auto product = std::make_shared<ProductGradient>();
+    product->values3 = values.reshape({batch, cols, width});
+    product->sizes = p.sizes().vec();
+    product->add_input_metadata(grad3);
+    product->add_next_edge(torch::autograd::impl::gradient_edge(p));
+    p.reset();
+    torch::autograd::edge_list ends;
+    for (const torch::Tensor& w : wanted) ends.push_back(torch::autograd::impl::gradient_edge(w));
+    const variable_list found = torch::autograd::Engine::get_default_engine().execute(
+        {torch::autograd::Edge(std::move(product), 0)}, {grad3}, /*keep_graph=*/false,
+        /*create_graph=*/false, /*accumulate_grad=*/false, ends);
+    size_t next = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].defined() && inputs[i].requires_grad()) grads[i] = found[next++];
+    }
+    return grads;
+  }
+};
+
+bool autocasting() {
+  const AutocastState now = AutocastState::capture();
+  return now.cpu_enabled || now.cuda_enabled;
+}
+
 }  // namespace
+
+torch::Tensor recomputed_product(const Region& probabilities,
+                                 const std::vector<torch::Tensor>& inputs,
+                                 const torch::Tensor& values) {
+  if (!selective || !torch::GradMode::is_enabled()) return probabilities(inputs).matmul(values);
+  std::vector<torch::Tensor> all = inputs;
+  all.push_back(values);
+  if (autocasting()) {
+    return recomputed_region(
+        [probabilities](const std::vector<torch::Tensor>& in) {
+          return probabilities({in.begin(), in.end() - 1}).matmul(in.back());
+        },
+        all);
+  }
+  BATON_ASSERT(values.dim() >= 3, "recomputed_product takes values of at least 3 dimensions");
+  variable_list outputs = ProductFunction::apply(at::TensorList(all), probabilities);
+  return outputs[0];
+}
 
 torch::Tensor recomputed_region(const Region& region, const std::vector<torch::Tensor>& inputs) {
   if (!selective || !torch::GradMode::is_enabled()) return region(inputs);

@@ -50,21 +50,23 @@ TransformerBlockImpl::TransformerBlockImpl(int64_t hidden, int64_t num_heads) : 
   fc2 = register_module("fc2", Linear(4 * hidden, hidden));
 }
 
+torch::Tensor causal_bias(int64_t time, const torch::TensorOptions& options) {
+  return torch::full({time, time}, -std::numeric_limits<double>::infinity(), options)
+      .triu(/*diagonal=*/1);
+}
+
 torch::Tensor causal_attention_core(const torch::Tensor& q, const torch::Tensor& k,
                                     const torch::Tensor& v) {
-  return recomputed_region(
+  return recomputed_product(
       [](const std::vector<torch::Tensor>& in) {
         const int64_t time = in[0].size(2), head_dim = in[0].size(3);
         // Scaled and masked in place: the values of the out-of-place ops,
         // without two more s^2 tensors a head (matmul saves no output).
         torch::Tensor scores = in[0].matmul(in[1].transpose(-2, -1));
         scores.div_(std::sqrt(static_cast<double>(head_dim)));
-        const auto future =
-            torch::ones({time, time}, in[0].options().dtype(torch::kBool)).triu(/*diagonal=*/1);
-        scores.masked_fill_(future, -std::numeric_limits<double>::infinity());
-        return scores.softmax(-1).matmul(in[2]);
+        return scores.add_(causal_bias(time, scores.options())).softmax(-1);
       },
-      {q, k, v});
+      {q, k}, v);
 }
 
 torch::Tensor TransformerBlockImpl::attention(const torch::Tensor& x) {

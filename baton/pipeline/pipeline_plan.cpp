@@ -88,10 +88,9 @@ void check_no_flush(const Words& say, const schedule::Schedule& s, const nn::Mod
   if (!s.carries) return;
   const PipelineOptions& o = say.o;
   const std::string which = say.w.tag + " " + say.schedule(s) + " has no flush between steps";
-  BATON_CHECK(o.zero() < 2, which,
-              ", so no point where a step's gradients are whole to reduce-scatter; ",
-              say.w.flags ? "--zero " : "ZeRO-", o.zero(),
-              " needs a schedule with a flush (e.g. 1f1b)");
+  BATON_CHECK(
+      o.zero() < 2, which, ", so no point where a step's gradients are whole to reduce-scatter; ",
+      say.w.flags ? "--zero " : "ZeRO-", o.zero(), " needs a schedule with a flush (e.g. 1f1b)");
   BATON_CHECK(grid.dp() == 1 && grid.tp() == 1, which, " and runs with ",
               say.w.flags ? "--dp 1 --tp 1" : "dp=1 and tp=1", " only, got dp=", grid.dp(),
               " tp=", grid.tp(), " (data parallelism reduces whole steps' gradients)");

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "baton/comm/memory_counter.h"
@@ -172,15 +174,69 @@ TEST(RecomputeRegionTest, TheGraphHoldsTheAttentionProbabilitiesLess) {
   EXPECT_LE(plain - region, probabilities + time * time + 4096);
 }
 
+// A product region with distinct, strided inputs (as q, k, v are views of
+// one projection): its outputs and all three gradients are the plain
+// region's bit for bit, in fp32 and (recomputing the whole region) under
+// bf16 autocast; the backward runs the probabilities once, not the product.
+TEST(RecomputeRegionTest, AProductRegionDifferentiatesTheProductByHandBitForBit) {
+  torch::manual_seed(6);
+  const auto projected0 = torch::randn({2, 8, 3, 4, 16});  // [B, T, 3, heads, d]
+  int calls = 0;
+  const Region probabilities = [&calls](const std::vector<torch::Tensor>& in) {
+    ++calls;
+    return (in[0].matmul(in[1].transpose(-2, -1)) / 4.0).softmax(-1);
+  };
+  auto grads = [&](bool selective, bool autocast) {
+    const auto projected = projected0.clone().requires_grad_(true);
+    const auto heads = projected.permute({2, 0, 3, 1, 4});  // 3 x [B, heads, T, d]
+    torch::Tensor out;
+    {
+      const SelectiveRecomputeScope scope(selective);
+      std::optional<runtime::AutocastScope> cast;
+      if (autocast) cast.emplace(runtime::Precision::Bf16, torch::kCPU);
+      out = recomputed_product(probabilities, {heads[0], heads[1]}, heads[2]);
+    }
+    calls = 0;
+    (out.to(torch::kFloat) * out.to(torch::kFloat)).sum().backward();
+    EXPECT_EQ(calls, selective ? 1 : 0);
+    return std::vector<torch::Tensor>{out.detach(), projected.grad()};
+  };
+  expect_bitwise_equal(grads(false, false), grads(true, false));
+  expect_bitwise_equal(grads(false, true), grads(true, true));
+}
+
+// The causal bias gives the masked fill's probabilities bit for bit, and
+// the same gradient wherever a key is seen (a masked key's is 0 either way).
+TEST(RecomputeRegionTest, TheCausalBiasIsTheMaskedFillsValues) {
+  torch::manual_seed(8);
+  const int64_t time = 16;
+  const auto scores0 = torch::randn({2, 3, time, time});
+  const auto future = torch::ones({time, time}, torch::kBool).triu(/*diagonal=*/1);
+  const auto weights = torch::randn({2, 3, time, time});
+  auto probabilities = [&](bool bias) {
+    const auto scores = scores0.clone().requires_grad_(true);
+    const auto p =
+        bias ? (scores + causal_bias(time, scores.options())).softmax(-1)
+             : scores.masked_fill(future, -std::numeric_limits<double>::infinity()).softmax(-1);
+    (p * weights).sum().backward();
+    return std::vector<torch::Tensor>{p.detach(), scores.grad()};
+  };
+  const auto filled = probabilities(false), biased = probabilities(true);
+  EXPECT_TRUE(torch::equal(filled[0], biased[0]));
+  EXPECT_TRUE(torch::equal(filled[1], biased[1]));
+  EXPECT_EQ(filled[0].masked_select(future.expand({2, 3, time, time})).abs().max().item<float>(),
+            0);
+}
+
 TEST(RecomputeRegionTest, OffOrWithoutGradientsTheRegionRunsAsWritten) {
   const auto q = torch::randn({1, 2, 4, 8}, torch::requires_grad());
   const auto out = causal_attention_core(q, q, q);
   EXPECT_FALSE(selective_recompute_on());
-  EXPECT_THAT(out.grad_fn()->name(), testing::Not(testing::HasSubstr("RegionFunction")));
+  EXPECT_THAT(out.grad_fn()->name(), testing::Not(testing::HasSubstr("ProductFunction")));
   const SelectiveRecomputeScope scope(true);
   EXPECT_TRUE(selective_recompute_on());
   EXPECT_THAT(causal_attention_core(q, q, q).grad_fn()->name(),
-              testing::HasSubstr("RegionFunction"));
+              testing::HasSubstr("ProductFunction"));
   torch::NoGradGuard no_grad;
   EXPECT_FALSE(causal_attention_core(q, q, q).requires_grad());
 }

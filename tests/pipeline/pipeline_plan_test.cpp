@@ -21,13 +21,10 @@ namespace {
 using testing::HasSubstr;
 
 nn::ModelSpec gpt(int layers, bool tied = false) {
-  return nn::make_model("gpt", nn::ModelOptions()
-                                   .layers(layers)
-                                   .hidden(16)
-                                   .heads(2)
-                                   .context(4)
-                                   .vocab(32)
-                                   .tie_embeddings(tied));
+  return nn::make_model(
+      "gpt",
+      nn::ModelOptions().layers(layers).hidden(16).heads(2).context(4).vocab(32).tie_embeddings(
+          tied));
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -46,8 +43,8 @@ TEST(PipelinePlan, TheStagesAreTheGeneratorsAndTheCutIsTheBalances) {
   for (const char* name : {"1f1b", "interleaved", "zb-v", "gpipe"}) {
     const PipelineOptions o = PipelineOptions().schedule(name).microbatches(4);
     const PipelinePlan plan = plan_pipeline(o, model, topology::Topology(1, 2, 1));
-    const schedule::Schedule generated = schedule::generate(
-        name, schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(4));
+    const schedule::Schedule generated =
+        schedule::generate(name, schedule::GeneratorOptions{}.set_ranks(2).set_microbatches(4));
     EXPECT_EQ(plan.schedule.stages, generated.stages) << name;
     const partition::Partition uniform = partition::balance(
         "uniform", std::vector<partition::LayerCost>(model.num_layers()), generated.stages);
