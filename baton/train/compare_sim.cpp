@@ -90,7 +90,7 @@ double median_of(std::vector<double> values) {
 void compare_pipeline(const schedule::Schedule& schedule, const trace::Timeline& measured,
                       const trace::Timeline& world, const std::map<int, double>& stage_bytes,
                       const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
-                      double measured_peak_bytes, int rank_of_peak, const DataParallelCosts* dp,
+                      const PeakActivations& peak, const DataParallelCosts* dp,
                       const std::map<int, double>& skip_bytes) {
   const sim::Result predicted = sim::simulate(
       schedule,
@@ -129,9 +129,11 @@ void compare_pipeline(const schedule::Schedule& schedule, const trace::Timeline&
         schedule::to_string(schedule::Action{worst->kind, worst->stage, worst->microbatch}).c_str(),
         worst->start);
   }
-  std::printf("compare-sim: peak activation bytes on rank %d: measured %.0f, simulated %.0f\n",
-              rank_of_peak, measured_peak_bytes,
-              predicted.stats.peak_activation_bytes[rank_of_peak]);
+  std::printf("compare-sim: peak activation bytes on rank %d: measured %.0f, simulated %.0f (%s)\n",
+              peak.rank, peak.measured_bytes, predicted.stats.peak_activation_bytes[peak.rank],
+              peak.allocator ? "the counting allocator's activations at the peak; simulated: the "
+                               "measured layers' kept bytes per micro-batch in flight"
+                             : "the stages' inputs, as the executor counts them, both sides");
   if (dp == nullptr || dp->dp <= 1) return;
   std::printf(
       "compare-sim: dp all-reduce probed at %.1f us a ring step + %.2f GB/s (%d replicas)\n",
@@ -158,11 +160,11 @@ void compare_pipeline(const schedule::Schedule& schedule, const trace::Timeline&
 void compare_with_simulation(const schedule::Schedule& schedule, const trace::Timeline& measured,
                              const std::map<int, double>& stage_bytes,
                              const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
-                             double measured_peak_bytes, int rank_of_peak,
-                             const DataParallelCosts* dp, const std::map<int, double>& skip_bytes,
+                             const PeakActivations& peak, const DataParallelCosts* dp,
+                             const std::map<int, double>& skip_bytes,
                              const std::vector<trace::Timeline>& earlier) {
   compare_pipeline(schedule, first_replica(schedule, measured, dp), measured, stage_bytes,
-                   boundary_bytes, link, measured_peak_bytes, rank_of_peak, dp, skip_bytes);
+                   boundary_bytes, link, peak, dp, skip_bytes);
   if (earlier.empty()) return;
   // One step is a few ms here and there; a hiccup of the machine moves it
   // by more than the figure's own size. The median over the compared steps

@@ -14,7 +14,7 @@ namespace baton::train {
 // Simulates `schedule` with the per-stage mean F, B, I, W times of
 // `measured`, the activation and boundary bytes per stage and the probed
 // link, and prints measured against simulated: step time, bubble, the
-// largest start-time deviation of any action, and `rank_of_peak`'s peak
+// largest start-time deviation of any action, and `peak.rank`'s peak
 // activation bytes. With `earlier` (the world timelines of the steps before
 // the last, each started after a barrier as the last is), one more line
 // gives the median efficiency and bubbles over all of them, each step
@@ -29,11 +29,20 @@ struct DataParallelCosts {
   std::vector<std::vector<double>> bucket_bytes;  // per stage, in reduction order
 };
 
+// A rank's measured peak activations: the counting allocator's activations
+// at the rank's peak (`allocator`; `stage_bytes` then holds each stage's
+// measured kept bytes per micro-batch), or the executor's count of the
+// stages' inputs.
+struct PeakActivations {
+  double measured_bytes = 0;
+  int rank = 0;
+  bool allocator = false;
+};
+
 void compare_with_simulation(const schedule::Schedule& schedule, const trace::Timeline& measured,
                              const std::map<int, double>& stage_bytes,
                              const std::map<int, double>& boundary_bytes, const comm::P2pCost& link,
-                             double measured_peak_bytes, int rank_of_peak,
-                             const DataParallelCosts* dp = nullptr,
+                             const PeakActivations& peak, const DataParallelCosts* dp = nullptr,
                              const std::map<int, double>& skip_bytes = {},
                              const std::vector<trace::Timeline>& earlier = {});
 

@@ -21,13 +21,18 @@ trace::Timeline gather_step_timeline(const TrainConfig& c, const Pipeline& pipel
 }
 
 void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm::P2pCost& link,
-                     const std::vector<trace::Timeline>& earlier) {
+                     const std::vector<trace::Timeline>& earlier,
+                     const ComparedActivations& activations) {
   const schedule::Schedule& lowered = pipeline.schedule();
   const runtime::StepResult& last = pipeline.last_step();
   comm::Communicator& comm = pipeline.communicator();
   const trace::Timeline timeline = gather_step_timeline(c, pipeline);
-  const std::map<int, double> stage_bytes =
+  std::map<int, double> stage_bytes =
       gather_stage_bytes(comm, last.stage_activation_bytes, lowered.stages);
+  const bool kept = !activations.stage_kept.empty();
+  if (kept) {
+    for (int s = 0; s < lowered.stages; ++s) stage_bytes[s] = activations.stage_kept.at(s);
+  }
   const std::map<int, double> boundary_bytes =
       gather_stage_bytes(comm, last.stage_boundary_bytes, lowered.stages);
   const std::map<int, double> skip_bytes =
@@ -51,9 +56,9 @@ void write_timelines(const TrainConfig& c, const Pipeline& pipeline, const comm:
   if (!c.trace.empty()) trace::write_file(c.trace, trace::to_chrome_trace(timeline));
   if (!c.svg.empty()) trace::write_file(c.svg, trace::to_svg(timeline));
   if (c.compare_sim) {
-    compare_with_simulation(lowered, timeline, stage_bytes, boundary_bytes, link,
-                            last.peak_activation_bytes, 0, dp.dp > 1 ? &dp : nullptr, skip_bytes,
-                            earlier);
+    const PeakActivations peak{kept ? activations.measured : last.peak_activation_bytes, 0, kept};
+    compare_with_simulation(lowered, timeline, stage_bytes, boundary_bytes, link, peak,
+                            dp.dp > 1 ? &dp : nullptr, skip_bytes, earlier);
   }
   flush_stdout("[train]");
 }

@@ -20,10 +20,21 @@ inline constexpr int kComparedSteps = 5;
 // time axis (on every rank).
 trace::Timeline gather_step_timeline(const TrainConfig& config, const Pipeline& pipeline);
 
+// --compare-sim's activation figures: each stage's bytes kept per
+// micro-batch, measured by the counting allocator on the layers, and rank
+// 0's allocator activations at its peak. Empty: the executor's count of the
+// stages' inputs, on both sides (no measured layers: tp > 1, a GPU).
+struct ComparedActivations {
+  std::vector<double> stage_kept;
+  double measured = 0;
+};
+
 // Collective: every rank calls it after the last step. `link` is what
-// comm::measure_p2p_cost probed and `earlier` the timelines of the steps
-// compared before the last (both used only with --compare-sim).
+// comm::measure_p2p_cost probed, `earlier` the timelines of the steps
+// compared before the last, `activations` the bytes (all used only with
+// --compare-sim).
 void write_timelines(const TrainConfig& config, const Pipeline& pipeline, const comm::P2pCost& link,
-                     const std::vector<trace::Timeline>& earlier = {});
+                     const std::vector<trace::Timeline>& earlier = {},
+                     const ComparedActivations& activations = {});
 
 }  // namespace baton::train

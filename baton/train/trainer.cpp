@@ -188,8 +188,8 @@ PipelineOptions pipeline_options(const TrainConfig& c, const comm::RankEnv& env,
 // libraries keep (comm/device_memory.h).
 sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelSpec& model,
                                           const Pipeline& pipeline, DataSource& data, int pp_rank,
-                                          int64_t step, torch::Device device,
-                                          double library_bytes) {
+                                          int64_t step, torch::Device device, double library_bytes,
+                                          std::vector<double>& stage_kept) {
   // What lives outside the steps: the data this rank holds, and one step's
   // batch as it reads it (a source's batch(step) is a function of the step).
   const auto held_other = [] {
@@ -215,6 +215,10 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   for (int s = 0; s < schedule.stages; ++s) {
     stages.push_back(sim::stage_memory(measured, cut.first_layer(s), cut.end_layer(s),
                                        s == schedule.stages - 1));
+    // What a micro-batch leaves from its F to its B (--compare-sim's simulator
+    // charges it per micro-batch in flight): under full recomputation its input.
+    stage_kept.push_back(recompute == runtime::Recompute::Always ? stages.back().input_bytes
+                                                                 : stages.back().stash);
   }
   sim::StaticMemory fixed;
   double largest = 0, stepped = 0;  // what the optimizer steps (its shards under --zero)
@@ -362,13 +366,14 @@ void print_banner(const TrainConfig& c, const nn::ModelSpec& model, const Pipeli
 sim::MemoryPrediction predicted_memory(const TrainConfig& c, const nn::ModelSpec& model,
                                        const Pipeline& pipeline, DataSource& data, int pp_rank,
                                        int64_t first, bool leader, int rank, torch::Device device,
-                                       double library_bytes) {
+                                       double library_bytes, std::vector<double>& stage_kept) {
   sim::MemoryPrediction predicted;
   if (c.tp == 1) {
     try {
-      predicted =
-          predict_rank_memory(c, model, pipeline, data, pp_rank, first, device, library_bytes);
+      predicted = predict_rank_memory(c, model, pipeline, data, pp_rank, first, device,
+                                      library_bytes, stage_kept);
     } catch (const std::exception& e) {
+      stage_kept.clear();
       if (c.max_memory_gb > 0) throw;  // the cap cannot be checked without it
       // A prediction that fails costs the report its line, not the run. Each
       // rank measures every layer (one at a time), so rank 0 says why for all.
@@ -495,8 +500,10 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   // and saved, the resumed ones included (S = the step resumed from).
   constexpr const char* kKillHook = "BATON_TEST_KILL_AT_STEP";
   kill_if_hooked(kKillHook, ctx.rank, first);
-  const sim::MemoryPrediction predicted = predicted_memory(
-      c, model, pipeline, *data, here.pp, first, leader, ctx.rank, device, library_bytes);
+  std::vector<double> stage_kept;  // each stage's measured bytes kept per micro-batch
+  const sim::MemoryPrediction predicted =
+      predicted_memory(c, model, pipeline, *data, here.pp, first, leader, ctx.rank, device,
+                       library_bytes, stage_kept);
   if (c.max_memory_gb > 0) check_memory_cap(comm, ctx.rank, predicted, c.max_memory_gb);
   Progress progress(c, total, leader, first);
   const SaveOptions saving = save_options(c);
@@ -564,10 +571,17 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   RankMemory steps_peak;
   take_allocator_peak(steps_peak, device);
   const double accuracy = test_accuracy(pipeline, *data, c);
-  progress.finish(totals.loss, accuracy,
-                  gather_memory(comm, rank_memory(ctx.rank, pipeline, *optimizer, totals, predicted,
-                                                  steps_peak)));
-  write_timelines(c, pipeline, link, compared);
+  const RankMemory mine =
+      rank_memory(ctx.rank, pipeline, *optimizer, totals, predicted, steps_peak);
+  progress.finish(totals.loss, accuracy, gather_memory(comm, mine));
+  // --compare-sim's activations: the allocator's against the simulator fed
+  // the measured layers' kept bytes (where measured: CPU, tp = 1).
+  ComparedActivations activations;
+  if (!stage_kept.empty() && !mine.measured_on_device) {
+    activations.stage_kept = stage_kept;
+    activations.measured = mine.measured[static_cast<int>(comm::MemoryCategory::kActivations)];
+  }
+  write_timelines(c, pipeline, link, compared, activations);
   comm.barrier("the end of training");
 }
 
