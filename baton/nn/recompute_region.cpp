@@ -83,6 +83,29 @@ struct ProductGradient : torch::autograd::Node {
   }
 };
 
+// A graph node of type N, held as this LibTorch's edges hold nodes
+// (std::shared_ptr up to 2.x; c10::intrusive_ptr in later 2.x).
+template <class Held>
+struct NodeMaker;
+template <class Base>
+struct NodeMaker<std::shared_ptr<Base>> {
+  template <class N>
+  static std::shared_ptr<N> make() {
+    return std::make_shared<N>();
+  }
+};
+template <class Base>
+struct NodeMaker<c10::intrusive_ptr<Base>> {
+  template <class N>
+  static c10::intrusive_ptr<N> make() {
+    return c10::make_intrusive<N>();
+  }
+};
+template <class N>
+auto make_node() {
+  return NodeMaker<decltype(torch::autograd::Edge::function)>::template make<N>();
+}
+
 // The probabilities' region with `values` last among the saved: forward
 // without a graph; backward runs the probabilities again with a graph and
 // takes the product's gradients as autograd's matmul would (both operands
@@ -131,7 +154,7 @@ struct ProductFunction : torch::autograd::Function<ProductFunction> {
     // The probabilities' gradient comes from a node the engine runs first,
     // so that it and the probabilities live only until the softmax's
     // backward has read them, as in the plain region's graph.
-    auto product = std::make_shared<ProductGradient>();
+    auto product = make_node<ProductGradient>();
     product->values3 = values.reshape({batch, cols, width});
     product->sizes = p.sizes().vec();
     product->add_input_metadata(grad3);
