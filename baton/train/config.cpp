@@ -151,8 +151,18 @@ void load_toml_text(std::string_view text, const std::string& name, TrainConfig&
   apply_table(table, name, config, deprecations);
 }
 
-void check_config(const TrainConfig& c) {
-  // Each option's own check and choices (options.h); a default is valid.
+namespace {
+
+void check_at_least_one(const char* name, double value) {
+  BATON_CHECK(value >= 1, "[train.config] ", name, " must be at least 1, got ", value);
+}
+
+bool is_decoder(const TrainConfig& c) {
+  return c.model == "gpt" || c.model == "llama";
+}
+
+// Each option's own check and choices (options.h).
+void check_each_option(const TrainConfig& c) {
   for (const Option& option : options()) {
     if (at_default(option, c)) continue;
     const std::string problem = option_problem(option, c);
@@ -161,16 +171,17 @@ void check_config(const TrainConfig& c) {
     BATON_CHECK(false, "[train.config] ", name ? "" : option.flag.substr(2), name ? "" : " ",
                 problem);
   }
+}
+
+// The grid against the model, the device and the buckets.
+void check_layout(const TrainConfig& c) {
   BATON_CHECK(!c.augment || c.model == "cnn" || c.model == "resnet",
               "[train.config] --augment moves and mirrors images; model ", c.model,
               " has no images (use it with cnn or resnet)");
-  auto positive = [](const char* name, double value) {
-    BATON_CHECK(value >= 1, "[train.config] ", name, " must be at least 1, got ", value);
-  };
-  positive("pp", c.pp);
-  positive("dp", c.dp);
-  positive("tp", c.tp);
-  const bool decoder = c.model == "gpt" || c.model == "llama";
+  check_at_least_one("pp", c.pp);
+  check_at_least_one("dp", c.dp);
+  check_at_least_one("tp", c.tp);
+  const bool decoder = is_decoder(c);
   BATON_CHECK(c.tp == 1 || decoder || c.model == "mlp", "[train.config] --tp ", c.tp,
               " splits the blocks of gpt and llama and the Linear pairs of mlp; model ", c.model,
               " has none (use --tp 1)");
@@ -193,6 +204,10 @@ void check_config(const TrainConfig& c) {
               "[train.config] --max-memory-gb caps the activation model's prediction, made on "
               "the CPU without tensor parallelism; leave it out with --tp ",
               c.tp, " --device ", printable(c.device));
+}
+
+// --allow-resume-change's names, and flags that need --save or --resume.
+void check_resume_flags(const TrainConfig& c) {
   const std::vector<std::string> changeable = resume_change_names();
   for (const std::string& key : resume_change_keys(c)) {
     if (std::find(changeable.begin(), changeable.end(), key) != changeable.end()) continue;
@@ -207,9 +222,14 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.allow_resume_change.empty() || !c.resume.empty() || c.append_metrics,
               "[train.config] --allow-resume-change ", printable(c.allow_resume_change),
               " needs --resume: it says what may differ from the checkpoint a run resumes");
+}
+
+// The model's own sizes and the data it reads.
+void check_model_and_data(const TrainConfig& c) {
+  const bool decoder = is_decoder(c);
   if (decoder) {
-    positive("heads", c.heads);
-    positive("context", c.context);
+    check_at_least_one("heads", c.heads);
+    check_at_least_one("context", c.context);
   }
   BATON_CHECK(parse_recompute(c.recompute) != Recompute::Selective || decoder,
               "[train.config] --recompute selective ",
@@ -229,14 +249,18 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.eval_every == 0 || !c.valid.empty(), "[train.config] --eval-every ", c.eval_every,
               " evaluates on --valid PREFIX; give it");
   if (c.model == "mlp") {
-    positive("in_features", c.in_features);
-    positive("classes", c.classes);
+    check_at_least_one("in_features", c.in_features);
+    check_at_least_one("classes", c.classes);
   }
-  positive("microbatches", c.microbatches);
-  positive("batch", c.batch);
-  positive("layers", c.layers);
-  positive("hidden", c.hidden);
-  positive("log_every", c.log_every);
+}
+
+// Counts, rates, the timeout and the threads.
+void check_sizes(const TrainConfig& c) {
+  check_at_least_one("microbatches", c.microbatches);
+  check_at_least_one("batch", c.batch);
+  check_at_least_one("layers", c.layers);
+  check_at_least_one("hidden", c.hidden);
+  check_at_least_one("log_every", c.log_every);
   BATON_CHECK(std::isfinite(c.lr) && c.lr > 0,
               "[train.config] lr must be a finite positive number, got ", c.lr);
   // Below 1 ms the timeout rounds to 0, which c10d reads as "its default".
@@ -252,6 +276,9 @@ void check_config(const TrainConfig& c) {
               "[train.config] zero must be 0 to 3 (the ZeRO stage: 1 shards the optimizer state "
               "over the dp replicas, 2 the gradients too, 3 the parameters too), got ",
               c.zero);
+}
+
+void check_saving(const TrainConfig& c) {
   BATON_CHECK(c.save_every == 0 || !c.save.empty(), "[train.config] --save-every ", c.save_every,
               " needs --save DIR to say where");
   BATON_CHECK(c.max_restarts == 0 || !c.save.empty(), "[train.config] --max-restarts ",
@@ -259,6 +286,10 @@ void check_config(const TrainConfig& c) {
   BATON_CHECK(c.resume != "auto" || !c.save.empty(),
               "[train.config] --resume auto resumes from the newest checkpoint in --save; give "
               "--save DIR");
+}
+
+// The batch against the micro-batches and the replicas.
+void check_batch_split(const TrainConfig& c) {
   BATON_CHECK(c.batch >= c.microbatches, "[train.config] batch of ", c.batch,
               " samples cannot make ", c.microbatches, " micro-batches; use a batch of at least ",
               c.microbatches, " or fewer micro-batches");
@@ -269,6 +300,18 @@ void check_config(const TrainConfig& c) {
               c.batch / c.dp, " of the batch's ", c.batch, " samples, fewer than its ",
               c.microbatches, " micro-batches; use a batch of at least ", c.dp * c.microbatches,
               ", a smaller --dp or fewer micro-batches");
+}
+
+}  // namespace
+
+void check_config(const TrainConfig& c) {
+  check_each_option(c);
+  check_layout(c);
+  check_resume_flags(c);
+  check_model_and_data(c);
+  check_sizes(c);
+  check_saving(c);
+  check_batch_split(c);
 }
 
 }  // namespace baton::train

@@ -138,6 +138,70 @@ Overheads fit_overheads(double at_m, double at_half, int m, double layers_s, dou
   return out;
 }
 
+// Each layer at the micro-batch b; again at half of it, for the part of each
+// time that does not scale with it; and at the whole mini-batch (the largest
+// micro-batch a plan can choose), where larger operations run more
+// efficiently than the line through b / 2 and b says. kRounds rounds of the
+// three, each layer's time the fastest round's.
+struct ProfiledTimes {
+  int64_t b = 0, h = 0;
+  std::vector<partition::LayerCost> at_b, at_half, at_batch;
+};
+
+ProfiledTimes time_layers(const TrainConfig& c, const nn::ModelSpec& model,
+                          const torch::Tensor& sample, const torch::Tensor& inputs) {
+  ProfiledTimes t;
+  t.b = sample.size(0);
+  t.h = t.b / 2;
+  const runtime::Precision precision = runtime::parse_precision(c.precision);
+  for (int round = 0; round < kRounds; ++round) {
+    keep_faster(t.at_b, runtime::profile_layers(model, sample, c.seed, kRepeats, precision));
+    if (t.h >= 1)
+      keep_faster(t.at_half, runtime::profile_layers(model, sample.narrow(0, 0, t.h), c.seed,
+                                                     kRepeats, precision));
+    if (inputs.size(0) > t.b)
+      keep_faster(t.at_batch, runtime::profile_layers(model, inputs, c.seed, kRepeats, precision));
+  }
+  return t;
+}
+
+// The profile's row per layer (times in seconds); adds up the parameter
+// bytes and every layer's F + B on one micro-batch.
+nlohmann::json layer_rows(const nn::ModelSpec& model, const ProfiledTimes& t,
+                          const std::vector<double>& kept, int64_t batch_rows,
+                          double& parameter_bytes, double& layers_s) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (size_t i = 0; i < t.at_b.size(); ++i) {
+    const partition::LayerCost& l = t.at_b[i];
+    const double backward_s = l.backward_time / 1e3;
+    const auto fixed = [&](double at_b, double at_half) {
+      return fixed_part(at_b, at_half, t.b, t.h) / 1e3;
+    };
+    parameter_bytes += l.parameter_bytes;
+    layers_s += (l.forward_time + l.backward_time) / 1e3;
+    nlohmann::json timed_larger = nlohmann::json::array();
+    if (!t.at_batch.empty()) {
+      timed_larger.push_back({{"microbatch", batch_rows},
+                              {"forward_s", t.at_batch[i].forward_time / 1e3},
+                              {"backward_s", t.at_batch[i].backward_time / 1e3}});
+    }
+    layers.push_back(
+        {{"name", model.layers[i].name},
+         {"forward_s", l.forward_time / 1e3},
+         {"input_backward_s", backward_s / 2},
+         {"weight_backward_s", backward_s / 2},
+         {"forward_fixed_s",
+          t.at_half.empty() ? 0.0 : fixed(l.forward_time, t.at_half[i].forward_time)},
+         {"backward_fixed_s",
+          t.at_half.empty() ? 0.0 : fixed(l.backward_time, t.at_half[i].backward_time)},
+         {"activation_bytes", kept[i]},
+         {"parameter_bytes", l.parameter_bytes},
+         {"output_bytes", l.output_bytes},
+         {"larger", timed_larger}});
+  }
+  return layers;
+}
+
 }  // namespace
 
 plan::ProfiledMemory measure_profiled_memory(const TrainConfig& c, const nn::ModelSpec& model,
@@ -172,54 +236,13 @@ void write_profile(const TrainConfig& c) {
   const std::unique_ptr<DataSource> data = make_data_source(c);
   const auto [inputs, targets] = data->batch(0);
   const torch::Tensor sample = runtime::split_microbatches(inputs, c.microbatches).front();
-  // Each layer at the micro-batch b; again at half of it, for the part of each
-  // time that does not scale with it; and at the whole mini-batch (the largest
-  // micro-batch a plan can choose), where larger operations run more
-  // efficiently than the line through b / 2 and b says. kRounds rounds of the
-  // three, each layer's time the fastest round's.
-  const int64_t b = sample.size(0), h = b / 2;
-  const runtime::Precision precision = runtime::parse_precision(c.precision);
-  std::vector<partition::LayerCost> costs, half, larger;
-  for (int round = 0; round < kRounds; ++round) {
-    keep_faster(costs, runtime::profile_layers(model, sample, c.seed, kRepeats, precision));
-    if (h >= 1)
-      keep_faster(half, runtime::profile_layers(model, sample.narrow(0, 0, h), c.seed, kRepeats,
-                                                precision));
-    if (inputs.size(0) > b)
-      keep_faster(larger, runtime::profile_layers(model, inputs, c.seed, kRepeats, precision));
-  }
-
+  const ProfiledTimes times = time_layers(c, model, sample, inputs);
   const plan::ProfiledMemory memory = measure_profiled_memory(c, model, sample);
-  const std::vector<double> kept = sim::layer_kept_bytes(memory.model);
-  nlohmann::json layers = nlohmann::json::array();
   double parameter_bytes = 0;
   double layers_s = 0;  // F + B of every layer, one micro-batch
-  for (size_t i = 0; i < costs.size(); ++i) {
-    const partition::LayerCost& l = costs[i];
-    const double backward_s = l.backward_time / 1e3;
-    const double forward_fixed =
-        half.empty() ? 0 : fixed_part(l.forward_time, half[i].forward_time, b, h) / 1e3;
-    const double backward_fixed =
-        half.empty() ? 0 : fixed_part(l.backward_time, half[i].backward_time, b, h) / 1e3;
-    parameter_bytes += l.parameter_bytes;
-    layers_s += (l.forward_time + l.backward_time) / 1e3;
-    nlohmann::json timed_larger = nlohmann::json::array();
-    if (!larger.empty()) {
-      timed_larger.push_back({{"microbatch", inputs.size(0)},
-                              {"forward_s", larger[i].forward_time / 1e3},
-                              {"backward_s", larger[i].backward_time / 1e3}});
-    }
-    layers.push_back({{"name", model.layers[i].name},
-                      {"forward_s", l.forward_time / 1e3},
-                      {"input_backward_s", backward_s / 2},
-                      {"weight_backward_s", backward_s / 2},
-                      {"forward_fixed_s", forward_fixed},
-                      {"backward_fixed_s", backward_fixed},
-                      {"activation_bytes", kept[i]},
-                      {"parameter_bytes", l.parameter_bytes},
-                      {"output_bytes", l.output_bytes},
-                      {"larger", timed_larger}});
-  }
+  const nlohmann::json layers = layer_rows(model, times, sim::layer_kept_bytes(memory.model),
+                                           inputs.size(0), parameter_bytes, layers_s);
+  const int64_t b = times.b;
   // Whole steps at m and m / 2 micro-batches of the profiled size.
   const double optimizer_per_byte = optimizer_seconds_per_byte(c, parameter_bytes);
   const int m = c.microbatches;

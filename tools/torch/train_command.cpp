@@ -255,12 +255,11 @@ std::vector<std::string> with_resume(std::vector<std::string> argv, const std::s
   return argv;
 }
 
-int run(TrainFlags& f) {
-  check_given_once(*f.cmd);
-  // Before the launcher's pipes or any output file could take descriptor 1.
-  check_stdout_open("[train]");
+// The configuration the command line gives: the TOML file's, then each
+// flag given, with the deprecated --checkpoint and a --schedule-file's
+// micro-batch count.
+train::TrainConfig config_of(TrainFlags& f, std::vector<std::string>& deprecations) {
   train::TrainConfig config;
-  std::vector<std::string> deprecations;
   if (!f.config_file.empty()) train::load_toml(f.config_file, config, &deprecations);
   config.config_file = f.config_file;
   for (auto& [option, copy] : f.given) {
@@ -284,6 +283,67 @@ int run(TrainFlags& f) {
               .microbatches;
     }
   }
+  return config;
+}
+
+// The ranks of this machine under comm::launch_local, restarted from the
+// newest checkpoint up to --max-restarts times; the launch's exit code.
+int launch_ranks(const train::TrainConfig& config, std::vector<std::string> argv, int nproc) {
+  argv[0] = this_executable("[train]");
+  const std::vector<std::string> first_argv = argv;
+  comm::LaunchOutcome outcome;
+  comm::LaunchOptions options;
+  options.outcome = &outcome;
+  setenv(kWarnedVariable, "1", 1);
+  setenv(kLauncherVariable, std::to_string(getpid()).c_str(), 1);
+  // Decision: more intra-op threads than cores over all ranks, and LibTorch's
+  // OpenMP threads would spin between parallel regions on the cores the
+  // other ranks need (2 ranks x --threads 2 on 2 cores: 1.9 s a step against
+  // 0.25 s, bench/RESULTS.md "Waiting under load"); they sleep instead,
+  // unless the user chose a policy. libgomp reads it once at start-up, so
+  // the launcher sets it; the transport stops spinning too (spin_policy.h).
+  const int cores = train::available_cores();
+  const int threads = config.threads > 0 ? config.threads : std::max(1, cores / nproc);
+  if (nproc * threads > cores && std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  }
+  // A failed write of the ranks' lines the launcher reports itself.
+  int rc = comm::launch_local(nproc, argv, options);
+  // --max-restarts: a rank died (not the launcher stopped, not a refused
+  // input, which a restart would meet again): every rank again, from the
+  // newest checkpoint in --save, or, while it holds none, from where the run
+  // started (its --resume, or step 0), so the restarted run is the
+  // undisturbed one.
+  for (int restart = 1; restart <= config.max_restarts; ++restart) {
+    if (rc == 0 || rc == 2 || outcome.interrupted || outcome.failed_rank < 0) break;
+    const int64_t step = train::newest_checkpoint_step(config.save);
+    if (config.steps > 0 && step >= config.steps) {
+      // Training had ended (the last save is the last step): nothing to resume.
+      std::cerr << "[launch] " << outcome.cause << "; not restarting: the newest checkpoint in "
+                << config.save << " is the last step (" << step << ")" << std::endl;
+      break;
+    }
+    std::cerr << "[launch] " << outcome.cause << ": restart " << restart << " of "
+              << config.max_restarts << ", every rank "
+              << (step >= 0
+                      ? detail::concat("resumes from step ", step, " of ", config.save)
+                      : detail::concat("starts again from ",
+                                       config.resume.empty() ? std::string("step 0")
+                                                             : "the checkpoint in " + config.resume,
+                                       " (no checkpoint in ", config.save, " yet)"))
+              << std::endl;
+    argv = step >= 0 ? with_resume(first_argv, config.save) : first_argv;
+    rc = comm::launch_local(nproc, argv, options);
+  }
+  return rc;
+}
+
+int run(TrainFlags& f) {
+  check_given_once(*f.cmd);
+  // Before the launcher's pipes or any output file could take descriptor 1.
+  check_stdout_open("[train]");
+  std::vector<std::string> deprecations;
+  train::TrainConfig config = config_of(f, deprecations);
   const auto env = comm::rank_env_from_environment();
   const char* launcher = std::getenv(kLauncherVariable);
   const bool our_rank = launcher != nullptr && std::to_string(getppid()) == launcher;
@@ -332,54 +392,7 @@ int run(TrainFlags& f) {
   train::check_setup(config);
   train::check_memory_cap_before_start(config);
   if (nproc == 1) return run_rank(config, comm::RankEnv{});
-  std::vector<std::string> argv = f.argv;
-  argv[0] = this_executable("[train]");
-  const std::vector<std::string> first_argv = argv;
-  comm::LaunchOutcome outcome;
-  comm::LaunchOptions options;
-  options.outcome = &outcome;
-  setenv(kWarnedVariable, "1", 1);
-  setenv(kLauncherVariable, std::to_string(getpid()).c_str(), 1);
-  // Decision: more intra-op threads than cores over all ranks, and LibTorch's
-  // OpenMP threads would spin between parallel regions on the cores the
-  // other ranks need (2 ranks x --threads 2 on 2 cores: 1.9 s a step against
-  // 0.25 s, bench/RESULTS.md "Waiting under load"); they sleep instead,
-  // unless the user chose a policy. libgomp reads it once at start-up, so
-  // the launcher sets it; the transport stops spinning too (spin_policy.h).
-  const int cores = train::available_cores();
-  const int threads = config.threads > 0 ? config.threads : std::max(1, cores / nproc);
-  if (nproc * threads > cores && std::getenv("OMP_WAIT_POLICY") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  }
-  // A failed write of the ranks' lines the launcher reports itself.
-  int rc = comm::launch_local(nproc, argv, options);
-  // --max-restarts: a rank died (not the launcher stopped, not a refused
-  // input, which a restart would meet again): every rank again, from the
-  // newest checkpoint in --save, or, while it holds none, from where the run
-  // started (its --resume, or step 0), so the restarted run is the
-  // undisturbed one.
-  for (int restart = 1; restart <= config.max_restarts; ++restart) {
-    if (rc == 0 || rc == 2 || outcome.interrupted || outcome.failed_rank < 0) break;
-    const int64_t step = train::newest_checkpoint_step(config.save);
-    if (config.steps > 0 && step >= config.steps) {
-      // Training had ended (the last save is the last step): nothing to resume.
-      std::cerr << "[launch] " << outcome.cause << "; not restarting: the newest checkpoint in "
-                << config.save << " is the last step (" << step << ")" << std::endl;
-      break;
-    }
-    std::cerr << "[launch] " << outcome.cause << ": restart " << restart << " of "
-              << config.max_restarts << ", every rank "
-              << (step >= 0
-                      ? detail::concat("resumes from step ", step, " of ", config.save)
-                      : detail::concat("starts again from ",
-                                       config.resume.empty() ? std::string("step 0")
-                                                             : "the checkpoint in " + config.resume,
-                                       " (no checkpoint in ", config.save, " yet)"))
-              << std::endl;
-    argv = step >= 0 ? with_resume(first_argv, config.save) : first_argv;
-    rc = comm::launch_local(nproc, argv, options);
-  }
-  return rc;
+  return launch_ranks(config, f.argv, nproc);
 }
 
 }  // namespace
