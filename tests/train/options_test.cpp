@@ -204,6 +204,37 @@ TEST(OptionsTest, DocsCliTableNamesEveryOptionWithItsKey) {
   }
 }
 
+// Every value a choice accepts (the models, the registry's schedules, the
+// precisions, recompute modes, optimizers, balances, ...) is named in
+// docs/cli.md as `value`, so a choice added to the code without its docs
+// fails here.
+TEST(OptionsTest, DocsCliNamesEveryChoiceTheTableAccepts) {
+  std::ifstream in(BATON_DOCS_CLI);
+  ASSERT_TRUE(in) << BATON_DOCS_CLI;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string docs = text.str();
+  // The option's own table row ("| `--precision fp32\|bf16\|fp16` | ..."), or "".
+  auto row_of = [&](std::string_view flag) {
+    const std::string start = "\n| `" + std::string(flag) + " ";
+    const size_t at = docs.find(start);
+    return at == std::string::npos ? std::string()
+                                   : docs.substr(at + 1, docs.find('\n', at + 1) - at - 1);
+  };
+  int checked = 0;
+  for (const Option& option : options()) {
+    const std::string row = row_of(option.flag);
+    for (const std::string& choice : choices_of(option)) {
+      ++checked;
+      const std::regex word("(^|[^a-z0-9_-])" + choice + "($|[^a-z0-9_-])");
+      EXPECT_TRUE(docs.find("`" + choice + "`") != std::string::npos ||
+                  std::regex_search(row, word))
+          << "docs/cli.md never names " << option.flag << "'s value `" << choice << "`";
+    }
+  }
+  EXPECT_GE(checked, 30);  // models, schedules and the rest: the test read them
+}
+
 // The warm-up against its formula, lr * (step + 1) / N, then cosine over the rest.
 TEST(OptionsTest, WarmupStepsRaiseTheLearningRateLinearlyThenTheScheduleFollows) {
   TrainConfig c;
