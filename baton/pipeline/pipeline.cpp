@@ -283,12 +283,13 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
     for (const auto& buckets : bucket_bytes) counts.push_back(static_cast<int>(buckets.size()));
     plan.reductions.set_buckets_per_stage(counts);
   }
-  // Tied weights sum their copies' gradients (the plan's reductions name their stages).
-  for (const auto& copies : model.tied) {
+  // Tied weights sum their copies' gradients, at the stages the plan's reductions name.
+  for (size_t g = 0; g < model.tied.size(); ++g) {
     executor_options.tied.emplace_back();
-    for (const nn::TiedParameter& copy : copies) {
-      executor_options.tied.back().push_back({plan.partition.stage_of_layer(copy.layer),
-                                              std::to_string(copy.layer) + "." + copy.name});
+    for (size_t k = 0; k < model.tied[g].size(); ++k) {
+      const nn::TiedParameter& copy = model.tied[g][k];
+      executor_options.tied.back().push_back(
+          {plan.reductions.tied[g][k], std::to_string(copy.layer) + "." + copy.name});
     }
   }
   State& s = *state_;

@@ -119,17 +119,15 @@ PipelinePlan plan_pipeline(const PipelineOptions& o, const nn::ModelSpec& model,
   } else if (costs && cuts_by_costs) {
     measured = costs("balance \"" + o.balance() + "\" cuts by");
   }
-  // The cut into `stages`: by the costs where the balance reads them and
-  // they were measured, else as the balance (or, without costs, uniform) cuts.
+  // The cut into `stages`: the balance's, by the measured costs where it
+  // reads them; uniform's where it would read costs not measured.
   auto cut = [&](int stages) {
     partition::BalanceOptions options;
     options.set_activations_in_flight(partition::one_f_one_b_in_flight(stages));
-    if (cuts_by_costs && !measured)
-      return partition::balance("uniform", std::vector<partition::LayerCost>(model.num_layers()),
-                                stages, options);
+    const bool by_costs = cuts_by_costs && measured;
     return partition::balance(
-        o.balance(),
-        cuts_by_costs ? *measured : std::vector<partition::LayerCost>(model.num_layers()), stages,
+        cuts_by_costs && !measured ? "uniform" : o.balance(),
+        by_costs ? *measured : std::vector<partition::LayerCost>(model.num_layers()), stages,
         options);
   };
   auto generator = schedule::GeneratorOptions{}

@@ -169,7 +169,8 @@ TEST(RecomputeRegionTest, TheGraphHoldsTheAttentionProbabilitiesLess) {
   };
   const int64_t plain = held(false), region = held(true);
   const int64_t probabilities = batch * heads * time * time * 4;
-  // The causal mask (T^2 bools) the masked fill keeps goes too.
+  // The bound's T^2 bytes once covered the causal mask a masked fill kept;
+  // the additive bias the block now uses keeps none.
   EXPECT_GE(plain - region, probabilities);
   EXPECT_LE(plain - region, probabilities + time * time + 4096);
 }
