@@ -105,6 +105,28 @@ class Walk {
     if (!on_arrival(a)) held_.buffers += message_bytes(a);
   }
 
+  // A micro-batch of the previous step whose backward this step runs (a
+  // schedule without a flush): its F kept its stash from then.
+  void carry_in(const Action& a, bool recomputed) {
+    const StageMemory& s = stage(a.stage);
+    const std::pair<int, int> cell{a.stage, a.microbatch};
+    if (stash_.count(cell) > 0) return;
+    const double kept = recomputed ? s.output_bytes : s.stash;
+    held_.activations += kept;
+    stash_[cell] = kept;
+  }
+
+  // PipeDream-2BW's second weight version (runtime/weight_versions.h): the
+  // previous step's weights, which the carried backwards read.
+  void hold_version(double bytes) {
+    held_.parameters += bytes;
+    version_ = bytes;
+  }
+  void drop_version() {
+    held_.parameters -= version_;
+    version_ = 0;
+  }
+
   // A message held from its arrival (StaticMemory::receives_on_arrival_up_to)
   // until its micro-batch's B or I.
   void receive(const Action& a) {
@@ -190,14 +212,18 @@ class Walk {
   // gradients. Then the optimizer steps with its temporaries, after the
   // step has released its messages and stashes: the weights, the gradients
   // it steps (the shards where they were cut, which frees the whole), its
-  // state and what lives outside the step.
-  void optimizer_step(double extra) {
+  // state and what lives outside the step. Without a flush, the stashes of
+  // the micro-batches whose backwards the next step runs stay, and under
+  // 2BW the weights they read stay too, beside the master that steps
+  // (`version` bytes).
+  void optimizer_step(double extra, double version) {
     MemoryPrediction slice;
     slice.gradients = fixed_.gradient_shards;
     consider(slice);
     const MemoryPrediction held = held_;
     held_ = MemoryPrediction{};
-    held_.parameters = held.parameters;
+    for (const auto& [cell, kept] : stash_) held_.activations += kept;
+    held_.parameters = held.parameters + (stash_.empty() ? 0 : version);
     held_.gradients = fixed_.gradient_shards > 0 ? fixed_.gradient_shards : fixed_.gradients;
     held_.optimizer = held.optimizer;
     held_.other = held.other;
@@ -230,6 +256,7 @@ class Walk {
   std::map<std::pair<int, int>, double> stash_, handed_, arrived_;
   std::set<std::pair<int, int>> sent_;
   bool gradients_back_ = false;
+  double version_ = 0;
 };
 
 }  // namespace
@@ -249,7 +276,25 @@ MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int ran
   for (const Action& a : actions) {
     if ((a.kind == ActionKind::RECV_F || a.kind == ActionKind::RECV_B) && a.skip < 0) walk.post(a);
   }
-  for (const Action& a : actions) {
+  // Without a flush a backward listed before its F is the previous step's
+  // micro-batch's (Schedule::carries): its stash is held from the start, and
+  // under 2BW (per-step updates) the previous weights until the last such.
+  std::set<std::pair<int, int>> forwarded;
+  int last_carried = -1;
+  for (int i = 0; schedule.carries && i < static_cast<int>(actions.size()); ++i) {
+    const Action& a = actions[i];
+    const bool backward =
+        a.kind == ActionKind::B || a.kind == ActionKind::I || a.kind == ActionKind::W;
+    if (a.kind == ActionKind::F) forwarded.insert({a.stage, a.microbatch});
+    if (!backward || forwarded.count({a.stage, a.microbatch}) > 0) continue;
+    walk.carry_in(a, again(a.microbatch));
+    last_carried = i;
+  }
+  const double version =
+      schedule.updates == schedule::WeightUpdates::kPerStep ? fixed.parameters : 0;
+  if (last_carried >= 0) walk.hold_version(version);
+  for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
+    const Action& a = actions[i];
     switch (a.kind) {
       case ActionKind::F:
         walk.forward(a, again(a.microbatch));
@@ -274,8 +319,9 @@ MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int ran
       default:
         break;
     }
+    if (i == last_carried) walk.drop_version();
   }
-  walk.optimizer_step(optimizer_extra);
+  walk.optimizer_step(optimizer_extra, schedule.carries ? version : 0);
   return walk.peak();
 }
 

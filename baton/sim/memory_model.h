@@ -103,7 +103,10 @@ struct MemoryPrediction {
 // micro-batch mb's F keeps nothing and its B runs the F again. The peak is
 // the most held at any action: during an F or B with its temporaries, or at
 // the optimizer's step (`optimizer_extra` beyond the static bytes, e.g.
-// Adam's temporaries).
+// Adam's temporaries). A schedule without a flush is walked at steady
+// state: the micro-batches whose backwards it carries hold their stashes
+// over the step boundary, and under per-step updates (2BW) their weights
+// too, a second copy of `fixed.parameters`.
 MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int rank,
                                      const std::vector<StageMemory>& stages,
                                      const StaticMemory& fixed, const std::vector<bool>& recomputed,

@@ -237,5 +237,37 @@ TEST(MemoryModel, GradientsFreedBetweenStepsComeBackAtTheFirstBackward) {
   EXPECT_DOUBLE_EQ(predict_rank_memory(s, 0, {only}, fixed, {false, false}).peak, 1300);
 }
 
+// Without a flush (PipeDream-2BW), a B listed before its F is the previous
+// step's micro-batch's: its stash is held from the step's start, and with
+// per-step updates the previous weights too (a second copy of the
+// parameters) until that B. At the optimizer step the micro-batch carried
+// into the next step keeps its stash, and the weights it will read.
+TEST(MemoryModel, A2BWRankHoldsTheCarriedStashesAndASecondWeightVersion) {
+  schedule::Schedule s = schedule::parse_schedule("0F0 0B1 0F1 0B0\n");
+  s.carries = true;
+  s.updates = schedule::WeightUpdates::kPerStep;
+  StageMemory only;
+  only.stash = 100;
+  only.backward_extra = 5;
+  StaticMemory fixed;
+  fixed.parameters = 1000, fixed.gradients = 1000, fixed.optimizer = 2000;
+  // At the carried B1: micro-batch 1's stash (from the step before) and 0's
+  // (200), two weight versions (2000), the B's 5.
+  const MemoryPrediction p = predict_rank_memory(s, 0, {only}, fixed, {false, false});
+  EXPECT_DOUBLE_EQ(p.parameters, 2000);
+  EXPECT_DOUBLE_EQ(p.activations, 200);
+  EXPECT_DOUBLE_EQ(p.peak, 2000 + 1005 + 2000 + 200);
+  // The optimizer's temporaries (2000) beside micro-batch 1's stash (100),
+  // carried into the next step, and both versions.
+  const MemoryPrediction step = predict_rank_memory(s, 0, {only}, fixed, {false, false}, 2000);
+  EXPECT_DOUBLE_EQ(step.parameters, 2000);
+  EXPECT_DOUBLE_EQ(step.activations, 100);
+  EXPECT_DOUBLE_EQ(step.peak, 2000 + 1000 + 4000 + 100);
+  // Updates that read the weights as they are (async) keep one version.
+  s.updates = schedule::WeightUpdates::kPerMicrobatchUnstashed;
+  EXPECT_DOUBLE_EQ(predict_rank_memory(s, 0, {only}, fixed, {false, false}).peak,
+                   1000 + 1005 + 2000 + 200);
+}
+
 }  // namespace
 }  // namespace baton::sim
