@@ -70,26 +70,6 @@ void note_finished(std::atomic<std::int64_t>& finished, Clock::time_point at) {
 
 }  // namespace
 
-TransportKind parse_transport(std::string_view text) {
-  if (text == "auto") return TransportKind::kAuto;
-  if (text == "shm") return TransportKind::kShm;
-  if (text == "gloo") return TransportKind::kGloo;
-  throw Error(::baton::detail::concat("[comm] unknown transport \"", text,
-                                      "\" (expected auto, shm or gloo)"));
-}
-
-std::string_view to_string(TransportKind kind) {
-  switch (kind) {
-    case TransportKind::kAuto:
-      return "auto";
-    case TransportKind::kShm:
-      return "shm";
-    case TransportKind::kGloo:
-      return "gloo";
-  }
-  return "auto";
-}
-
 void SendHandle::wait(const std::string& what) {
   BATON_CHECK(state_ != nullptr, "[comm] wait on an empty SendHandle for ", what);
   auto& state = *state_;

@@ -29,19 +29,17 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "baton/comm/tag.h"
+#include "baton/core/choices.h"
 
 namespace baton::comm {
 
 inline constexpr std::chrono::milliseconds kDefaultTimeout{300'000};
 
-// How point-to-point tensors reach a peer. kAuto: shared memory for ranks on
-// this host (host_identity.h), Gloo over TCP for the others. kShm insists on
-// shared memory (connect fails naming a rank on another host); kGloo never
-// uses it. Collectives always go over Gloo (or NCCL).
-enum class TransportKind { kAuto, kShm, kGloo };
-// "auto", "shm", "gloo"; throws baton::Error naming the text otherwise.
-TransportKind parse_transport(std::string_view text);
-std::string_view to_string(TransportKind kind);
+// How point-to-point tensors reach a peer (core/choices.h; "on this host"
+// is host_identity.h's).
+using ::baton::parse_transport;
+using ::baton::to_string;
+using ::baton::TransportKind;
 
 namespace detail {
 struct CommState;

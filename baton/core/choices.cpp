@@ -113,6 +113,26 @@ DeviceKind parse_device(std::string_view text) {
                              "\" (expected cpu, cuda, or cuda:N for GPU N)"));
 }
 
+TransportKind parse_transport(std::string_view text) {
+  if (text == "auto") return TransportKind::kAuto;
+  if (text == "shm") return TransportKind::kShm;
+  if (text == "gloo") return TransportKind::kGloo;
+  throw Error(
+      detail::concat("[comm] unknown transport \"", text, "\" (expected auto, shm or gloo)"));
+}
+
+std::string_view to_string(TransportKind kind) {
+  switch (kind) {
+    case TransportKind::kShm:
+      return "shm";
+    case TransportKind::kGloo:
+      return "gloo";
+    case TransportKind::kAuto:
+      break;
+  }
+  return "auto";
+}
+
 std::string_view to_string(DeviceKind device) {
   return device == DeviceKind::Cuda ? "cuda" : "cpu";
 }

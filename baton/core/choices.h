@@ -1,6 +1,6 @@
 // The choices of a run, each parsed from its text in one place: the compute
 // precision, the recomputation mode, the optimizer, the learning-rate
-// schedule and the device kind (the transport's is comm's, TransportKind).
+// schedule, the point-to-point transport and the device kind.
 // Torch-free, so the options table, the TOML reader and the planner parse
 // with the runtime's own parser (runtime/precision.h and runtime/executor.h
 // use these enums).
@@ -50,5 +50,14 @@ enum class DeviceKind { Cpu, Cuda };
 // "cpu", "cuda", "cuda:N" (N up to 4 digits); throws baton::Error otherwise.
 DeviceKind parse_device(std::string_view text);
 std::string_view to_string(DeviceKind device);
+
+// How point-to-point tensors reach a peer (comm/communicator.h). kAuto:
+// shared memory for ranks on this host, Gloo over TCP for the others. kShm
+// insists on shared memory (connect fails naming a rank on another host);
+// kGloo never uses it. Collectives always go over Gloo (or NCCL).
+enum class TransportKind { kAuto, kShm, kGloo };
+// "auto", "shm", "gloo"; throws baton::Error naming the text otherwise.
+TransportKind parse_transport(std::string_view text);
+std::string_view to_string(TransportKind kind);
 
 }  // namespace baton

@@ -65,7 +65,6 @@ void check_options(const PipelineOptions& o) {
               o.zero());
   BATON_CHECK(std::isfinite(o.bucket_mb()) && o.bucket_mb() > 0,
               "[pipeline] bucket_mb must be a finite size above 0 MiB, got ", o.bucket_mb());
-  runtime::parse_precision(o.precision());
   BATON_CHECK(std::isfinite(o.clip_grad_norm()) && o.clip_grad_norm() >= 0,
               "[pipeline] clip_grad_norm must be a finite norm, or 0 for no clipping, got ",
               o.clip_grad_norm());
@@ -112,7 +111,7 @@ Joined join(const PipelineOptions& o) {
                                      .set_master_port(env->master_port)
                                      .set_agent_store_port(env->agent_store_port)
                                      .set_timeout(o.timeout())
-                                     .set_transport(comm::parse_transport(o.transport()));
+                                     .set_transport(o.transport());
     // Stages on a GPU of their own talk over NCCL on that GPU; on the CPU, or
     // on one GPU that the machine's ranks share ("cuda:i" named with several
     // local ranks; NCCL takes one GPU per rank), over shared memory or Gloo,
@@ -141,7 +140,7 @@ std::vector<partition::LayerCost> profiled_costs(const nn::ModelSpec& model,
   const nn::Tensors sample =
       o.sample_inputs().empty() ? nn::Tensors{o.sample()} : o.sample_inputs();
   // In the run's precision, as its steps compute.
-  const runtime::Precision precision = runtime::parse_precision(o.precision());
+  const runtime::Precision precision = o.precision();
   std::vector<partition::LayerCost> costs =
       runtime::profile_layers(model, sample, o.seed(), /*repeats=*/3, precision);
   // What each layer keeps for its backward, measured by the counting
@@ -240,7 +239,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
   if (!loss) loss = model.loss;
   BATON_CHECK(static_cast<bool>(loss), "[pipeline] loss is empty and model \"", model.name,
               "\" has none; pass a loss function");
-  const runtime::Recompute recompute = runtime::parse_recompute(options.recompute());
+  const runtime::Recompute recompute = options.recompute();
   check_options(options);
   // Each step below takes what it needs and returns what it decided.
   Joined joined = join(options);
@@ -251,7 +250,7 @@ void Pipeline::build(nn::ModelSpec model, runtime::LossFn loss, PipelineOptions 
     return profiled_costs(model, options, *layout.world, why);
   };
   PipelinePlan plan = plan_pipeline(options, model, layout.grid, costs);
-  const runtime::Precision precision = runtime::parse_precision(options.precision());
+  const runtime::Precision precision = options.precision();
   runtime::check_precision_supported(precision, joined.device);
   const schedule::Placement placement(plan.schedule);
   // With tp > 1 the blocks are built whole and split (profiling above ran them whole).

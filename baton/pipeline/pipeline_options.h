@@ -4,7 +4,9 @@
 //
 //   baton::PipelineOptions().schedule("zb-h1").microbatches(8).balance("params")
 //
-// Names are the ones `baton train` takes as flags; they are checked when the
+// Names are the ones `baton train` takes as flags. The closed choices
+// (precision, recompute, transport) are enums, also set by name: a bad name
+// throws baton::Error at the setter; the others are checked when the
 // Pipeline is built, and a bad one throws baton::Error naming it.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "baton/comm/communicator.h"
 #include "baton/comm/rank_env.h"
@@ -52,8 +55,15 @@ struct PipelineOptions {
   TORCH_ARG(std::vector<torch::Tensor>, sample_inputs);
   // Activation recomputation: never | except_last | always | selective (the
   // layers' marked regions only, nn/recompute_region.h; gpt's and llama's
-  // attention cores).
-  TORCH_ARG(std::string, recompute) = "never";
+  // attention cores). By name too: parsed at once, an unknown name throws.
+ public:
+  PipelineOptions& recompute(Recompute mode) { return recompute_ = mode, *this; }
+  PipelineOptions& recompute(std::string_view name) { return recompute(parse_recompute(name)); }
+  Recompute recompute() const noexcept { return recompute_; }
+
+ private:
+  Recompute recompute_ = Recompute::Never;
+
   // Where the stages run: the CPU, or CUDA. "cuda" without an index means
   // cuda:LOCAL_RANK (the process's index on its machine). On a GPU the
   // Pipeline builds its own communicator on NCCL; a given communicator is
@@ -62,8 +72,16 @@ struct PipelineOptions {
   TORCH_ARG(torch::Device, device) = torch::kCPU;
   // Every wait between ranks, and the rendezvous.
   TORCH_ARG(std::chrono::milliseconds, timeout) = comm::kDefaultTimeout;
-  // Point-to-point between ranks: auto | shm | gloo (see comm::TransportKind).
-  TORCH_ARG(std::string, transport) = "auto";
+  // Point-to-point between ranks: auto | shm | gloo (TransportKind); by name
+  // too, parsed at once.
+ public:
+  PipelineOptions& transport(TransportKind kind) { return transport_ = kind, *this; }
+  PipelineOptions& transport(std::string_view name) { return transport(parse_transport(name)); }
+  TransportKind transport() const noexcept { return transport_; }
+
+ private:
+  TransportKind transport_ = TransportKind::kAuto;
+
   // The seed of lazily built layers (a ModelSpec's): a layer's initial weights
   // depend only on (seed, global layer index).
   TORCH_ARG(uint64_t, seed) = 1;
@@ -134,8 +152,15 @@ struct PipelineOptions {
   // autocast over fp32 master weights, boundaries sent in the compute dtype,
   // the loss in fp32; fp16 with dynamic loss scaling, whose overflows skip a
   // step: last_step().skip_update). Refused for schedules without a flush,
-  // and fp16 on the CPU under LibTorch 1.13.
-  TORCH_ARG(std::string, precision) = "fp32";
+  // and fp16 on the CPU under LibTorch 1.13. By name too, parsed at once.
+ public:
+  PipelineOptions& precision(Precision dtype) { return precision_ = dtype, *this; }
+  PipelineOptions& precision(std::string_view name) { return precision(parse_precision(name)); }
+  Precision precision() const noexcept { return precision_; }
+
+ private:
+  Precision precision_ = Precision::Fp32;
+
   // Schedule "pipemare": PipeMare's learning-rate warm-up (warmup_steps; 0:
   // off) and discrepancy correction (correction, decay), runtime/pipemare.h.
   // Ignored by other schedules; a warm-up below 0 or a decay outside [0, 1)
@@ -163,7 +188,7 @@ struct PipelineOptions {
 // Whether the schedule ends every rank with a CLIP_NORM: with clipping, and
 // with fp16, whose loss scale reads the norm for overflows.
 inline bool schedules_clip_norm(const PipelineOptions& options) {
-  return options.clip_grad_norm() > 0 || parse_precision(options.precision()) == Precision::Fp16;
+  return options.clip_grad_norm() > 0 || options.precision() == Precision::Fp16;
 }
 
 }  // namespace baton

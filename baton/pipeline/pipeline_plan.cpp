@@ -94,10 +94,10 @@ void check_no_flush(const Words& say, const schedule::Schedule& s, const nn::Mod
   BATON_CHECK(grid.dp() == 1 && grid.tp() == 1, which, " and runs with ",
               say.w.flags ? "--dp 1 --tp 1" : "dp=1 and tp=1", " only, got dp=", grid.dp(),
               " tp=", grid.tp(), " (data parallelism reduces whole steps' gradients)");
-  BATON_CHECK(parse_precision(o.precision()) == Precision::Fp32, which,
+  BATON_CHECK(o.precision() == Precision::Fp32, which,
               " and runs in fp32 only (its weights change within a step, and a step's weight "
               "casts would go stale); drop ",
-              say.w.flags ? "--precision " : "precision ", o.precision());
+              say.w.flags ? "--precision " : "precision ", to_string(o.precision()));
   BATON_CHECK(model.tied.empty(), which, " and cannot ",
               say.w.flags ? "--tie-embeddings" : "train tied weights",
               ": the tied copies' gradients are summed where a step's gradients are whole, and it "

@@ -26,7 +26,9 @@ struct StepResult {
   // that holds no last stage.
   double minibatch_loss = 0;
   double step_ms = 0;
-  double peak_activation_bytes = 0;  // most stashed activation bytes at once on this rank
+  // The most stage-input bytes this rank kept at once for backwards: a cheap
+  // count, far below what autograd keeps (comm/memory_counter.h measures that).
+  double peak_activation_bytes = 0;
   // Weight versions this rank held at most during the step, measured as
   // distinct parameter storages at its start and end: 1; with 2bw 2 while
   // backwards are carried; with pipedream one per micro-batch in flight

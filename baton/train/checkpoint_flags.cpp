@@ -20,7 +20,16 @@ json recorded(const TrainConfig& c, std::initializer_list<Resume> kinds) {
   json out = json::object();
   for (const Option& option : options()) {
     if (std::find(kinds.begin(), kinds.end(), option.resume) == kinds.end()) continue;
-    std::visit([&](auto member) { out[std::string(option.key)] = c.*member; }, option.member);
+    std::visit(
+        [&](auto member) {
+          using T = std::decay_t<decltype(c.*member)>;
+          if constexpr (kIsChoice<T>) {
+            out[std::string(option.key)] = std::string(to_string(c.*member));
+          } else {
+            out[std::string(option.key)] = c.*member;
+          }
+        },
+        option.member);
   }
   // The vocabulary in use, given or not (PREFIX.model's, 256 for bytes).
   if (out.contains("vocab")) out["vocab"] = vocabulary(c);
@@ -108,9 +117,9 @@ void check_resume(const TrainConfig& c) {
                 " tokens, .idx CRC-32 ", dataset.value("index_crc32", 0),
                 "); pass --allow-resume-change data to continue on it");
   }
-  BATON_CHECK(saved.value("optimizer", "") == c.optimizer, "[train] --resume ", c.resume, ": ",
-              path, " holds the state of optimizer ", saved.value("optimizer", "?"),
-              " but this run has --optimizer ", c.optimizer);
+  BATON_CHECK(saved.value("optimizer", "") == to_string(c.optimizer), "[train] --resume ", c.resume,
+              ": ", path, " holds the state of optimizer ", saved.value("optimizer", "?"),
+              " but this run has --optimizer ", to_string(c.optimizer));
   const int64_t step = manifest["step"].get<int64_t>();
   BATON_CHECK(c.steps <= 0 || step < c.steps, "[train] --resume ", c.resume, " is at step ", step,
               ", not below --steps ", c.steps, " (the total); raise --steps to train further");
@@ -200,11 +209,13 @@ void save_if_due(const TrainConfig& c, const Pipeline& pipeline, torch::optim::O
     position["epoch"] = samples_per_epoch > 0 ? next_sample / samples_per_epoch : 0;
     position["dataset"] = dataset;
   }
-  const json extra{
-      {"config", config_json(c)},
-      {"lr_schedule",
-       {{"kind", c.lr_schedule}, {"lr", c.lr}, {"step", done}, {"total_steps", total}}},
-      {"data", position}};
+  const json extra{{"config", config_json(c)},
+                   {"lr_schedule",
+                    {{"kind", std::string(to_string(c.lr_schedule))},
+                     {"lr", c.lr},
+                     {"step", done},
+                     {"total_steps", total}}},
+                   {"data", position}};
   pipeline.save(c.save, &optimizer, extra, options);
 }
 

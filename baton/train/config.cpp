@@ -52,6 +52,14 @@ void read_key(const Option& option, const std::string& key, const toml::node& no
                       "\" is an empty string; give a value or leave the "
                       "key out");
           config.*member = *v;
+        } else if constexpr (kIsChoice<T>) {
+          auto v = node.value<std::string>();
+          BATON_CHECK(v.has_value(), "key \"", key, "\" must be a string");
+          try {
+            parse_choice(option, *v, config);
+          } catch (const Error& e) {
+            throw Error(detail::concat("key \"", key, "\": ", e.what()));
+          }
         } else if constexpr (std::is_same_v<T, bool>) {
           auto v = node.value<bool>();
           BATON_CHECK(v.has_value(), "key \"", key, "\" must be true or false");
@@ -231,7 +239,7 @@ void check_model_and_data(const TrainConfig& c) {
     check_at_least_one("heads", c.heads);
     check_at_least_one("context", c.context);
   }
-  BATON_CHECK(parse_recompute(c.recompute) != Recompute::Selective || decoder,
+  BATON_CHECK(c.recompute != Recompute::Selective || decoder,
               "[train.config] --recompute selective ",
               "recomputes the attention regions that gpt's and llama's blocks mark; model ",
               c.model, " marks none (use never, except_last or always)");

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "baton/core/choices.h"
+
 namespace baton::train {
 
 // The longest --timeout accepted: a week; beyond that it is a typo.
@@ -67,7 +69,7 @@ struct TrainConfig {
   // The flag and the TOML key take a finite norm above 0 only.
   double clip_grad_norm = 0;
   // The layers' compute dtype: fp32 | bf16 | fp16 (PipelineOptions::precision).
-  std::string precision = "fp32";
+  Precision precision = Precision::Fp32;
   int zero = 0;                  // ZeRO stage 0-3 over dp (PipelineOptions::zero)
   bool prefetch_unshard = true;  // each UNSHARD one compute ahead of its stage's first
   int tp = 1;  // tensor-parallel ranks per stage (gpt, llama, mlp; PipelineOptions::tp)
@@ -80,8 +82,8 @@ struct TrainConfig {
   // End every step with a blocking all-reduce of the loss (PipelineOptions::step_barrier).
   bool step_barrier = false;
   int microbatches = 4;
-  std::string balance = "uniform";  // uniform|params|time|memory|optimal|"3,5,..."
-  std::string recompute = "never";  // never | except_last | always | selective (core/choices.h)
+  std::string balance = "uniform";         // uniform|params|time|memory|optimal|"3,5,..."
+  Recompute recompute = Recompute::Never;  // never | except_last | always | selective
   // Schedule pipemare only (runtime/pipemare.h; a value other than these
   // defaults with another schedule is refused): T1's learning-rate warm-up in
   // steps (0: off), T2's discrepancy correction on or off, and T2's decay D
@@ -94,9 +96,9 @@ struct TrainConfig {
   int steps = 0;   // 0: not given; run `epochs` epochs (or 100 steps without a dataset)
   int epochs = 0;  // 0: not given (given values of steps and epochs must be >= 1)
   double lr = 0.001;
-  std::string lr_schedule = "constant";  // constant | cosine (decays to 0 over the run)
+  LrSchedule lr_schedule = LrSchedule::Constant;  // constant | cosine (decays to 0 over the run)
   int warmup_steps = 0;  // linear warm-up from lr / N over the first N steps (learning_rate)
-  std::string optimizer = "adam";
+  Optimizer optimizer = Optimizer::Adam;
   // L2 penalty (sgd, adam) or decoupled decay (adamw), finite and >= 0.
   // AdamW's default is LibTorch's 0.01; -1 stands for "not given".
   double weight_decay = -1;
@@ -104,11 +106,13 @@ struct TrainConfig {
   double label_smoothing = 0;
   uint64_t seed = 1;
   // Processes
-  int threads = 0;                 // intra-op threads per rank; 0: cores / local ranks
-  double timeout_s = 300;          // every wait between ranks, at most kMaxTimeoutSeconds
-  std::string transport = "auto";  // point-to-point: auto | shm | gloo (comm::TransportKind)
-  std::string device = "cpu";      // cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL between them)
-  bool realtime = false;           // each rank in SCHED_FIFO (baton/core/realtime.h)
+  int threads = 0;         // intra-op threads per rank; 0: cores / local ranks
+  double timeout_s = 300;  // every wait between ranks, at most kMaxTimeoutSeconds
+  TransportKind transport = TransportKind::kAuto;  // point-to-point: auto | shm | gloo
+  // cpu | cuda (each rank on cuda:LOCAL_RANK, NCCL between them) | cuda:N
+  // (every rank on GPU N): a string, as it carries an index (parse_device).
+  std::string device = "cpu";
+  bool realtime = false;  // each rank in SCHED_FIFO (baton/core/realtime.h)
   // Output
   std::string metrics;       // JSON lines file
   std::string trace;         // Chrome trace of the last step's measured timeline

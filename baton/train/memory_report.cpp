@@ -42,6 +42,17 @@ std::string format_ms(double ms) {
 
 }  // namespace
 
+double RankMemory::peak_activation_bytes() const {
+  const bool counted = !measured_on_device && measured_peak_bytes > 0;
+  return counted ? measured[static_cast<int>(comm::MemoryCategory::kActivations)]
+                 : peak_stage_input_bytes;
+}
+
+const char* RankMemory::measured_by() const {
+  if (measured_on_device) return "cuda caching allocator";
+  return measured_peak_bytes > 0 ? "cpu counter" : "none";
+}
+
 RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters,
                           torch::optim::Optimizer& optimizer, double peak_activation_bytes,
                           int weight_versions) {
@@ -59,7 +70,7 @@ RankMemory measure_memory(int rank, const std::vector<torch::Tensor>& parameters
   for (const auto& p : parameters) m.parameter_bytes += held(p);
   for (const auto& p : parameters) m.gradient_bytes += held(p.grad());
   m.optimizer_bytes = optimizer_state_bytes(optimizer);
-  m.peak_activation_bytes = peak_activation_bytes;
+  m.peak_stage_input_bytes = peak_activation_bytes;
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) == 0)
     m.peak_rss_bytes = usage.ru_maxrss * 1024.0;  // KiB on Linux
@@ -71,7 +82,7 @@ MessageTerms message_terms(const TrainConfig& c, torch::Device device) {
   if (!device.is_cpu()) {
     terms.sends_copied_up_to = std::numeric_limits<double>::infinity();
     terms.receives_on_arrival_up_to = std::numeric_limits<double>::infinity();
-  } else if (comm::parse_transport(c.transport) != comm::TransportKind::kGloo) {
+  } else if (c.transport != TransportKind::kGloo) {
     terms.sends_copied_up_to = static_cast<double>(comm::shm_inline_bytes());
     terms.receives_on_arrival_up_to = static_cast<double>(comm::shm_kept_receive_bytes()) - 1;
   }
@@ -107,7 +118,7 @@ std::vector<RankMemory> gather_memory(comm::Communicator& comm, const RankMemory
   std::vector<double> values = {local.parameter_bytes,
                                 local.gradient_bytes,
                                 local.optimizer_bytes,
-                                local.peak_activation_bytes,
+                                local.peak_stage_input_bytes,
                                 local.peak_rss_bytes,
                                 static_cast<double>(local.weight_versions),
                                 local.reduction_ms,
@@ -153,7 +164,7 @@ std::string format_memory(const RankMemory& m) {
   return detail::concat(
       "rank ", m.rank, ": parameters ", format_bytes(m.parameter_bytes), versions, ", gradients ",
       format_bytes(m.gradient_bytes), ", optimizer ", format_bytes(m.optimizer_bytes),
-      ", peak activations ", format_bytes(m.peak_activation_bytes), ", peak RSS ",
+      ", peak activations ", format_bytes(m.peak_activation_bytes()), ", peak RSS ",
       format_bytes(m.peak_rss_bytes),
       m.reduction_ms > 0
           ? detail::concat(", all-reduce ", format_ms(m.reduction_ms), " a step (exposed ",
@@ -206,9 +217,9 @@ std::string format_predicted_memory(const RankMemory& m) {
                         ratio, ": ", by_category(m.predicted));
 }
 
-double optimizer_state_per_parameter_byte(const std::string& optimizer) {
+double optimizer_state_per_parameter_byte(Optimizer optimizer) {
   // Adam and AdamW: the two moments; SGD here has no momentum.
-  return parse_optimizer(optimizer) == Optimizer::Sgd ? 0 : 2;
+  return optimizer == Optimizer::Sgd ? 0 : 2;
 }
 
 std::string memory_cap_refusal(const std::vector<RankMemory>& all, double cap_gb) {
@@ -263,11 +274,12 @@ nlohmann::json to_json(const RankMemory& m) {
       {"predicted", by_category_json(m.predicted)},
       {"measured_peak_bytes", m.measured_peak_bytes},
       {"measured", m.measured_on_device ? nlohmann::json::object() : by_category_json(m.measured)},
-      {"measured_by", m.measured_on_device ? "cuda caching allocator" : "cpu counter"},
+      {"measured_by", m.measured_by()},
       {"parameter_bytes", m.parameter_bytes},
       {"gradient_bytes", m.gradient_bytes},
       {"optimizer_bytes", m.optimizer_bytes},
-      {"peak_activation_bytes", m.peak_activation_bytes},
+      {"peak_activation_bytes", m.peak_activation_bytes()},
+      {"peak_stage_input_bytes", m.peak_stage_input_bytes},
       {"peak_rss_bytes", m.peak_rss_bytes},
       {"weight_versions", m.weight_versions},
       {"reduction_ms", m.reduction_ms},

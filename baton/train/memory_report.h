@@ -23,8 +23,11 @@ struct RankMemory {
   double parameter_bytes = 0;
   double gradient_bytes = 0;
   double optimizer_bytes = 0;
-  double peak_activation_bytes = 0;  // most stashed activation bytes at once, over all steps
-  double peak_rss_bytes = 0;         // getrusage's ru_maxrss: the whole process
+  // The runtime's count of the stage inputs kept at once, at most over all
+  // steps (runtime::StepResult::peak_activation_bytes): what autograd keeps
+  // is far more; peak_activation_bytes() is the allocator's figure.
+  double peak_stage_input_bytes = 0;
+  double peak_rss_bytes = 0;  // getrusage's ru_maxrss: the whole process
   // Weight versions held at once, at most (2 on the ranks of a schedule
   // without a flush that carry backwards; runtime/weight_versions.h): the
   // weights take weight_versions x parameter_bytes.
@@ -51,11 +54,17 @@ struct RankMemory {
   bool measured_on_device = false;
   double measured_requested_peak_bytes = 0;
   double measured_reserved_peak_bytes = 0;
+
+  // The activations at the rank's peak: the counting allocator's where it
+  // measured, else (a GPU, no counter) the stage inputs kept.
+  double peak_activation_bytes() const;
+  // Which allocator measured: "cpu counter", "cuda caching allocator" or "none".
+  const char* measured_by() const;
 };
 
 // What an optimizer keeps per parameter byte, and its step's temporaries
 // beyond that, for an optimizer named as --optimizer names them.
-double optimizer_state_per_parameter_byte(const std::string& optimizer);
+double optimizer_state_per_parameter_byte(Optimizer optimizer);
 
 // --max-memory-gb, collective: every rank's predicted peak against `cap_bytes`.
 // Throws RefusedBeforeFirstStep (train/trainer.h), on every rank, when a rank's

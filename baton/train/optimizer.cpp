@@ -18,7 +18,7 @@ double bytes_of(const torch::Tensor& t) {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
                                                         std::vector<torch::Tensor> params) {
   const bool given = c.weight_decay >= 0;
-  switch (parse_optimizer(c.optimizer)) {
+  switch (c.optimizer) {
     case Optimizer::Sgd:
       return std::make_unique<torch::optim::SGD>(
           params, torch::optim::SGDOptions(c.lr).weight_decay(given ? c.weight_decay : 0));
@@ -37,7 +37,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
 double learning_rate(const TrainConfig& c, int64_t step, int64_t total) {
   const int64_t warmup = c.warmup_steps;
   if (step < warmup) return c.lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
-  if (parse_lr_schedule(c.lr_schedule) == LrSchedule::Cosine) {
+  if (c.lr_schedule == LrSchedule::Cosine) {
     // Over the steps after the warm-up (Megatron's decay after --lr-warmup-iters).
     const int64_t decay = std::max<int64_t>(1, total - warmup);
     return 0.5 * c.lr * (1 + std::cos(M_PI * static_cast<double>(step - warmup) / decay));

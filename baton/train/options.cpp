@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
@@ -105,8 +106,7 @@ std::vector<Option> make_options() {
   add("--precision", "precision", &C::precision,
       "Compute dtype of the layers: fp32 | bf16 | fp16 (autocast over fp32 master weights; "
       "fp16 with dynamic loss scaling)")
-      .resume(kAllowed)
-      .choices({"fp32", "bf16", "fp16"});
+      .resume(kAllowed);
   add("--clip-grad-norm", "clip_grad_norm", &C::clip_grad_norm,
       "Clip the gradients to this global L2 norm before each update (over the whole model, as "
       "torch.nn.utils.clip_grad_norm_; a step whose norm is not finite is skipped)")
@@ -155,17 +155,13 @@ std::vector<Option> make_options() {
       .check(Check::kCount, 1)
       .resume(kRecorded);
   add("--lr", "lr", &C::lr, "Learning rate").resume(kRecorded);
-  add("--lr-schedule", "lr_schedule", &C::lr_schedule, "constant | cosine")
-      .resume(kAllowed)
-      .choices({"constant", "cosine"});
+  add("--lr-schedule", "lr_schedule", &C::lr_schedule, "constant | cosine").resume(kAllowed);
   add("--warmup-steps", "warmup_steps", &C::warmup_steps,
       "Raise the learning rate linearly from --lr/N to --lr over the first N steps, then follow "
       "--lr-schedule over the rest (Megatron's --lr-warmup-iters; default 0: no warm-up)")
       .check(Check::kCount, 0)
       .resume(kAllowed);
-  add("--optimizer", "optimizer", &C::optimizer, "sgd | adam | adamw")
-      .resume(kRecorded)
-      .choices({"sgd", "adam", "adamw"});
+  add("--optimizer", "optimizer", &C::optimizer, "sgd | adam | adamw").resume(kRecorded);
   add("--weight-decay", "weight_decay", &C::weight_decay,
       "L2 penalty (sgd, adam) or decoupled weight decay (adamw; default 0.01, as LibTorch); "
       "finite, at least 0")
@@ -211,8 +207,7 @@ std::vector<Option> make_options() {
       "processes share; needs CAP_SYS_NICE or ulimit -r >= 1 (on or off, default off)");
   add("--timeout", "timeout", &C::timeout_s, "Seconds any wait between ranks may take");
   add("--transport", "transport", &C::transport,
-      "Point-to-point between ranks: auto (shared memory on one host, else Gloo), shm or gloo")
-      .choices({"auto", "shm", "gloo"});
+      "Point-to-point between ranks: auto (shared memory on one host, else Gloo), shm or gloo");
   // No choices here: "cuda:N" takes any N; check_config reads it with parse_device.
   add("--device", "device", &C::device,
       "Where stages run: cpu; cuda (rank on cuda:LOCAL_RANK, NCCL between ranks); or cuda:N "
@@ -304,6 +299,54 @@ std::string what_of(const Option& option) {
   return what;
 }
 
+// "unknown lr schedule \"x\" (expected constant or cosine)": `name` is not
+// one of `option`'s choices.
+std::string unknown_choice(const Option& option, std::string_view name, const std::string& what) {
+  const std::vector<std::string> choices = choices_of(option);
+  std::string expected;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  }
+  return detail::concat("unknown ", what, " \"", printable(name), "\" (expected ", expected, ")");
+}
+
+// Each closed choice's values, in the order messages list them.
+template <typename E>
+std::vector<E> values_of();
+template <>
+std::vector<Precision> values_of() {
+  return {Precision::Fp32, Precision::Bf16, Precision::Fp16};
+}
+template <>
+std::vector<Recompute> values_of() {
+  return {Recompute::Never, Recompute::ExceptLast, Recompute::Always, Recompute::Selective};
+}
+template <>
+std::vector<Optimizer> values_of() {
+  return {Optimizer::Sgd, Optimizer::Adam, Optimizer::AdamW};
+}
+template <>
+std::vector<LrSchedule> values_of() {
+  return {LrSchedule::Constant, LrSchedule::Cosine};
+}
+template <>
+std::vector<TransportKind> values_of() {
+  return {TransportKind::kAuto, TransportKind::kShm, TransportKind::kGloo};
+}
+
+// The value of `E` named `name`: its to_string, or recompute's older
+// spelling "except-last" (parse_recompute takes it too).
+template <typename E>
+std::optional<E> named(std::string_view name) {
+  for (const E value : values_of<E>()) {
+    if (name == to_string(value)) return value;
+  }
+  if constexpr (std::is_same_v<E, Recompute>) {
+    if (name == "except-last") return Recompute::ExceptLast;
+  }
+  return std::nullopt;
+}
+
 // `config`'s value of `option` in TOML ("1f1b" quoted, 0.001, true).
 std::string toml_value(const Option& option, const TrainConfig& config) {
   return std::visit(
@@ -312,6 +355,8 @@ std::string toml_value(const Option& option, const TrainConfig& config) {
         const T& value = config.*member;
         if constexpr (std::is_same_v<T, std::string>) {
           return quoted(value);
+        } else if constexpr (kIsChoice<T>) {
+          return quoted(std::string(to_string(value)));
         } else if constexpr (std::is_same_v<T, bool>) {
           return value ? "true" : "false";
         } else if constexpr (std::is_floating_point_v<T>) {
@@ -339,7 +384,43 @@ const Option* option_by_key(std::string_view key) {
 
 std::vector<std::string> choices_of(const Option& option) {
   if (option.key == "schedule") return schedule::schedule_names();
-  return {option.choices.begin(), option.choices.end()};
+  return std::visit(
+      [&option](auto member) -> std::vector<std::string> {
+        using T = std::decay_t<decltype(TrainConfig().*member)>;
+        if constexpr (kIsChoice<T>) {
+          std::vector<std::string> names;
+          for (const T value : values_of<T>()) names.emplace_back(to_string(value));
+          return names;
+        } else {
+          return {option.choices.begin(), option.choices.end()};
+        }
+      },
+      option.member);
+}
+
+bool is_choice(const Option& option) {
+  return std::visit(
+      [](auto member) { return kIsChoice<std::decay_t<decltype(TrainConfig().*member)>>; },
+      option.member);
+}
+
+void parse_choice(const Option& option, std::string_view name, TrainConfig& config) {
+  std::visit(
+      [&](auto member) {
+        using T = std::decay_t<decltype(config.*member)>;
+        if constexpr (kIsChoice<T>) {
+          if (const std::optional<T> value = named<T>(name)) {
+            config.*member = *value;
+            return;
+          }
+          // "recompute mode", as parse_recompute says it.
+          const bool mode = std::is_same_v<T, Recompute>;
+          throw Error(unknown_choice(option, name, what_of(option) + (mode ? " mode" : "")));
+        } else {
+          throw Error(detail::concat("[train.config] ", option.flag, " is not a choice"));
+        }
+      },
+      option.member);
 }
 
 std::string option_problem(const Option& option, const TrainConfig& config) {
@@ -351,13 +432,9 @@ std::string option_problem(const Option& option, const TrainConfig& config) {
           const std::vector<std::string> choices = choices_of(option);
           if (choices.empty() || std::find(choices.begin(), choices.end(), value) != choices.end())
             return "";
-          std::string expected;
-          for (size_t i = 0; i < choices.size(); ++i) {
-            expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
-          }
-          return detail::concat("unknown ", what_of(option), " \"", printable(value),
-                                "\" (expected ", expected, ")");
-        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, uint64_t>) {
+          return unknown_choice(option, value, what_of(option));
+        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, uint64_t> ||
+                             kIsChoice<T>) {
           return "";
         } else if constexpr (std::is_floating_point_v<T>) {
           switch (option.check) {

@@ -4,14 +4,18 @@
 // (config_toml), the checkpoint's record of the run and the resume comparison
 // (checkpoint_flags.cpp), and docs/cli.md's table is checked against it
 // (tests/train/options_test.cpp). Adding a setting is one entry here plus the
-// code that uses it. Torch-free. Decision: choices stay strings in
-// TrainConfig, checked against the table once at the edge (check_config),
-// and read as enums past it through core/choices.h's one parser each.
+// code that uses it. Torch-free. The closed choices (precision, recompute,
+// optimizer, lr schedule, transport) are enums in TrainConfig, parsed from
+// their names once, where a flag or TOML key is read (parse_choice). The
+// model, the schedule (a registry name; the schedule carries its properties
+// as data), the balance (a method or layer counts) and the device (cuda:N)
+// stay strings, checked by check_config.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -39,7 +43,13 @@ enum class Resume {
 };
 
 using Member = std::variant<std::string TrainConfig::*, int TrainConfig::*, double TrainConfig::*,
-                            bool TrainConfig::*, uint64_t TrainConfig::*>;
+                            bool TrainConfig::*, uint64_t TrainConfig::*, Precision TrainConfig::*,
+                            Recompute TrainConfig::*, Optimizer TrainConfig::*,
+                            LrSchedule TrainConfig::*, TransportKind TrainConfig::*>;
+
+// Whether `T` is a member type of the closed choices (an enum of core/choices.h).
+template <typename T>
+inline constexpr bool kIsChoice = std::is_enum_v<T>;
 
 struct Option {
   std::string_view flag;  // "--bucket-mb"
@@ -55,7 +65,7 @@ struct Option {
   bool is_switch = false;  // on the command line a bare flag (--step-barrier), in TOML a bool
   bool is_path = false;    // a file or folder: an empty value is refused
   // A string's accepted values; {} for any. The schedule's come from the
-  // registry (schedule::schedule_names), not from here.
+  // registry (schedule::schedule_names), an enum's from its type.
   std::vector<std::string_view> choices;
 };
 
@@ -65,9 +75,17 @@ const std::vector<Option>& options();
 // The option with this TOML key, or nullptr.
 const Option* option_by_key(std::string_view key);
 
-// The accepted values of `option` ({} for any): its choices, or the
-// schedule registry's names for --schedule.
+// The accepted values of `option` ({} for any): its choices, the schedule
+// registry's names for --schedule, or an enum's names.
 std::vector<std::string> choices_of(const Option& option);
+
+// Whether `option`'s member is an enum (a closed choice).
+bool is_choice(const Option& option);
+
+// Sets `config`'s value of the enum option `option` from its name, as a flag
+// or TOML key gives it. Throws baton::Error without a tag: "unknown
+// precision \"x\" (expected fp32, bf16 or fp16)"; the caller says where.
+void parse_choice(const Option& option, std::string_view name, TrainConfig& config);
 
 // What is wrong with `config`'s value of `option` by its check and its
 // choices ("must be in [0, 1), got 1", "unknown lr schedule \"x\"

@@ -30,11 +30,11 @@ TrainConfig plan_config(const plan::PlanRequest& req, const plan::Plan& plan) {
   c.balance.clear();
   for (size_t i = 0; i < balance.size(); ++i)
     c.balance += (i ? "," : "") + std::to_string(balance[i]);
-  c.recompute = to_string(p.recompute   ? Recompute::Always
-                          : p.selective ? Recompute::Selective
-                                        : Recompute::Never);
-  c.precision = to_string(Precision::Bf16);
-  c.optimizer = "adam";
+  c.recompute = p.recompute   ? Recompute::Always
+                : p.selective ? Recompute::Selective
+                              : Recompute::Never;
+  c.precision = Precision::Bf16;
+  c.optimizer = Optimizer::Adam;
   return c;
 }
 

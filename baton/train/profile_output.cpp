@@ -153,7 +153,7 @@ ProfiledTimes time_layers(const TrainConfig& c, const nn::ModelSpec& model,
   ProfiledTimes t;
   t.b = sample.size(0);
   t.h = t.b / 2;
-  const runtime::Precision precision = runtime::parse_precision(c.precision);
+  const runtime::Precision precision = c.precision;
   for (int round = 0; round < kRounds; ++round) {
     keep_faster(t.at_b, runtime::profile_layers(model, sample, c.seed, kRepeats, precision));
     if (t.h >= 1)
@@ -207,8 +207,7 @@ nlohmann::json layer_rows(const nn::ModelSpec& model, const ProfiledTimes& t,
 plan::ProfiledMemory measure_profiled_memory(const TrainConfig& c, const nn::ModelSpec& model,
                                              const torch::Tensor& sample) {
   plan::ProfiledMemory memory;
-  memory.model = runtime::measure_model_memory(model, nn::Tensors{sample}, c.seed,
-                                               runtime::parse_precision(c.precision));
+  memory.model = runtime::measure_model_memory(model, nn::Tensors{sample}, c.seed, c.precision);
   for (int i = 0; i < model.num_layers(); ++i) {
     double largest = 0, all = 0;
     for (const auto& p : nn::build_layer(model, i, c.seed).ptr()->parameters()) {
@@ -268,11 +267,11 @@ void write_profile(const TrainConfig& c) {
       {"microbatches", c.microbatches},
       {"threads", at::get_num_threads()},
       {"device", c.device},
-      {"precision", c.precision},
+      {"precision", std::string(to_string(c.precision))},
       {"repeats", kRepeats},
       {"rounds", kRounds},
       {"backward_split", "halved"},
-      {"optimizer", c.optimizer},
+      {"optimizer", std::string(to_string(c.optimizer))},
       {"optimizer_s_per_parameter_byte", optimizer_per_byte},
       {"action_overhead_s", overheads.per_microbatch / 2},
       {"step_overhead_s", overheads.per_step},

@@ -204,11 +204,11 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
   }
   const torch::Tensor inputs = data.zero_inputs(c.batch);
   const nn::Tensors sample{runtime::split_microbatches(inputs, c.microbatches * c.dp).front()};
-  const runtime::Recompute recompute = runtime::parse_recompute(c.recompute);
+  const runtime::Recompute recompute = c.recompute;
   // Selective: the layers measured keeping what their regions keep.
   const nn::SelectiveRecomputeScope selective(recompute == runtime::Recompute::Selective);
   const sim::ModelMemory measured =
-      runtime::measure_model_memory(model, sample, c.seed, runtime::parse_precision(c.precision));
+      runtime::measure_model_memory(model, sample, c.seed, c.precision);
   const schedule::Schedule& schedule = pipeline.schedule();
   const partition::Partition& cut = pipeline.partition();
   std::vector<sim::StageMemory> stages;
@@ -268,8 +268,7 @@ nn::ModelSpec model_spec(const TrainConfig& c) {
 
 void check_memory_cap_before_start(const TrainConfig& c) {
   if (c.max_memory_gb <= 0 || c.dp != 1 || c.tp != 1 || c.balance != "uniform" ||
-      runtime::parse_recompute(c.recompute) != runtime::Recompute::Never ||
-      parse_device(c.device) != DeviceKind::Cpu)
+      c.recompute != runtime::Recompute::Never || parse_device(c.device) != DeviceKind::Cpu)
     return;
   const nn::ModelSpec model = make_model(c);
   const torch::Tensor sample =
@@ -295,8 +294,7 @@ void check_setup(const TrainConfig& c, bool check_outputs) {
   const PipelinePlan planned = plan_of(c, model);
   check_no_flush_combinations(c, planned.schedule);
   check_pipemare_flags(c, planned.schedule);
-  runtime::check_precision_supported(runtime::parse_precision(c.precision),
-                                     torch::Device(c.device));
+  runtime::check_precision_supported(c.precision, torch::Device(c.device));
   check_parameter_memory(c);
   if (check_outputs) check_output_paths(c);
   BATON_CHECK(parse_device(c.device) != DeviceKind::Cuda || torch::cuda::is_available(),
@@ -308,12 +306,11 @@ void check_setup(const TrainConfig& c, bool check_outputs) {
     BATON_CHECK(refusal.empty(), refusal);
   }
   const int world = c.dp * c.pp * c.tp;
-  if (world > 1 && comm::parse_transport(c.transport) != comm::TransportKind::kGloo &&
+  if (world > 1 && c.transport != TransportKind::kGloo &&
       parse_device(c.device) == DeviceKind::Cpu) {
     const std::string refusal = comm::shm_transport_refusal(world);
     BATON_CHECK(refusal.empty(), refusal);
   }
-  runtime::parse_recompute(c.recompute);
   check_data(c);
 }
 
@@ -337,7 +334,8 @@ void print_banner(const TrainConfig& c, const nn::ModelSpec& model, const Pipeli
       "rank%s%s%s, %lld steps\n",
       c.model.c_str(), model.num_layers(), schedule_label(c).c_str(), dp.c_str(), c.pp,
       pipeline.schedule().stages, c.microbatches, c.batch, c.balance.c_str(),
-      pipeline.partition().to_string().c_str(), c.recompute.c_str(), c.precision.c_str(),
+      pipeline.partition().to_string().c_str(), std::string(to_string(c.recompute)).c_str(),
+      std::string(to_string(c.precision)).c_str(),
       c.clip_grad_norm > 0 ? detail::concat("clip-grad-norm ", c.clip_grad_norm).c_str()
                            : "no clipping",
       threads, omp_passive ? " (OpenMP waits passive)" : "",
@@ -511,7 +509,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   StepTotals totals;
   const int64_t compared_from = c.compare_sim ? std::max(first, total - kComparedSteps) : total;
   std::vector<trace::Timeline> compared;  // the steps --compare-sim measures, but the last
-  const bool fp16 = parse_precision(c.precision) == Precision::Fp16;
+  const bool fp16 = c.precision == Precision::Fp16;
   for (int64_t step = first; step < total; ++step) {
     // The measured peak is the steady state's: from this run's third step on.
     if (step == first + 2) {

@@ -76,6 +76,18 @@ TEST(Choices, TheOptimizerTheScheduleAndTheDeviceReadBackAndRefuseTheRest) {
   }
 }
 
+TEST(Choices, EveryTransportReadsBackAndOthersAreRefusedByName) {
+  for (const char* name : {"auto", "shm", "gloo"})
+    EXPECT_EQ(to_string(parse_transport(name)), name);
+  EXPECT_EQ(parse_transport("shm"), TransportKind::kShm);
+  try {
+    parse_transport("tcp");
+    FAIL() << "tcp was read";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "[comm] unknown transport \"tcp\" (expected auto, shm or gloo)");
+  }
+}
+
 TEST(Executable, IsTheFileThisProcessRuns) {
   const std::string path = this_executable("[test]");
   ASSERT_FALSE(path.empty());

@@ -208,7 +208,7 @@ TEST(Pipeline, GivesTheSameLossesAsBatonTrainForOneConfiguration) {
   c.batch = 8;
   c.steps = kSteps;
   c.lr = 0.01;
-  c.optimizer = "adam";
+  c.optimizer = Optimizer::Adam;
   c.threads = 1;
   c.metrics = metrics;
   // `baton train`, its two ranks as threads over a TCP store.

@@ -31,6 +31,10 @@ void set_other_value(const Option& option, TrainConfig& config) {
           const std::vector<std::string> choices = choices_of(option);
           value = choices.empty() ? "a \"quoted\" \\ value" : choices.back();
           if (value == TrainConfig{}.*member) value = choices.front();
+        } else if constexpr (kIsChoice<T>) {
+          const std::vector<std::string> names = choices_of(option);
+          parse_choice(option, names.back(), config);
+          if (value == TrainConfig{}.*member) parse_choice(option, names.front(), config);
         } else if constexpr (std::is_same_v<T, bool>) {
           value = !value;
         } else if constexpr (std::is_floating_point_v<T>) {
@@ -107,30 +111,52 @@ TEST(OptionsTest, EveryCheckRefusesTheValueBeyondItInTomlAndInTheConfig) {
 }
 
 TEST(OptionsTest, NamesOutsideTheChoicesAreRefusedListingThem) {
+  // A closed choice is refused where it is read, naming the file and key.
   TrainConfig config;
-  config.lr_schedule = "linear";
   try {
-    check_config(config);
-    FAIL() << "an unknown lr schedule passed";
+    load_toml_text("lr_schedule = \"linear\"\n", "t.toml", config);
+    FAIL() << "an unknown lr schedule was read";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(),
-                HasSubstr("unknown lr schedule \"linear\" (expected constant or cosine)"));
+    EXPECT_STREQ(e.what(),
+                 "[train.config] t.toml: key \"lr_schedule\": unknown lr schedule \"linear\" "
+                 "(expected constant or cosine)");
   }
+  EXPECT_THROW(parse_choice(*option_by_key("recompute"), "sometimes", config), Error);
+  // A registry name is refused by check_config.
   config = TrainConfig{};
   config.schedule = "fancy";
   EXPECT_THROW(check_config(config), Error);
 }
 
-// The table checks a choice at the edge; past it, core/choices.h's parsers
-// read the same names: each accepts the table's choices and refuses others.
-// (--recompute and --device have no choices in the table: check_config
-// refuses them with parse_recompute's and parse_device's own messages; the
-// device's "cuda:N" takes any N.)
+// The closed choices are enums in TrainConfig, set by name where a flag or
+// key is read: every name of the table sets the value its parser reads.
+TEST(OptionsTest, AChoiceReadByNameIsTheEnumItsParserGives) {
+  TrainConfig c;
+  load_toml_text(
+      "precision = \"bf16\"\nrecompute = \"except-last\"\noptimizer = \"sgd\"\n"
+      "lr_schedule = \"cosine\"\ntransport = \"gloo\"\n",
+      "t.toml", c);
+  EXPECT_EQ(c.precision, Precision::Bf16);
+  EXPECT_EQ(c.recompute, Recompute::ExceptLast);  // the older spelling, as parse_recompute's
+  EXPECT_EQ(c.optimizer, Optimizer::Sgd);
+  EXPECT_EQ(c.lr_schedule, LrSchedule::Cosine);
+  EXPECT_EQ(c.transport, TransportKind::kGloo);
+  // Written back by its one name.
+  EXPECT_EQ(config_toml(c, {"recompute", "transport"}),
+            "recompute = \"except_last\"\ntransport = \"gloo\"\n");
+}
+
+// core/choices.h's parsers read the table's names: each accepts the
+// table's choices and refuses others. (--device has no choices in the
+// table: check_config refuses it with parse_device's own message; its
+// "cuda:N" takes any N.)
 TEST(OptionsTest, EveryChoiceTheTableAcceptsIsWhatItsParserReads) {
   const std::map<std::string, std::function<void(std::string_view)>> parsers = {
       {"precision", [](std::string_view t) { parse_precision(t); }},
+      {"recompute", [](std::string_view t) { parse_recompute(t); }},
       {"optimizer", [](std::string_view t) { parse_optimizer(t); }},
       {"lr_schedule", [](std::string_view t) { parse_lr_schedule(t); }},
+      {"transport", [](std::string_view t) { parse_transport(t); }},
   };
   for (const auto& [key, parse] : parsers) {
     const Option* option = option_by_key(key);
@@ -244,7 +270,7 @@ TEST(OptionsTest, WarmupStepsRaiseTheLearningRateLinearlyThenTheScheduleFollows)
     EXPECT_DOUBLE_EQ(learning_rate(c, step, 12), 0.1 * (step + 1) / 4);
   }
   EXPECT_DOUBLE_EQ(learning_rate(c, 7, 12), 0.1);
-  c.lr_schedule = "cosine";
+  c.lr_schedule = LrSchedule::Cosine;
   EXPECT_DOUBLE_EQ(learning_rate(c, 4, 12), 0.1);     // cos(0)
   EXPECT_NEAR(learning_rate(c, 8, 12), 0.05, 1e-15);  // cos(pi / 2), halfway
   EXPECT_NEAR(learning_rate(c, 11, 12), 0.05 * (1 + std::cos(M_PI * 7 / 8)), 1e-15);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -35,7 +36,8 @@ struct TrainFlags {
   CLI::App* cmd = nullptr;
   std::string config_file;
   int nproc = 0;
-  train::TrainConfig values;  // what the flags said
+  train::TrainConfig values;             // what the flags said
+  std::deque<std::string> choice_names;  // what the choices' flags said (parsed when copied)
   // Copies a flag's value into the final config when the flag was given.
   std::vector<std::pair<CLI::Option*, std::function<void(train::TrainConfig&)>>> given;
   std::vector<std::string> argv;
@@ -144,6 +146,15 @@ CLI::Validator validator_of(const train::Option& option) {
   return CLI::Validator();
 }
 
+// Sets the enum `option` of `c` from the name a flag gave.
+void set_choice(const train::Option& option, const std::string& name, train::TrainConfig& c) {
+  try {
+    train::parse_choice(option, name, c);
+  } catch (const Error& e) {
+    throw Error(detail::concat("[train.config] ", e.what()));
+  }
+}
+
 // Adds every option of the table: its flag, help and check, and how its
 // value reaches the config when given.
 void add_options(CLI::App* cmd, const std::shared_ptr<TrainFlags>& f) {
@@ -153,11 +164,21 @@ void add_options(CLI::App* cmd, const std::shared_ptr<TrainFlags>& f) {
       added = cmd->add_flag(std::string(option.flag),
                             f->values.*std::get<bool train::TrainConfig::*>(option.member),
                             std::string(option.help));
+    } else if (train::is_choice(option)) {
+      // An enum: the name is parsed as the flag's value reaches the config.
+      std::string& name = f->choice_names.emplace_back();
+      added = cmd->add_option(std::string(option.flag), name, std::string(option.help));
+      f->given.emplace_back(
+          added, [&option, &name](train::TrainConfig& c) { set_choice(option, name, c); });
+      continue;
     } else {
       std::visit(
           [&](auto member) {
-            added = cmd->add_option(std::string(option.flag), f->values.*member,
-                                    std::string(option.help));
+            using T = std::decay_t<decltype(f->values.*member)>;
+            if constexpr (!train::kIsChoice<T>) {
+              added = cmd->add_option(std::string(option.flag), f->values.*member,
+                                      std::string(option.help));
+            }
           },
           option.member);
     }
@@ -270,7 +291,7 @@ train::TrainConfig config_of(TrainFlags& f, std::vector<std::string>& deprecatio
         f.recompute_option->count() == 0,
         "[train] --checkpoint and --recompute both given; --checkpoint is the deprecated name "
         "of --recompute, keep only that");
-    config.recompute = f.checkpoint;
+    set_choice(*train::option_by_key("recompute"), f.checkpoint, config);
     deprecations.push_back("--checkpoint is deprecated, use --recompute");
   }
   if (!config.schedule_file.empty()) {
