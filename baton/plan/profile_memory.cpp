@@ -117,8 +117,9 @@ ProfiledMemory parse_profiled_memory(const json& memory, const std::string& path
   return out;
 }
 
-std::vector<sim::MemoryPrediction> profiled_rank_memory(const ProfiledMemory& memory,
-                                                        const schedule::Schedule& schedule) {
+std::vector<sim::MemoryPrediction> profiled_rank_memory(
+    const ProfiledMemory& memory, const schedule::Schedule& schedule,
+    const std::optional<partition::Partition>& given, const std::vector<bool>& recomputed_given) {
   const int layers = static_cast<int>(memory.model.layers.size());
   BATON_CHECK(schedule.stages <= layers, "[simulate] --profile: ", schedule.name, " has ",
               schedule.stages, " stages but the profiled model has ", layers,
@@ -127,7 +128,9 @@ std::vector<sim::MemoryPrediction> profiled_rank_memory(const ProfiledMemory& me
                    memory.largest_parameter_bytes.size() == memory.model.layers.size(),
                "profiled memory of ", layers, " layers with ", memory.parameter_bytes.size(),
                " parameter sizes");
-  const partition::Partition cut = partition::uniform(layers, schedule.stages);
+  const partition::Partition cut = given ? *given : partition::uniform(layers, schedule.stages);
+  BATON_CHECK(cut.layers() == layers && cut.stages() == schedule.stages, "[simulate] the cut ",
+              cut.to_string(), " is not ", layers, " layers in ", schedule.stages, " stages");
   std::vector<sim::StageMemory> stages;
   for (int s = 0; s < schedule.stages; ++s)
     stages.push_back(sim::stage_memory(memory.model, cut.first_layer(s), cut.end_layer(s),
@@ -150,7 +153,9 @@ std::vector<sim::MemoryPrediction> profiled_rank_memory(const ProfiledMemory& me
     fixed.gradients_freed = memory.gradients_freed;
     fixed.sends_copied_up_to = memory.sends_copied_up_to;
     fixed.receives_on_arrival_up_to = memory.receives_on_arrival_up_to;
-    const std::vector<bool> recomputed(schedule.microbatches, false);
+    const std::vector<bool> recomputed = recomputed_given.empty()
+                                             ? std::vector<bool>(schedule.microbatches, false)
+                                             : recomputed_given;
     // Adam's step makes two temporaries the size of the parameter it updates.
     out.push_back(
         sim::predict_rank_memory(schedule, r, stages, fixed, recomputed,

@@ -19,9 +19,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "baton/partition/partition.h"
 #include "baton/schedule/schedule.h"
 #include "baton/sim/memory_model.h"
 
@@ -52,12 +54,16 @@ nlohmann::json profiled_memory_json(const ProfiledMemory& memory);
 ProfiledMemory parse_profiled_memory(const nlohmann::json& memory, const std::string& path);
 
 // Each rank's predicted peak by category (sim::predict_rank_memory) for the
-// lowered schedule `schedule` at the profiled micro-batch, its stages cut as
-// `baton train --balance uniform` cuts them, nothing recomputed, on one dp
-// replica and one tp rank; the data batch and the transports' buffers
-// (the allocator's "other") are not in a profile and count 0. Throws
-// baton::Error when the schedule has more stages than the profile layers.
-std::vector<sim::MemoryPrediction> profiled_rank_memory(const ProfiledMemory& memory,
-                                                        const schedule::Schedule& schedule);
+// lowered schedule `schedule` at the profiled micro-batch, on one dp replica
+// and one tp rank: its stages cut by `cut` (empty: as `baton train
+// --balance uniform` cuts them), and micro-batch mb recomputed where
+// `recomputed[mb]` (empty: none). The data batch and the transports'
+// buffers (the allocator's "other") are not in a profile and count 0.
+// Throws baton::Error when the schedule has more stages than the profile
+// layers, or `cut` is not one of the profile's layers into its stages.
+std::vector<sim::MemoryPrediction> profiled_rank_memory(
+    const ProfiledMemory& memory, const schedule::Schedule& schedule,
+    const std::optional<partition::Partition>& cut = std::nullopt,
+    const std::vector<bool>& recomputed = {});
 
 }  // namespace baton::plan

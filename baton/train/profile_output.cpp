@@ -10,6 +10,7 @@
 
 #include "baton/core/choices.h"
 #include "baton/core/error.h"
+#include "baton/nn/recompute_region.h"
 #include "baton/pipeline/pipeline.h"
 #include "baton/plan/profile.h"
 #include "baton/runtime/memory_profile.h"
@@ -207,7 +208,11 @@ nlohmann::json layer_rows(const nn::ModelSpec& model, const ProfiledTimes& t,
 plan::ProfiledMemory measure_profiled_memory(const TrainConfig& c, const nn::ModelSpec& model,
                                              const torch::Tensor& sample) {
   plan::ProfiledMemory memory;
-  memory.model = runtime::measure_model_memory(model, nn::Tensors{sample}, c.seed, c.precision);
+  {
+    // Selective: the layers keep what their marked regions keep.
+    const nn::SelectiveRecomputeScope selective(c.recompute == Recompute::Selective);
+    memory.model = runtime::measure_model_memory(model, nn::Tensors{sample}, c.seed, c.precision);
+  }
   for (int i = 0; i < model.num_layers(); ++i) {
     double largest = 0, all = 0;
     for (const auto& p : nn::build_layer(model, i, c.seed).ptr()->parameters()) {

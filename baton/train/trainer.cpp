@@ -267,15 +267,21 @@ nn::ModelSpec model_spec(const TrainConfig& c) {
 }
 
 void check_memory_cap_before_start(const TrainConfig& c) {
-  if (c.max_memory_gb <= 0 || c.dp != 1 || c.tp != 1 || c.balance != "uniform" ||
-      c.recompute != runtime::Recompute::Never || parse_device(c.device) != DeviceKind::Cpu)
+  // A cut by measured costs is the ranks' to make (the plan here cuts as
+  // uniform does), and ZeRO's and tp's static terms are the ranks' model's.
+  if (c.max_memory_gb <= 0 || c.dp != 1 || c.tp != 1 || partition::needs_layer_costs(c.balance) ||
+      parse_device(c.device) != DeviceKind::Cpu)
     return;
   const nn::ModelSpec model = make_model(c);
   const torch::Tensor sample =
       runtime::split_microbatches(make_data_source(c)->zero_inputs(c.batch), c.microbatches)
           .front();
+  const PipelinePlan plan = plan_of(c, model);
+  std::vector<bool> recomputed(c.microbatches);
+  for (int mb = 0; mb < c.microbatches; ++mb)
+    recomputed[mb] = runtime::recomputes(c.recompute, mb, c.microbatches);
   const std::vector<sim::MemoryPrediction> ranks = plan::profiled_rank_memory(
-      measure_profiled_memory(c, model, sample), plan_of(c, model).schedule);
+      measure_profiled_memory(c, model, sample), plan.schedule, plan.partition, recomputed);
   std::vector<RankMemory> all(ranks.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
     all[r].rank = static_cast<int>(r);

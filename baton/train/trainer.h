@@ -28,9 +28,10 @@ void check_setup(const TrainConfig& config, bool check_outputs = true);
 // simulate --profile` predicts it (plan::profiled_rank_memory: the ranks'
 // own prediction less the data batch, so a lower bound of it), and one line
 // refusing the layout when a rank exceeds the cap. Only where that
-// prediction holds: one replica of whole layers (dp = tp = 1), cut
-// uniformly, nothing recomputed, on the CPU; elsewhere, and for what the data
-// batch adds, the ranks check their own prediction before the first step.
+// prediction holds: one replica of whole layers (dp = tp = 1), a cut the
+// plan knows without measuring costs (uniform, or layer counts), any
+// recomputation, on the CPU; elsewhere, and for what the data batch adds,
+// the ranks check their own prediction before the first step.
 void check_memory_cap_before_start(const TrainConfig& config);
 
 // The model zoo's ModelSpec for the config's model flags.

@@ -34,14 +34,29 @@ printf '%s' "$out" | grep -q '\[rank ' && fail "a rank started before the refusa
   fail "gpipe without the cap failed"
 "$baton" train "${gpt[@]}" --schedule 1f1b --max-memory-gb 0.1 --metrics "$tmp/1f1b.jsonl" \
   > "$tmp/1f1b.out" 2>&1 || fail "1f1b under the cap was refused: $(tail -2 "$tmp/1f1b.out")"
-python3 - "$tmp/gpipe.jsonl" "$tmp/1f1b.jsonl" <<'PY' || fail "the cap does not match the allocator"
+# The launcher's check covers layer counts and every recomputation mode too:
+# GPipe cut 2,4 and GPipe with selective recomputation are refused before any
+# rank starts; GPipe recomputing every micro-batch keeps its stage inputs only,
+# is accepted, and measures under the cap.
+for extra in "--balance 2,4" "--recompute selective"; do
+  # shellcheck disable=SC2086
+  out=$("$baton" train "${gpt[@]}" --schedule gpipe $extra --max-memory-gb 0.1 2>&1) &&
+    fail "gpipe $extra passed the cap"
+  printf '%s' "$out" | grep -q "(checked before any rank started, without the data batch)" ||
+    fail "gpipe $extra not refused before the ranks started: $out"
+done
+"$baton" train "${gpt[@]}" --schedule gpipe --recompute always --max-memory-gb 0.1 \
+  --metrics "$tmp/always.jsonl" > "$tmp/always.out" 2>&1 ||
+  fail "gpipe recomputing every micro-batch was refused: $(tail -2 "$tmp/always.out")"
+python3 - "$tmp/gpipe.jsonl" "$tmp/1f1b.jsonl" "$tmp/always.jsonl" <<'PY' || fail "the cap does not match the allocator"
 import json, sys
 def final(path):
     return [json.loads(l) for l in open(path) if '"final"' in l][-1]["memory"]
 cap = 0.1e9
 assert max(m["measured_peak_bytes"] for m in final(sys.argv[1])) > cap, "gpipe fits after all"
-for m in final(sys.argv[2]):
-    assert 0 < m["measured_peak_bytes"] <= cap, m
+for path in sys.argv[2:]:
+    for m in final(path):
+        assert 0 < m["measured_peak_bytes"] <= cap, (path, m)
 PY
 # A cap below a rank's parameters alone says so.
 expect_bad_input "'s parameters alone take" "${gpt[@]}" --max-memory-gb 0.001

@@ -113,6 +113,30 @@ TEST(ProfiledMemory, GPipeKeepsEveryMicrobatchWhere1F1BKeepsP) {
   EXPECT_EQ(gpipe[0].optimizer, 0);
 }
 
+// A given cut and recomputation are the ones walked (the launcher's
+// --max-memory-gb check passes the plan's): cut 1,4 puts layer 0 alone on
+// rank 0; recomputing every micro-batch keeps each micro-batch's output (100)
+// from F to B, and the B rebuilds the rest of one stash for a moment: layer
+// 0's graph (1000; its output is sent, so the stash is 1100).
+TEST(ProfiledMemory, AGivenCutAndRecomputationAreWalked) {
+  ProfiledMemory sgd = five_layers();
+  sgd.optimizer_state_per_parameter_byte = 0;
+  const schedule::Schedule gpipe = lowered("gpipe", 2, 8);
+  const auto cut = profiled_rank_memory(sgd, gpipe, partition::Partition({1, 4}));
+  EXPECT_EQ(cut[0].parameters, 10000);
+  EXPECT_EQ(cut[1].parameters, 140000);
+  const auto recomputed =
+      profiled_rank_memory(sgd, gpipe, partition::Partition({1, 4}), std::vector<bool>(8, true));
+  EXPECT_EQ(recomputed[0].parameters, 10000);
+  EXPECT_DOUBLE_EQ(recomputed[0].activations, 8 * 100 + 1000);
+  EXPECT_LT(recomputed[0].peak, cut[0].peak);
+  EXPECT_THAT(
+      [&] {
+        profiled_rank_memory(sgd, gpipe, partition::Partition({1, 3}));
+      },
+      testing::ThrowsMessage<Error>(HasSubstr("the cut 1,3 is not 5 layers in 2 stages")));
+}
+
 TEST(ProfiledMemory, MoreStagesThanLayersAreRefused) {
   EXPECT_THAT([] { profiled_rank_memory(five_layers(), lowered("interleaved", 4, 8)); },
               testing::ThrowsMessage<Error>(HasSubstr("8 stages but the profiled model has 5")));
