@@ -7,8 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")
-work=$(mktemp -d)
+# The work folder sits in the build folder, at the same place in every clone,
+# so ccache (keyed on paths relative to the checkout, as in build.sh) reuses
+# an earlier clone's objects.
+work=$build/examples-work
+rm -rf "$work" && mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 torch_dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$build/CMakeCache.txt")

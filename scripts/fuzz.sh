@@ -12,12 +12,16 @@
 #   FUZZ_TARGET=indexed_dataset bash scripts/fuzz.sh      # Megatron's .idx and .bin
 #
 # Needs clang and libFuzzer (Debian: apt-get install clang libclang-rt-14-dev).
-# Builds in build-fuzz (FUZZ_BUILD_DIR), separate from the normal build.
+# Builds in build-fuzz (FUZZ_BUILD_DIR), separate from the normal build, with
+# FUZZ_BUILD_JOBS jobs (default: cores); ccache is keyed as in build.sh, so a
+# fresh clone elsewhere reuses an earlier build.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
-jobs=${FUZZ_BUILD_JOBS:-1}
+jobs=${FUZZ_BUILD_JOBS:-$(nproc)}
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
 target=${FUZZ_TARGET:-schedule_text}
 
 if ! command -v clang++ > /dev/null; then
