@@ -1,11 +1,15 @@
 // baton simulate: generate (or load) a schedule, lower and validate it,
 // simulate it against uniform per-rank costs, and print, draw and trace it.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "baton/core/error.h"
 #include "baton/core/printable.h"
@@ -77,9 +81,9 @@ void check_flags(const CLI::App& cmd, const SimulateFlags& f) {
   BATON_CHECK(cmd.count("--memory-limit") == 0 || schedule::takes_measured_costs(f.schedule),
               "[simulate] --memory-limit is zb-auto's; --schedule ", printable(f.schedule),
               " sets its own memory");
-  BATON_CHECK(cmd.count("--profile") == 0 || (f.dp == 1 && f.tp == 1),
-              "[simulate] --profile predicts one pipeline's memory (dp = tp = 1); the grid's "
-              "ZeRO shards and tp shares are not in a one-device profile");
+  BATON_CHECK(cmd.count("--profile") == 0 || f.tp == 1,
+              "[simulate] --profile predicts whole layers' memory (tp = 1); a rank's tp share "
+              "is not in a one-device profile");
   if (cmd.count("--schedule-file") == 0) return;
   BATON_CHECK(!f.schedule_file.empty(), "[simulate] --schedule-file needs a file name");
   for (const char* flag : kShapeFlags) {
@@ -122,14 +126,51 @@ sim::CostModel grid_costs(const schedule::Schedule& s, const CLI::App& cmd,
   return costs;
 }
 
-// Each rank's predicted peak by category from --profile's measured layers.
+// Each rank's predicted peak by category from --profile's measured layers,
+// and its walk action by action in `traces`.
 std::vector<sim::MemoryPrediction> profiled_memory(const SimulateFlags& f,
-                                                   const schedule::Schedule& s) {
+                                                   const schedule::Schedule& s,
+                                                   std::vector<sim::MemoryTrace>& traces) {
   const plan::Profile profile = plan::read_profile(f.profile);
   BATON_CHECK(profile.memory.has_value(), "[simulate] --profile ", f.profile,
               " records no measured memory (written before --profile-out did); write it again "
               "with baton train --profile-out");
-  return plan::profiled_rank_memory(*profile.memory, s);
+  return plan::profiled_rank_memory(*profile.memory, s, std::nullopt, {},
+                                    plan::Replicas{f.dp, f.zero}, &traces);
+}
+
+// Each rank's memory over the simulated step, for the SVG's memory lanes:
+// from time 0 the most held during its first compute action, then at each
+// compute action's start the most held during it and the sends and
+// receives listed since the one before, and from its last event's end the
+// rest of its list and the optimizer's step.
+std::vector<trace::MemoryPoint> memory_points(const schedule::Schedule& s,
+                                              const trace::Timeline& timeline,
+                                              const std::vector<sim::MemoryTrace>& traces) {
+  std::map<std::tuple<int, int, int, schedule::ActionKind>, double> starts;
+  std::vector<double> last_end(s.ranks, 0);
+  for (const trace::Event& e : timeline.events) {
+    if (schedule::is_compute(e.kind)) starts[{e.rank, e.stage, e.microbatch, e.kind}] = e.start;
+    last_end[e.rank] = std::max(last_end[e.rank], e.end);
+  }
+  std::vector<trace::MemoryPoint> points;
+  for (int r = 0; r < s.ranks && r < static_cast<int>(traces.size()); ++r) {
+    const auto& actions = s.actions[r];
+    double pending = 0;
+    bool first = true;
+    for (size_t i = 0; i < actions.size() && i < traces[r].during.size(); ++i) {
+      const schedule::Action& a = actions[i];
+      pending = std::max(pending, traces[r].during[i]);
+      if (!schedule::is_compute(a.kind)) continue;
+      const auto at = starts.find({r, a.stage, a.microbatch, a.kind});
+      if (at == starts.end()) continue;
+      points.push_back({r, first ? 0.0 : at->second, pending});
+      first = false;
+      pending = 0;
+    }
+    points.push_back({r, last_end[r], std::max(pending, traces[r].optimizer_step)});
+  }
+  return points;
 }
 
 nlohmann::json memory_json(const std::vector<sim::MemoryPrediction>& memory) {
@@ -208,10 +249,13 @@ int run(const CLI::App& cmd, const SimulateFlags& f) {
         costs.stages[a.stage].tied_bytes = costs.stages[a.stage].parameter_bytes;
     }
   }
-  const sim::Result result = sim::simulate(s, costs);
+  sim::Result result = sim::simulate(s, costs);
   const sim::Stats& st = result.stats;
+  std::vector<sim::MemoryTrace> traces;
   const std::vector<sim::MemoryPrediction> memory =
-      f.profile.empty() ? std::vector<sim::MemoryPrediction>() : profiled_memory(f, s);
+      f.profile.empty() ? std::vector<sim::MemoryPrediction>() : profiled_memory(f, s, traces);
+  // With --profile the SVG draws each rank's memory under the timeline.
+  if (!memory.empty()) result.timeline.memory = memory_points(s, result.timeline, traces);
   for (const NamedPath& out : outputs) {
     if (out.flag == "--export-csv") {
       write_output("[simulate]", out,
@@ -398,7 +442,7 @@ Action add_simulate(CLI::App& app) {
   cmd->add_option("--profile", flags->profile,
                   "A profile written by baton train --profile-out: print each rank's predicted "
                   "peak memory by category from its measured layers (cut as --balance uniform, "
-                  "at the profiled micro-batch; dp = tp = 1)");
+                  "at the profiled micro-batch; one replica of --dp under --zero; tp = 1)");
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of text");
   return [flags, cmd] {
     try {

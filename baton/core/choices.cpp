@@ -1,6 +1,7 @@
 #include "baton/core/choices.h"
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "baton/core/error.h"
@@ -8,16 +9,33 @@
 
 namespace baton {
 
-std::optional<Precision> precision_named(std::string_view text) {
-  for (const Precision p : {Precision::Fp32, Precision::Bf16, Precision::Fp16})
-    if (text == to_string(p)) return p;
-  return std::nullopt;
+namespace {
+
+// "fp32, bf16 or fp16": the names of `E`'s values, for messages.
+template <typename E>
+std::string names_of() {
+  std::string names;
+  const size_t n = std::size(ChoiceValues<E>::kAll);
+  for (size_t i = 0; i < n; ++i) {
+    names += (i == 0 ? "" : i + 1 == n ? " or " : ", ");
+    names += to_string(ChoiceValues<E>::kAll[i]);
+  }
+  return names;
 }
 
+// The value of `E` named `text`, or throws "<tag> unknown <what> \"text\"
+// (expected ...)".
+template <typename E>
+E parse_named(std::string_view text, const char* tag, const char* what) {
+  if (const std::optional<E> value = choice_named<E>(text)) return *value;
+  throw Error(detail::concat(tag, " unknown ", what, " \"", printable(text), "\" (expected ",
+                             names_of<E>(), ")"));
+}
+
+}  // namespace
+
 Precision parse_precision(std::string_view text) {
-  if (const std::optional<Precision> p = precision_named(text)) return *p;
-  throw Error(detail::concat("[runtime.precision] unknown precision \"", printable(text),
-                             "\" (expected fp32, bf16 or fp16)"));
+  return parse_named<Precision>(text, "[runtime.precision]", "precision");
 }
 
 std::string_view to_string(Precision precision) {
@@ -33,12 +51,7 @@ std::string_view to_string(Precision precision) {
 }
 
 Recompute parse_recompute(std::string_view text) {
-  if (text == "never") return Recompute::Never;
-  if (text == "except_last" || text == "except-last") return Recompute::ExceptLast;
-  if (text == "always") return Recompute::Always;
-  if (text == "selective") return Recompute::Selective;
-  throw Error(detail::concat("[runtime.recompute] unknown recompute mode \"", printable(text),
-                             "\" (expected never, except_last, always or selective)"));
+  return parse_named<Recompute>(text, "[runtime.recompute]", "recompute mode");
 }
 
 std::string_view to_string(Recompute recompute) {
@@ -55,26 +68,8 @@ std::string_view to_string(Recompute recompute) {
   return "never";
 }
 
-namespace {
-
-// The value of `E` whose to_string is `text`, or throws naming `what` and the
-// accepted names.
-template <typename E, size_t N>
-E parse_named(std::string_view text, const E (&values)[N], const char* what) {
-  std::string known;
-  for (const E value : values) {
-    if (text == to_string(value)) return value;
-    known += (known.empty() ? "" : ", ") + std::string(to_string(value));
-  }
-  throw Error(detail::concat("[train.config] unknown ", what, " \"", printable(text),
-                             "\" (expected ", known, ")"));
-}
-
-}  // namespace
-
 Optimizer parse_optimizer(std::string_view text) {
-  static const Optimizer kAll[] = {Optimizer::Sgd, Optimizer::Adam, Optimizer::AdamW};
-  return parse_named(text, kAll, "optimizer");
+  return parse_named<Optimizer>(text, "[train.config]", "optimizer");
 }
 
 std::string_view to_string(Optimizer optimizer) {
@@ -90,8 +85,7 @@ std::string_view to_string(Optimizer optimizer) {
 }
 
 LrSchedule parse_lr_schedule(std::string_view text) {
-  static const LrSchedule kAll[] = {LrSchedule::Constant, LrSchedule::Cosine};
-  return parse_named(text, kAll, "learning-rate schedule");
+  return parse_named<LrSchedule>(text, "[train.config]", "learning-rate schedule");
 }
 
 std::string_view to_string(LrSchedule schedule) {
@@ -114,11 +108,7 @@ DeviceKind parse_device(std::string_view text) {
 }
 
 TransportKind parse_transport(std::string_view text) {
-  if (text == "auto") return TransportKind::kAuto;
-  if (text == "shm") return TransportKind::kShm;
-  if (text == "gloo") return TransportKind::kGloo;
-  throw Error(
-      detail::concat("[comm] unknown transport \"", text, "\" (expected auto, shm or gloo)"));
+  return parse_named<TransportKind>(text, "[comm]", "transport");
 }
 
 std::string_view to_string(TransportKind kind) {

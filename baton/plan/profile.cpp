@@ -77,7 +77,7 @@ Profile parse_profile(const std::string& text, const std::string& path) {
   profile.microbatch = static_cast<int>(b);
   if (json.contains("precision")) {
     const nlohmann::json& precision = json["precision"];
-    BATON_CHECK(precision.is_string() && precision_named(precision.get<std::string>()),
+    BATON_CHECK(precision.is_string() && choice_named<Precision>(precision.get<std::string>()),
                 "[plan] --profile ", path, ": \"precision\" is ", printable(precision.dump(), 64),
                 "; expected \"fp32\", \"bf16\" or \"fp16\"");
     profile.precision = precision.get<std::string>();

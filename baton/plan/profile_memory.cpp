@@ -119,7 +119,9 @@ ProfiledMemory parse_profiled_memory(const json& memory, const std::string& path
 
 std::vector<sim::MemoryPrediction> profiled_rank_memory(
     const ProfiledMemory& memory, const schedule::Schedule& schedule,
-    const std::optional<partition::Partition>& given, const std::vector<bool>& recomputed_given) {
+    const std::optional<partition::Partition>& given, const std::vector<bool>& recomputed_given,
+    Replicas replicas, std::vector<sim::MemoryTrace>* traces) {
+  if (traces) traces->clear();
   const int layers = static_cast<int>(memory.model.layers.size());
   BATON_CHECK(schedule.stages <= layers, "[simulate] --profile: ", schedule.name, " has ",
               schedule.stages, " stages but the profiled model has ", layers,
@@ -149,7 +151,17 @@ std::vector<sim::MemoryPrediction> profiled_rank_memory(
       }
     }
     fixed.gradients = fixed.parameters;
-    fixed.optimizer = memory.optimizer_state_per_parameter_byte * fixed.parameters;
+    // What the optimizer steps: the stages' parameters, or a replica's shards.
+    const bool sharded = replicas.zero > 0 && replicas.dp > 1;
+    const double stepped = sharded ? fixed.parameters / replicas.dp : fixed.parameters;
+    if (sharded) {
+      largest /= replicas.dp;
+      fixed.gradient_shards = stepped;
+    }
+    // ZeRO-3: the shards at rest, and every stage gathered whole at the
+    // peak, as the ranks' own prediction counts it (train/trainer.cpp).
+    if (sharded && replicas.zero == 3) fixed.parameters += stepped;
+    fixed.optimizer = memory.optimizer_state_per_parameter_byte * stepped;
     fixed.gradients_freed = memory.gradients_freed;
     fixed.sends_copied_up_to = memory.sends_copied_up_to;
     fixed.receives_on_arrival_up_to = memory.receives_on_arrival_up_to;
@@ -157,9 +169,11 @@ std::vector<sim::MemoryPrediction> profiled_rank_memory(
                                              ? std::vector<bool>(schedule.microbatches, false)
                                              : recomputed_given;
     // Adam's step makes two temporaries the size of the parameter it updates.
-    out.push_back(
-        sim::predict_rank_memory(schedule, r, stages, fixed, recomputed,
-                                 memory.optimizer_state_per_parameter_byte > 0 ? 2 * largest : 0));
+    sim::MemoryTrace* trace = nullptr;
+    if (traces) trace = &traces->emplace_back();
+    out.push_back(sim::predict_rank_memory(
+        schedule, r, stages, fixed, recomputed,
+        memory.optimizer_state_per_parameter_byte > 0 ? 2 * largest : 0, trace));
   }
   return out;
 }

@@ -53,17 +53,31 @@ nlohmann::json profiled_memory_json(const ProfiledMemory& memory);
 // the first field missing or not a finite number at least 0.
 ProfiledMemory parse_profiled_memory(const nlohmann::json& memory, const std::string& path);
 
+// The data-parallel replicas of each pipeline rank, as the runtime shards
+// their state (runtime/zero.h): under ZeRO 1-3 with dp > 1 each replica
+// steps a 1/dp shard of its stages' parameters (the optimizer's state, and
+// the gradient shards cut beside the whole gradients at the step's end);
+// under ZeRO-3 its parameters rest as that shard and are gathered whole
+// from UNSHARD to RESHARD. Shards are exact up to their padding (at most
+// dp - 1 elements a tensor).
+struct Replicas {
+  int dp = 1;
+  int zero = 0;
+};
+
 // Each rank's predicted peak by category (sim::predict_rank_memory) for the
-// lowered schedule `schedule` at the profiled micro-batch, on one dp replica
-// and one tp rank: its stages cut by `cut` (empty: as `baton train
+// lowered schedule `schedule` at the profiled micro-batch, on one tp rank and
+// one replica of `replicas`: its stages cut by `cut` (empty: as `baton train
 // --balance uniform` cuts them), and micro-batch mb recomputed where
 // `recomputed[mb]` (empty: none). The data batch and the transports'
 // buffers (the allocator's "other") are not in a profile and count 0.
+// `traces`, when given, receives each rank's walk action by action.
 // Throws baton::Error when the schedule has more stages than the profile
 // layers, or `cut` is not one of the profile's layers into its stages.
 std::vector<sim::MemoryPrediction> profiled_rank_memory(
     const ProfiledMemory& memory, const schedule::Schedule& schedule,
     const std::optional<partition::Partition>& cut = std::nullopt,
-    const std::vector<bool>& recomputed = {});
+    const std::vector<bool>& recomputed = {}, Replicas replicas = {},
+    std::vector<sim::MemoryTrace>* traces = nullptr);
 
 }  // namespace baton::plan

@@ -235,6 +235,14 @@ class Walk {
 
   MemoryPrediction peak() const { return peak_; }
 
+  // The most held since the last call (what is held now, or more during the
+  // actions walked since), and starts again from what is held now.
+  double most_since_last() {
+    const double most = std::max(most_, total(held_));
+    most_ = total(held_);
+    return most;
+  }
+
  private:
   // What is held now plus `extra`: a new peak?
   void consider(const MemoryPrediction& extra) {
@@ -245,9 +253,13 @@ class Walk {
     now.activations += extra.activations;
     now.buffers += extra.buffers;
     now.other += extra.other;
-    now.peak =
-        now.parameters + now.gradients + now.optimizer + now.activations + now.buffers + now.other;
+    now.peak = total(now);
+    most_ = std::max(most_, now.peak);
     if (now.peak > peak_.peak) peak_ = now;
+  }
+
+  static double total(const MemoryPrediction& m) {
+    return m.parameters + m.gradients + m.optimizer + m.activations + m.buffers + m.other;
   }
 
   const std::vector<StageMemory>& stages_;
@@ -257,6 +269,7 @@ class Walk {
   std::set<std::pair<int, int>> sent_;
   bool gradients_back_ = false;
   double version_ = 0;
+  double most_ = 0;  // the most held since most_since_last()
 };
 
 }  // namespace
@@ -264,7 +277,7 @@ class Walk {
 MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int rank,
                                      const std::vector<StageMemory>& stages,
                                      const StaticMemory& fixed, const std::vector<bool>& recomputed,
-                                     double optimizer_extra) {
+                                     double optimizer_extra, MemoryTrace* trace) {
   BATON_CHECK(rank >= 0 && rank < schedule.ranks, "[sim.memory] rank ", rank,
               " is not in a schedule of ", schedule.ranks);
   const auto& actions = schedule.actions[rank];
@@ -293,6 +306,7 @@ MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int ran
   const double version =
       schedule.updates == schedule::WeightUpdates::kPerStep ? fixed.parameters : 0;
   if (last_carried >= 0) walk.hold_version(version);
+  walk.most_since_last();  // the trace's first action starts from what is held now
   for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
     const Action& a = actions[i];
     switch (a.kind) {
@@ -320,8 +334,10 @@ MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int ran
         break;
     }
     if (i == last_carried) walk.drop_version();
+    if (trace) trace->during.push_back(walk.most_since_last());
   }
   walk.optimizer_step(optimizer_extra, schedule.carries ? version : 0);
+  if (trace) trace->optimizer_step = walk.most_since_last();
   return walk.peak();
 }
 

@@ -98,6 +98,15 @@ struct MemoryPrediction {
   double parameters = 0, gradients = 0, optimizer = 0, activations = 0, buffers = 0, other = 0;
 };
 
+// The most a rank holds during each of its actions (`during[i]`: the i-th
+// of schedule.actions[rank], temporaries included) and during the
+// optimizer's step after them: the walk over time, for a memory lane
+// (trace::Timeline::memory). The peak is the most of these.
+struct MemoryTrace {
+  std::vector<double> during;
+  double optimizer_step = 0;
+};
+
 // Walks `schedule`'s actions of `rank` (lowered: with its sends and
 // receives), `stages[s]` for each stage it runs. `recomputed(mb)`: whether
 // micro-batch mb's F keeps nothing and its B runs the F again. The peak is
@@ -106,10 +115,11 @@ struct MemoryPrediction {
 // Adam's temporaries). A schedule without a flush is walked at steady
 // state: the micro-batches whose backwards it carries hold their stashes
 // over the step boundary, and under per-step updates (2BW) their weights
-// too, a second copy of `fixed.parameters`.
+// too, a second copy of `fixed.parameters`. `trace`, when given, receives
+// the walk action by action.
 MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int rank,
                                      const std::vector<StageMemory>& stages,
                                      const StaticMemory& fixed, const std::vector<bool>& recomputed,
-                                     double optimizer_extra = 0);
+                                     double optimizer_extra = 0, MemoryTrace* trace = nullptr);
 
 }  // namespace baton::sim

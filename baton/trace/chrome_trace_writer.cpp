@@ -78,6 +78,14 @@ std::string to_chrome_trace(const Timeline& timeline) {
                          e.microbatch},
                         {"kind", kind}}}});
   }
+  // Memory points as counters ("C"), a track per rank: "memory rank r" in MiB.
+  for (const MemoryPoint& m : timeline.memory) {
+    events.push_back({{"name", "memory rank " + std::to_string(m.rank)},
+                      {"ph", "C"},
+                      {"pid", 0},
+                      {"ts", m.time * scale},
+                      {"args", {{"MiB", m.bytes / (1024.0 * 1024.0)}}}});
+  }
   nlohmann::json trace = {
       {"traceEvents", std::move(events)},
       {"displayTimeUnit", "ms"},

@@ -1,5 +1,6 @@
 #include "baton/trace/event_label.h"
 
+#include <cmath>
 #include <map>
 
 #include "baton/core/error.h"
@@ -32,6 +33,13 @@ void check_events(const Timeline& timeline, const char* where) {
     BATON_CHECK(e.start >= 0 && e.end >= e.start, "[", where, "] event ", name, " on rank ", e.rank,
                 " runs from ", e.start, " to ", e.end,
                 "; it must start at or after 0 and end at or after its start");
+  }
+  for (const MemoryPoint& m : timeline.memory) {
+    BATON_CHECK(m.rank >= 0 && m.rank < timeline.ranks, "[", where, "] a memory point is on rank ",
+                m.rank, " but the timeline has ", timeline.ranks, " ranks");
+    BATON_CHECK(std::isfinite(m.time) && m.time >= 0 && std::isfinite(m.bytes) && m.bytes >= 0,
+                "[", where, "] rank ", m.rank, "'s memory point (", m.time, ", ", m.bytes,
+                " bytes) must have a finite time and bytes of at least 0");
   }
 }
 

@@ -16,7 +16,8 @@ bool several_stages_per_rank(const Timeline& timeline);
 std::string event_label(const Event& event, bool with_stage);
 
 // Throws baton::Error naming `where` and the event when an event's rank is
-// outside [0, ranks), it starts before 0, or it ends before it starts.
+// outside [0, ranks), it starts before 0, or it ends before it starts; and
+// likewise for a memory point off the ranks, before 0 or not finite.
 void check_events(const Timeline& timeline, const char* where);
 
 }  // namespace baton::trace::detail

@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "baton/trace/event_label.h"
 #include "baton/trace/svg_palette.h"
@@ -26,6 +27,9 @@ constexpr double kMinPlotPx = 480;
 constexpr double kMaxPlotPx = 2400;
 constexpr double kDigitPx = 6.6;  // rough advance of an 11px bold digit
 constexpr double kTickPx = 90;
+constexpr double kMemoryTitle = 22;  // "memory (MiB)" above the memory lanes
+constexpr double kMemoryRow = 34;    // a rank's memory lane
+constexpr double kMemoryGap = 6;
 
 // Coordinates with at most two decimals, without trailing zeros.
 std::string num(double value) {
@@ -166,6 +170,57 @@ void write_event(std::ostream& out, const Event& e, const Layout& at) {
   }
 }
 
+// Height of the memory lanes (none without memory points).
+double memory_height(const Timeline& timeline) {
+  return timeline.memory.empty() ? 0
+                                 : kMemoryTitle + timeline.ranks * (kMemoryRow + kMemoryGap);
+}
+
+// Under the axis from `top`: a lane per rank, its bytes over time as a
+// filled step (each point held until the rank's next, the last until the
+// end), all ranks on the scale of the highest point, each lane's peak named.
+void write_memory(std::ostream& out, const Timeline& timeline, const Layout& at, double top) {
+  double highest = 0;
+  for (const MemoryPoint& m : timeline.memory) highest = std::max(highest, m.bytes);
+  const double scale = highest > 0 ? (kMemoryRow - 4) / highest : 0;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  char text[64];
+  std::snprintf(text, sizeof text, "memory (the lanes' scale: %.2f MiB)", highest / kMiB);
+  out << "<text class=\"memory-title\" x=\"" << num(kLeft) << "\" y=\"" << num(top + 15)
+      << "\" font-size=\"12\" fill=\"#333333\">" << text << "</text>\n";
+  for (int r = 0; r < timeline.ranks; ++r) {
+    std::vector<MemoryPoint> points;
+    for (const MemoryPoint& m : timeline.memory)
+      if (m.rank == r) points.push_back(m);
+    std::stable_sort(points.begin(), points.end(),
+                     [](const MemoryPoint& a, const MemoryPoint& b) { return a.time < b.time; });
+    const double y0 = top + kMemoryTitle + r * (kMemoryRow + kMemoryGap);
+    const double bottom = y0 + kMemoryRow;
+    out << "<rect class=\"memory-lane\" x=\"" << num(kLeft) << "\" y=\"" << num(y0)
+        << "\" width=\"" << num(at.plot_px) << "\" height=\"" << num(kMemoryRow)
+        << "\" fill=\"#f7f7f7\"/>\n";
+    out << "<text x=\"" << num(kLeft - 10) << "\" y=\"" << num(y0 + kMemoryRow / 2 + 4)
+        << "\" font-size=\"12\" text-anchor=\"end\" fill=\"#333333\">rank " << r << "</text>\n";
+    if (points.empty()) continue;
+    double peak = 0;
+    std::string path = "M" + num(at.x(std::min(points.front().time, at.span))) + " " + num(bottom);
+    for (size_t i = 0; i < points.size(); ++i) {
+      const double from = std::min(points[i].time, at.span);
+      const double until = i + 1 < points.size() ? std::min(points[i + 1].time, at.span) : at.span;
+      const std::string y = num(bottom - points[i].bytes * scale);
+      path += " L" + num(at.x(from)) + " " + y + " L" + num(at.x(until)) + " " + y;
+      peak = std::max(peak, points[i].bytes);
+    }
+    path += " L" + num(at.x(at.span)) + " " + num(bottom) + " Z";
+    std::snprintf(text, sizeof text, "peak %.2f MiB", peak / kMiB);
+    out << "<path class=\"memory\" d=\"" << path
+        << "\" fill=\"#9ecae1\" stroke=\"#3182bd\" stroke-width=\"1\"><title>rank " << r << ": "
+        << text << "</title></path>\n";
+    out << "<text x=\"" << num(kLeft + at.plot_px - 4) << "\" y=\"" << num(y0 + 12)
+        << "\" font-size=\"11\" text-anchor=\"end\" fill=\"#333333\">" << text << "</text>\n";
+  }
+}
+
 void write_legend(std::ostream& out, const std::set<ActionKind>& kinds, double y) {
   double x = kLeft;
   for (ActionKind kind : kinds) {
@@ -190,7 +245,8 @@ std::string to_svg(const Timeline& timeline) {
   std::set<ActionKind> kinds;
   for (const Event& e : timeline.events) kinds.insert(e.kind);
   const double width = kLeft + std::max(at.plot_px, legend_width(kinds)) + kRight;
-  const double height = at.y(timeline.ranks) + kAxisHeight + kLegendHeight;
+  const double height =
+      at.y(timeline.ranks) + kAxisHeight + memory_height(timeline) + kLegendHeight;
 
   std::ostringstream out;
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << num(width) << "\" height=\""
@@ -208,7 +264,8 @@ std::string to_svg(const Timeline& timeline) {
     if (schedule::is_compute(e.kind)) write_event(out, e, at);
   for (const Event& e : timeline.events)
     if (!schedule::is_compute(e.kind)) write_event(out, e, at);
-  write_legend(out, kinds, at.y(timeline.ranks) + kAxisHeight + 6);
+  if (!timeline.memory.empty()) write_memory(out, timeline, at, at.y(timeline.ranks) + kAxisHeight);
+  write_legend(out, kinds, at.y(timeline.ranks) + kAxisHeight + memory_height(timeline) + 6);
   out << "</svg>\n";
   return out.str();
 }

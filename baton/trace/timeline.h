@@ -18,11 +18,22 @@ struct Event {
   double end = 0;
 };
 
+// What a rank holds, in bytes, from `time` until its next point (its last:
+// until the timeline ends): a step of its memory over time.
+struct MemoryPoint {
+  int rank = 0;
+  double time = 0;
+  double bytes = 0;
+};
+
 struct Timeline {
   std::string title;      // e.g. "1f1b p=4 m=8 (simulated)"
   std::string time_unit;  // "ms" for measured timelines, "" for cost-model units
   int ranks = 0;
   std::vector<Event> events;  // any order
+  // Each rank's memory over the step (`baton simulate --profile`: the memory
+  // model's walk, sim/memory_model.h); any order; empty: none drawn.
+  std::vector<MemoryPoint> memory;
 };
 
 // Time the last event ends (0 for an empty timeline); time starts at 0.

@@ -20,7 +20,9 @@ std::string to_grid(const Timeline& timeline);
 
 // SVG Gantt chart: a row per rank, a colour per action kind, the micro-batch
 // number in each box, a time axis, a legend, and a title with the timeline's
-// title and bubble fraction.
+// title and bubble fraction. With memory points, a lane per rank under the
+// axis draws each rank's bytes over the same time, on one scale for all
+// ranks, its peak labelled in MiB.
 std::string to_svg(const Timeline& timeline);
 
 // Chrome trace JSON (opens in Perfetto and chrome://tracing): one track
@@ -28,6 +30,7 @@ std::string to_svg(const Timeline& timeline);
 // microseconds (cost-model units are written as if they were milliseconds).
 // A rank's REDUCE_GRAD, REDUCE_TIED and CLIP_NORM events go on a second track, "rank r
 // dp" (thread id ranks + r), right below it, since they overlap its compute.
+// Memory points are counter ("C") events, "memory rank r", in MiB.
 std::string to_chrome_trace(const Timeline& timeline);
 
 // Writes `text` to `path`; throws baton::Error naming the path on failure.

@@ -310,43 +310,6 @@ std::string unknown_choice(const Option& option, std::string_view name, const st
   return detail::concat("unknown ", what, " \"", printable(name), "\" (expected ", expected, ")");
 }
 
-// Each closed choice's values, in the order messages list them.
-template <typename E>
-std::vector<E> values_of();
-template <>
-std::vector<Precision> values_of() {
-  return {Precision::Fp32, Precision::Bf16, Precision::Fp16};
-}
-template <>
-std::vector<Recompute> values_of() {
-  return {Recompute::Never, Recompute::ExceptLast, Recompute::Always, Recompute::Selective};
-}
-template <>
-std::vector<Optimizer> values_of() {
-  return {Optimizer::Sgd, Optimizer::Adam, Optimizer::AdamW};
-}
-template <>
-std::vector<LrSchedule> values_of() {
-  return {LrSchedule::Constant, LrSchedule::Cosine};
-}
-template <>
-std::vector<TransportKind> values_of() {
-  return {TransportKind::kAuto, TransportKind::kShm, TransportKind::kGloo};
-}
-
-// The value of `E` named `name`: its to_string, or recompute's older
-// spelling "except-last" (parse_recompute takes it too).
-template <typename E>
-std::optional<E> named(std::string_view name) {
-  for (const E value : values_of<E>()) {
-    if (name == to_string(value)) return value;
-  }
-  if constexpr (std::is_same_v<E, Recompute>) {
-    if (name == "except-last") return Recompute::ExceptLast;
-  }
-  return std::nullopt;
-}
-
 // `config`'s value of `option` in TOML ("1f1b" quoted, 0.001, true).
 std::string toml_value(const Option& option, const TrainConfig& config) {
   return std::visit(
@@ -389,7 +352,7 @@ std::vector<std::string> choices_of(const Option& option) {
         using T = std::decay_t<decltype(TrainConfig().*member)>;
         if constexpr (kIsChoice<T>) {
           std::vector<std::string> names;
-          for (const T value : values_of<T>()) names.emplace_back(to_string(value));
+          for (const T value : ChoiceValues<T>::kAll) names.emplace_back(to_string(value));
           return names;
         } else {
           return {option.choices.begin(), option.choices.end()};
@@ -409,7 +372,7 @@ void parse_choice(const Option& option, std::string_view name, TrainConfig& conf
       [&](auto member) {
         using T = std::decay_t<decltype(config.*member)>;
         if constexpr (kIsChoice<T>) {
-          if (const std::optional<T> value = named<T>(name)) {
+          if (const std::optional<T> value = choice_named<T>(name)) {
             config.*member = *value;
             return;
           }

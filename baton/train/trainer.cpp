@@ -268,20 +268,22 @@ nn::ModelSpec model_spec(const TrainConfig& c) {
 
 void check_memory_cap_before_start(const TrainConfig& c) {
   // A cut by measured costs is the ranks' to make (the plan here cuts as
-  // uniform does), and ZeRO's and tp's static terms are the ranks' model's.
-  if (c.max_memory_gb <= 0 || c.dp != 1 || c.tp != 1 || partition::needs_layer_costs(c.balance) ||
+  // uniform does); tp shares layers the profile measures whole.
+  if (c.max_memory_gb <= 0 || c.tp != 1 || partition::needs_layer_costs(c.balance) ||
       parse_device(c.device) != DeviceKind::Cpu)
     return;
   const nn::ModelSpec model = make_model(c);
-  const torch::Tensor sample =
-      runtime::split_microbatches(make_data_source(c)->zero_inputs(c.batch), c.microbatches)
-          .front();
+  // One micro-batch of a replica's share of the batch, as the ranks measure.
+  const torch::Tensor sample = runtime::split_microbatches(
+                                   make_data_source(c)->zero_inputs(c.batch), c.microbatches * c.dp)
+                                   .front();
   const PipelinePlan plan = plan_of(c, model);
   std::vector<bool> recomputed(c.microbatches);
   for (int mb = 0; mb < c.microbatches; ++mb)
     recomputed[mb] = runtime::recomputes(c.recompute, mb, c.microbatches);
   const std::vector<sim::MemoryPrediction> ranks = plan::profiled_rank_memory(
-      measure_profiled_memory(c, model, sample), plan.schedule, plan.partition, recomputed);
+      measure_profiled_memory(c, model, sample), plan.schedule, plan.partition, recomputed,
+      plan::Replicas{c.dp, c.zero});
   std::vector<RankMemory> all(ranks.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
     all[r].rank = static_cast<int>(r);

@@ -28,8 +28,8 @@ void check_setup(const TrainConfig& config, bool check_outputs = true);
 // simulate --profile` predicts it (plan::profiled_rank_memory: the ranks'
 // own prediction less the data batch, so a lower bound of it), and one line
 // refusing the layout when a rank exceeds the cap. Only where that
-// prediction holds: one replica of whole layers (dp = tp = 1), a cut the
-// plan knows without measuring costs (uniform, or layer counts), any
+// prediction holds: whole layers (tp = 1) on any dp and ZeRO level, a cut
+// the plan knows without measuring costs (uniform, or layer counts), any
 // recomputation, on the CPU; elsewhere, and for what the data batch adds,
 // the ranks check their own prediction before the first step.
 void check_memory_cap_before_start(const TrainConfig& config);

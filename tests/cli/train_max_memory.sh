@@ -58,6 +58,22 @@ for path in sys.argv[2:]:
     for m in final(path):
         assert 0 < m["measured_peak_bytes"] <= cap, (path, m)
 PY
+# dp 2 under ZeRO-1 (a replica's micro-batch as above, 8 samples) is checked
+# by the launcher too: GPipe refused before any rank starts, 1F1B accepted
+# and measured under the cap on all four ranks.
+dp2=(--model gpt --layers 4 --hidden 128 --heads 4 --context 128 --batch 128 --microbatches 8
+     --pp 2 --dp 2 --zero 1 --nproc 4 --threads 1 --steps 4 --log-every 100)
+out=$("$baton" train "${dp2[@]}" --schedule gpipe --max-memory-gb 0.1 2>&1) &&
+  fail "dp 2 gpipe passed the cap"
+printf '%s' "$out" | grep -q "(checked before any rank started, without the data batch)" ||
+  fail "dp 2 gpipe not refused before the ranks started: $out"
+"$baton" train "${dp2[@]}" --schedule 1f1b --max-memory-gb 0.1 --metrics "$tmp/dp2.jsonl" \
+  > "$tmp/dp2.out" 2>&1 || fail "dp 2 1f1b under the cap was refused: $(tail -2 "$tmp/dp2.out")"
+python3 - "$tmp/dp2.jsonl" <<'PY' || fail "dp 2 does not measure under the cap"
+import json, sys
+final = [json.loads(l) for l in open(sys.argv[1]) if '"final"' in l][-1]["memory"]
+assert len(final) == 4 and all(0 < m["measured_peak_bytes"] <= 0.1e9 for m in final), final
+PY
 # A cap below a rank's parameters alone says so.
 expect_bad_input "'s parameters alone take" "${gpt[@]}" --max-memory-gb 0.001
 echo ok

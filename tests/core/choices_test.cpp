@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "baton/core/choices.h"
 #include "baton/core/error.h"
@@ -20,12 +22,12 @@ using testing::HasSubstr;
 TEST(Choices, EveryPrecisionReadsBackAsItsOwnName) {
   for (const char* name : {"fp32", "bf16", "fp16"}) {
     EXPECT_EQ(to_string(parse_precision(name)), name);
-    ASSERT_TRUE(precision_named(name).has_value()) << name;
-    EXPECT_EQ(*precision_named(name), parse_precision(name));
+    ASSERT_TRUE(choice_named<Precision>(name).has_value()) << name;
+    EXPECT_EQ(*choice_named<Precision>(name), parse_precision(name));
   }
   EXPECT_EQ(parse_precision("bf16"), Precision::Bf16);
   for (const char* bad : {"", "FP32", "float32", "fp8", "bf16 "}) {
-    EXPECT_FALSE(precision_named(bad).has_value()) << bad;
+    EXPECT_FALSE(choice_named<Precision>(bad).has_value()) << bad;
     try {
       parse_precision(bad);
       ADD_FAILURE() << bad << " was accepted";
@@ -61,7 +63,7 @@ TEST(Choices, TheOptimizerTheScheduleAndTheDeviceReadBackAndRefuseTheRest) {
     parse_optimizer("lamb");
     ADD_FAILURE() << "lamb was accepted";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unknown optimizer \"lamb\" (expected sgd, adam, adamw)"));
+    EXPECT_THAT(e.what(), HasSubstr("unknown optimizer \"lamb\" (expected sgd, adam or adamw)"));
   }
   EXPECT_THROW(parse_lr_schedule("linear"), Error);
   for (const char* name : {"cuda:0", "cuda:7", "cuda:1234"})
@@ -86,6 +88,33 @@ TEST(Choices, EveryTransportReadsBackAndOthersAreRefusedByName) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "[comm] unknown transport \"tcp\" (expected auto, shm or gloo)");
   }
+}
+
+// Each list the parsers and the options table read: every value once, read
+// back from its own name by both, and nothing else read.
+template <typename E>
+void expect_listed_values_read_back(size_t count) {
+  std::set<std::string_view> names;
+  for (const E value : ChoiceValues<E>::kAll) {
+    const std::string_view name = to_string(value);
+    EXPECT_TRUE(names.insert(name).second) << name << " is listed twice";
+    ASSERT_TRUE(choice_named<E>(name).has_value()) << name;
+    EXPECT_EQ(*choice_named<E>(name), value) << name;
+  }
+  EXPECT_EQ(names.size(), count);
+  EXPECT_FALSE(choice_named<E>("").has_value());
+  EXPECT_FALSE(choice_named<E>("none of these").has_value());
+}
+
+TEST(Choices, EachListedValueIsReadBackByItsOneName) {
+  expect_listed_values_read_back<Precision>(3);
+  expect_listed_values_read_back<Recompute>(4);
+  expect_listed_values_read_back<Optimizer>(3);
+  expect_listed_values_read_back<LrSchedule>(2);
+  expect_listed_values_read_back<TransportKind>(3);
+  // The one alias, which is not listed: recompute's older spelling.
+  EXPECT_EQ(choice_named<Recompute>("except-last"), Recompute::ExceptLast);
+  EXPECT_FALSE(choice_named<Precision>("except-last").has_value());
 }
 
 TEST(Executable, IsTheFileThisProcessRuns) {

@@ -137,6 +137,36 @@ TEST(ProfiledMemory, AGivenCutAndRecomputationAreWalked) {
       testing::ThrowsMessage<Error>(HasSubstr("the cut 1,3 is not 5 layers in 2 stages")));
 }
 
+// One replica of dp 2 (the runtime's shards, runtime/zero.h): without ZeRO
+// it holds what one pipeline does; under ZeRO-1 its Adam state is its half
+// of the parameters', and the peak is the step's end, where the gradient
+// shards (half) are cut beside the whole gradients: rank 0 holds 60 000 of
+// parameters, 60 000 + 30 000 of gradients and 60 000 of state (its
+// messages, a few hundred bytes, beside them); rank 1's gradients also hold
+// the 4 input gradients it sent (100 bytes each) to the step's end. Under
+// ZeRO-3 its parameters rest as the half shard and are gathered whole
+// beside it at the peak.
+TEST(ProfiledMemory, AReplicaHoldsItsShardsUnderZero) {
+  const schedule::Schedule one_f_one_b = lowered("1f1b", 2, 4);
+  const auto whole = profiled_rank_memory(five_layers(), one_f_one_b);
+  const auto dp = profiled_rank_memory(five_layers(), one_f_one_b, std::nullopt, {}, {2, 0});
+  const auto zero1 = profiled_rank_memory(five_layers(), one_f_one_b, std::nullopt, {}, {2, 1});
+  const auto zero3 = profiled_rank_memory(five_layers(), one_f_one_b, std::nullopt, {}, {2, 3});
+  const double parameters[] = {60000, 90000};
+  for (int r = 0; r < 2; ++r) {
+    const double p = parameters[r];
+    EXPECT_EQ(dp[r].peak, whole[r].peak) << r;
+    EXPECT_EQ(zero1[r].parameters, p) << r;
+    EXPECT_EQ(zero1[r].gradients, p + p / 2 + (r == 1 ? 4 * 100 : 0)) << r;
+    EXPECT_EQ(zero1[r].optimizer, 2 * p / 2) << r;
+    EXPECT_GE(zero1[r].peak, p + 1.5 * p + p) << r;
+    EXPECT_LE(zero1[r].peak, p + 1.5 * p + p + 1000) << r;
+    EXPECT_LT(zero1[r].peak, whole[r].peak) << r;
+    EXPECT_EQ(zero3[r].parameters, p + p / 2) << r;
+    EXPECT_DOUBLE_EQ(zero3[r].peak, zero1[r].peak + p / 2) << r;
+  }
+}
+
 TEST(ProfiledMemory, MoreStagesThanLayersAreRefused) {
   EXPECT_THAT([] { profiled_rank_memory(five_layers(), lowered("interleaved", 4, 8)); },
               testing::ThrowsMessage<Error>(HasSubstr("8 stages but the profiled model has 5")));

@@ -4,7 +4,9 @@
 // the send, and receives posted at the step's start, or held from arrival.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <tuple>
+#include <vector>
 
 #include "baton/schedule/text_format.h"
 #include "baton/sim/memory_model.h"
@@ -124,6 +126,33 @@ TEST(MemoryModel, OneFOneBHoldsPStashesAndTheSentOutputsUntilTheStepEnds) {
   const MemoryPrediction again = predict_rank_memory(s, 0, {s0, s1}, fixed, all);
   EXPECT_DOUBLE_EQ(again.activations, 30 + 90);
   EXPECT_DOUBLE_EQ(again.peak, 1000 + 1005 + 2000 + 120 + 30);
+}
+
+// The walk action by action (a memory lane's points): rank 0 holds its
+// weights, gradients and Adam state (4000) and three posted gradient
+// buffers (30) from the start; each F adds its stash (100), each B its
+// temporaries (5) for a moment and then frees all but the sent output (10).
+// The most of the trace is the peak; the optimizer steps after the step's
+// messages are released.
+TEST(MemoryModel, TheTraceIsTheWalkActionByActionAndItsMostIsThePeak) {
+  TwoStages t;
+  MemoryTrace trace;
+  const MemoryPrediction r0 =
+      predict_rank_memory(t.s, 0, {t.s0, t.s1}, t.fixed, std::vector<bool>(3, false), 0, &trace);
+  // F0 SEND_F0 F1 SEND_F1 RECV_B0 B0 F2 SEND_F2 RECV_B1 B1 RECV_B2 B2
+  const std::vector<double> expected = {4130, 4130, 4230, 4230, 4230, 4235,
+                                        4240, 4240, 4240, 4245, 4150, 4155};
+  EXPECT_EQ(trace.during, expected);
+  EXPECT_DOUBLE_EQ(trace.optimizer_step, 4060);
+  EXPECT_DOUBLE_EQ(*std::max_element(trace.during.begin(), trace.during.end()), r0.peak);
+  // Rank 1 likewise: its most is its peak.
+  MemoryTrace r1_trace;
+  const MemoryPrediction r1 = predict_rank_memory(t.s, 1, {t.s0, t.s1}, t.fixed,
+                                                  std::vector<bool>(3, false), 0, &r1_trace);
+  ASSERT_EQ(r1_trace.during.size(), t.s.actions[1].size());
+  EXPECT_DOUBLE_EQ(std::max(*std::max_element(r1_trace.during.begin(), r1_trace.during.end()),
+                            r1_trace.optimizer_step),
+                   r1.peak);
 }
 
 // Over shared memory a message of at most sends_copied_up_to bytes is copied

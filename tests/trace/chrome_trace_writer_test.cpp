@@ -31,6 +31,22 @@ TEST(ChromeTraceWriter, WritesOneCompleteEventPerTimelineEvent) {
   EXPECT_EQ(trace.at("displayTimeUnit"), "ms");
 }
 
+// Memory points are counters, one named track per rank, in MiB at their
+// times (cost-model units as ms, in microseconds); none without points.
+TEST(ChromeTraceWriter, WritesMemoryPointsAsCountersPerRank) {
+  Timeline timeline = testing::simulated_timeline("1f1b", 2, 2);
+  EXPECT_TRUE(events_with_phase(json::parse(to_chrome_trace(timeline)), "C").empty());
+  timeline.memory = {{0, 0, 1048576}, {1, 2.5, 3 * 1048576}};
+  const std::vector<json> counters =
+      events_with_phase(json::parse(to_chrome_trace(timeline)), "C");
+  ASSERT_EQ(counters.size(), 2u);
+  EXPECT_EQ(counters[0].at("name"), "memory rank 0");
+  EXPECT_DOUBLE_EQ(counters[0].at("args").at("MiB").get<double>(), 1);
+  EXPECT_EQ(counters[1].at("name"), "memory rank 1");
+  EXPECT_DOUBLE_EQ(counters[1].at("ts").get<double>(), 2500);
+  EXPECT_DOUBLE_EQ(counters[1].at("args").at("MiB").get<double>(), 3);
+}
+
 TEST(ChromeTraceWriter, WritesCostUnitsAsMillisecondsInMicroseconds) {
   const Timeline timeline = testing::simulated_timeline("1f1b", 4, 8);
   const std::vector<json> written = events_with_phase(json::parse(to_chrome_trace(timeline)), "X");

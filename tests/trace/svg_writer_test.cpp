@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <regex>
 #include <set>
@@ -79,6 +80,43 @@ TEST(SvgWriter, DrawsOneBoxPerEvent) {
   const std::string svg = to_svg(timeline);
   EXPECT_EQ(count(svg, "<rect class=\"event\""), 2u * 4 * 8);
   EXPECT_EQ(boxes_of(svg).size(), timeline.events.size());
+}
+
+double height_of(const std::string& svg) {
+  const size_t at = svg.find("height=\"") + 8;
+  return std::stod(svg.substr(at, svg.find('"', at) - at));
+}
+
+// Memory points add a lane per rank under the axis (a title row of 22 px and
+// 34 + 6 px a rank): each rank's bytes as one filled step, on the scale of
+// the highest point, its peak named; the box of the highest point reaches
+// the lane's top less 4 px. Points off the ranks are refused.
+TEST(SvgWriter, DrawsEachRanksMemoryUnderTheAxisOnOneScale) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  Timeline timeline = split_backward_timeline();
+  const std::string without = to_svg(timeline);
+  EXPECT_THAT(without, Not(HasSubstr("memory")));
+  timeline.memory = {{0, 0, 1 * kMiB}, {0, 1, 3 * kMiB}, {0, 5, 1 * kMiB}, {1, 0, 2 * kMiB}};
+  const std::string svg = to_svg(timeline);
+  EXPECT_TRUE(tags_balance(svg));
+  EXPECT_EQ(count(svg, "<path class=\"memory\""), 2u);
+  EXPECT_EQ(count(svg, "<rect class=\"memory-lane\""), 2u);
+  EXPECT_THAT(svg, HasSubstr("memory (the lanes' scale: 3.00 MiB)"));
+  EXPECT_THAT(svg, HasSubstr("rank 0: peak 3.00 MiB"));
+  EXPECT_THAT(svg, HasSubstr("rank 1: peak 2.00 MiB"));
+  EXPECT_DOUBLE_EQ(height_of(svg) - height_of(without), 22 + 2 * (34 + 6));
+  // Rank 0's highest step (3 MiB from time 1 to 5) is at its lane's top + 4.
+  const size_t lane = svg.find("<rect class=\"memory-lane\"");
+  const size_t y_at = svg.find("y=\"", lane) + 3;
+  const double top = std::stod(svg.substr(y_at, svg.find('"', y_at) - y_at));
+  const size_t path = svg.find("<path class=\"memory\" d=\"");
+  const std::string d = svg.substr(path, svg.find("\"", path + 27) - path);
+  char step[64];
+  std::snprintf(step, sizeof step, " %g L", top + 4);
+  EXPECT_THAT(d, HasSubstr(step)) << d;
+  timeline.memory.push_back({2, 0, 1});
+  EXPECT_THAT([&] { to_svg(timeline); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("a memory point is on rank 2")));
 }
 
 TEST(SvgWriter, TitleCarriesTheTimelineTitleAndTheBubbleFromTheFormula) {
