@@ -37,8 +37,8 @@ void check_events(const Timeline& timeline, const char* where) {
   for (const MemoryPoint& m : timeline.memory) {
     BATON_CHECK(m.rank >= 0 && m.rank < timeline.ranks, "[", where, "] a memory point is on rank ",
                 m.rank, " but the timeline has ", timeline.ranks, " ranks");
-    BATON_CHECK(std::isfinite(m.time) && m.time >= 0 && std::isfinite(m.bytes) && m.bytes >= 0,
-                "[", where, "] rank ", m.rank, "'s memory point (", m.time, ", ", m.bytes,
+    BATON_CHECK(std::isfinite(m.time) && m.time >= 0 && std::isfinite(m.bytes) && m.bytes >= 0, "[",
+                where, "] rank ", m.rank, "'s memory point (", m.time, ", ", m.bytes,
                 " bytes) must have a finite time and bytes of at least 0");
   }
 }

@@ -172,8 +172,7 @@ void write_event(std::ostream& out, const Event& e, const Layout& at) {
 
 // Height of the memory lanes (none without memory points).
 double memory_height(const Timeline& timeline) {
-  return timeline.memory.empty() ? 0
-                                 : kMemoryTitle + timeline.ranks * (kMemoryRow + kMemoryGap);
+  return timeline.memory.empty() ? 0 : kMemoryTitle + timeline.ranks * (kMemoryRow + kMemoryGap);
 }
 
 // Under the axis from `top`: a lane per rank, its bytes over time as a
@@ -196,9 +195,8 @@ void write_memory(std::ostream& out, const Timeline& timeline, const Layout& at,
                      [](const MemoryPoint& a, const MemoryPoint& b) { return a.time < b.time; });
     const double y0 = top + kMemoryTitle + r * (kMemoryRow + kMemoryGap);
     const double bottom = y0 + kMemoryRow;
-    out << "<rect class=\"memory-lane\" x=\"" << num(kLeft) << "\" y=\"" << num(y0)
-        << "\" width=\"" << num(at.plot_px) << "\" height=\"" << num(kMemoryRow)
-        << "\" fill=\"#f7f7f7\"/>\n";
+    out << "<rect class=\"memory-lane\" x=\"" << num(kLeft) << "\" y=\"" << num(y0) << "\" width=\""
+        << num(at.plot_px) << "\" height=\"" << num(kMemoryRow) << "\" fill=\"#f7f7f7\"/>\n";
     out << "<text x=\"" << num(kLeft - 10) << "\" y=\"" << num(y0 + kMemoryRow / 2 + 4)
         << "\" font-size=\"12\" text-anchor=\"end\" fill=\"#333333\">rank " << r << "</text>\n";
     if (points.empty()) continue;

@@ -274,16 +274,16 @@ void check_memory_cap_before_start(const TrainConfig& c) {
     return;
   const nn::ModelSpec model = make_model(c);
   // One micro-batch of a replica's share of the batch, as the ranks measure.
-  const torch::Tensor sample = runtime::split_microbatches(
-                                   make_data_source(c)->zero_inputs(c.batch), c.microbatches * c.dp)
-                                   .front();
+  const torch::Tensor sample =
+      runtime::split_microbatches(make_data_source(c)->zero_inputs(c.batch), c.microbatches * c.dp)
+          .front();
   const PipelinePlan plan = plan_of(c, model);
   std::vector<bool> recomputed(c.microbatches);
   for (int mb = 0; mb < c.microbatches; ++mb)
     recomputed[mb] = runtime::recomputes(c.recompute, mb, c.microbatches);
-  const std::vector<sim::MemoryPrediction> ranks = plan::profiled_rank_memory(
-      measure_profiled_memory(c, model, sample), plan.schedule, plan.partition, recomputed,
-      plan::Replicas{c.dp, c.zero});
+  const std::vector<sim::MemoryPrediction> ranks =
+      plan::profiled_rank_memory(measure_profiled_memory(c, model, sample), plan.schedule,
+                                 plan.partition, recomputed, plan::Replicas{c.dp, c.zero});
   std::vector<RankMemory> all(ranks.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
     all[r].rank = static_cast<int>(r);

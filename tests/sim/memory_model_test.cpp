@@ -147,8 +147,8 @@ TEST(MemoryModel, TheTraceIsTheWalkActionByActionAndItsMostIsThePeak) {
   EXPECT_DOUBLE_EQ(*std::max_element(trace.during.begin(), trace.during.end()), r0.peak);
   // Rank 1 likewise: its most is its peak.
   MemoryTrace r1_trace;
-  const MemoryPrediction r1 = predict_rank_memory(t.s, 1, {t.s0, t.s1}, t.fixed,
-                                                  std::vector<bool>(3, false), 0, &r1_trace);
+  const MemoryPrediction r1 =
+      predict_rank_memory(t.s, 1, {t.s0, t.s1}, t.fixed, std::vector<bool>(3, false), 0, &r1_trace);
   ASSERT_EQ(r1_trace.during.size(), t.s.actions[1].size());
   EXPECT_DOUBLE_EQ(std::max(*std::max_element(r1_trace.during.begin(), r1_trace.during.end()),
                             r1_trace.optimizer_step),

@@ -37,8 +37,7 @@ TEST(ChromeTraceWriter, WritesMemoryPointsAsCountersPerRank) {
   Timeline timeline = testing::simulated_timeline("1f1b", 2, 2);
   EXPECT_TRUE(events_with_phase(json::parse(to_chrome_trace(timeline)), "C").empty());
   timeline.memory = {{0, 0, 1048576}, {1, 2.5, 3 * 1048576}};
-  const std::vector<json> counters =
-      events_with_phase(json::parse(to_chrome_trace(timeline)), "C");
+  const std::vector<json> counters = events_with_phase(json::parse(to_chrome_trace(timeline)), "C");
   ASSERT_EQ(counters.size(), 2u);
   EXPECT_EQ(counters[0].at("name"), "memory rank 0");
   EXPECT_DOUBLE_EQ(counters[0].at("args").at("MiB").get<double>(), 1);
