@@ -286,7 +286,9 @@ void check_memory_cap_before_start(const TrainConfig& c) {
                                  plan.partition, recomputed, plan::Replicas{c.dp, c.zero});
   std::vector<RankMemory> all(ranks.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
-    all[r].rank = static_cast<int>(r);
+    // Pipeline rank r's first replica (topology.h: rank = pp_index * dp +
+    // dp_index at tp 1); its replicas hold the same, up to the padding.
+    all[r].rank = static_cast<int>(r) * c.dp;
     set_prediction(all[r], ranks[r]);
   }
   const std::string refusal = memory_cap_refusal(all, c.max_memory_gb);

@@ -67,6 +67,8 @@ out=$("$baton" train "${dp2[@]}" --schedule gpipe --max-memory-gb 0.1 2>&1) &&
   fail "dp 2 gpipe passed the cap"
 printf '%s' "$out" | grep -q "(checked before any rank started, without the data batch)" ||
   fail "dp 2 gpipe not refused before the ranks started: $out"
+# Named by the global rank of pipeline rank 1's first replica (rank 2).
+printf '%s' "$out" | grep -q "rank 2 is predicted to hold" || fail "not named as rank 2: $out"
 "$baton" train "${dp2[@]}" --schedule 1f1b --max-memory-gb 0.1 --metrics "$tmp/dp2.jsonl" \
   > "$tmp/dp2.out" 2>&1 || fail "dp 2 1f1b under the cap was refused: $(tail -2 "$tmp/dp2.out")"
 python3 - "$tmp/dp2.jsonl" <<'PY' || fail "dp 2 does not measure under the cap"
