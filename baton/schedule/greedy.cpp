@@ -33,6 +33,15 @@ struct Ready {
 
 }  // namespace
 
+GreedyPlan one_stage_per_rank(int ranks, int microbatches) {
+  GreedyPlan plan;
+  plan.ranks = ranks;
+  plan.stages = ranks;
+  plan.microbatches = microbatches;
+  plan.rank_of = [](int stage, int) { return stage; };
+  return plan;
+}
+
 std::vector<std::vector<Action>> greedy_order(const GreedyPlan& plan) {
   const int p = plan.ranks, S = plan.stages, m = plan.microbatches;
   BATON_ASSERT(static_cast<int>(plan.inflight_limit.size()) == p &&

@@ -41,4 +41,8 @@ struct GreedyPlan {
 // Returns actions[rank] in the order played.
 std::vector<std::vector<Action>> greedy_order(const GreedyPlan& plan);
 
+// A plan of one stage per rank (stage r on rank r), split backwards and no
+// limits yet: the zero-bubble H1 and H2 schedules' shape.
+GreedyPlan one_stage_per_rank(int ranks, int microbatches);
+
 }  // namespace baton::schedule::detail

@@ -16,11 +16,7 @@ Schedule zb_h1(const GeneratorOptions& options) {
   detail::check_options("zb-h1", options, 1);
   const int p = options.ranks, m = options.microbatches;
   Schedule s = detail::empty_schedule("zb-h1", options, p, StageMap::Loop);
-  detail::GreedyPlan plan;
-  plan.ranks = p;
-  plan.stages = p;
-  plan.microbatches = m;
-  plan.rank_of = [](int stage, int) { return stage; };
+  detail::GreedyPlan plan = detail::one_stage_per_rank(p, m);
   for (int r = 0; r < p; ++r) {
     plan.inflight_limit.push_back(p - r);
     plan.stash_limit.push_back(2 * p - 1 - r);

@@ -20,11 +20,7 @@ Schedule zb_h2(const GeneratorOptions& options) {
               "(use zb-h1 for fewer), got m=",
               m, ", p=", p);
   Schedule s = detail::empty_schedule("zb-h2", options, p, StageMap::Loop);
-  detail::GreedyPlan plan;
-  plan.ranks = p;
-  plan.stages = p;
-  plan.microbatches = m;
-  plan.rank_of = [](int stage, int) { return stage; };
+  detail::GreedyPlan plan = detail::one_stage_per_rank(p, m);
   for (int r = 0; r < p; ++r) {
     plan.inflight_limit.push_back(2 * (p - r) - 1);
     plan.stash_limit.push_back(2 * p - 1);
