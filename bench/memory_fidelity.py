@@ -24,10 +24,10 @@ MODELS = {
 SCHEDULES = ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-v", "v-min", "dualpipev", "2bw"]
 
 
-def run(baton, args, metrics):
+def run(baton, args, metrics, timeout=600):
     cmd = [baton, "train"] + args + ["--steps", "4", "--threads", "1", "--metrics", metrics,
                                      "--log-every", "100"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         return None, (p.stdout + p.stderr).strip().splitlines()[-1:]
     with open(metrics) as f:
@@ -45,6 +45,8 @@ def main():
     ap.add_argument("--recompute", nargs="*", default=None)
     ap.add_argument("--precision", nargs="*", default=None)
     ap.add_argument("--no-dp", action="store_true", help="leave out the dp 2 ZeRO-1 row")
+    ap.add_argument("--timeout", type=int, default=600,
+                    help="seconds a run may take (the resnet's test-set pass is long on one thread)")
     ap.add_argument("--layers", type=int, default=None,
                     help="override the model's layers (the V schedules at p = 4 need 8)")
     a = ap.parse_args()
@@ -77,7 +79,7 @@ def main():
                                     "--nproc", str(pp * dp)]
             if dp > 1:
                 args += ["--dp", str(dp), "--zero", "1"]
-            memory, error = run(a.baton, args, os.path.join(tmp, "m.jsonl"))
+            memory, error = run(a.baton, args, os.path.join(tmp, "m.jsonl"), a.timeout)
             if memory is None:
                 print(f"| {model} | {sched} | {pp} | {recompute} | {precision} | {dp} | - | "
                       f"refused: {error[0][:80] if error else '?'} | | |")
