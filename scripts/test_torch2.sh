@@ -21,8 +21,8 @@ if [ -z "${BATON_TEST_DEADLINE:-}" ]; then
 fi
 # BATON_TEST_DEADLINE (seconds since the epoch; .ci/run sets it): the tests
 # besides the CLI's first, then the CLI's, all stopped at the deadline with
-# their whole process group. A failure fails the run; tests left unrun at the
-# deadline are counted and named as such, and do not.
+# their whole process group. A failure fails the run; the tests the deadline
+# left unrun do not, and the line says how many passed of how many.
 left=$((BATON_TEST_DEADLINE - $(date +%s)))
 total=$(ctest -N | sed -n 's/^Total Tests: //p')
 if [ "$left" -lt 60 ]; then
