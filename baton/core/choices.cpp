@@ -1,10 +1,11 @@
 #include "baton/core/choices.h"
 
 #include <algorithm>
-#include <iterator>
 #include <string>
+#include <vector>
 
 #include "baton/core/error.h"
+#include "baton/core/expected_list.h"
 #include "baton/core/printable.h"
 
 namespace baton {
@@ -14,13 +15,9 @@ namespace {
 // "fp32, bf16 or fp16": the names of `E`'s values, for messages.
 template <typename E>
 std::string names_of() {
-  std::string names;
-  const size_t n = std::size(ChoiceValues<E>::kAll);
-  for (size_t i = 0; i < n; ++i) {
-    names += (i == 0 ? "" : i + 1 == n ? " or " : ", ");
-    names += to_string(ChoiceValues<E>::kAll[i]);
-  }
-  return names;
+  std::vector<std::string> names;
+  for (const E value : ChoiceValues<E>::kAll) names.emplace_back(to_string(value));
+  return expected_list(names);
 }
 
 // The value of `E` named `text`, or throws "<tag> unknown <what> \"text\"

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "baton/core/error.h"
+#include "baton/core/expected_list.h"
 #include "baton/core/printable.h"
 #include "baton/schedule/generator.h"
 
@@ -302,12 +303,8 @@ std::string what_of(const Option& option) {
 // "unknown lr schedule \"x\" (expected constant or cosine)": `name` is not
 // one of `option`'s choices.
 std::string unknown_choice(const Option& option, std::string_view name, const std::string& what) {
-  const std::vector<std::string> choices = choices_of(option);
-  std::string expected;
-  for (size_t i = 0; i < choices.size(); ++i) {
-    expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
-  }
-  return detail::concat("unknown ", what, " \"", printable(name), "\" (expected ", expected, ")");
+  return detail::concat("unknown ", what, " \"", printable(name), "\" (expected ",
+                        expected_list(choices_of(option)), ")");
 }
 
 // `config`'s value of `option` in TOML ("1f1b" quoted, 0.001, true).

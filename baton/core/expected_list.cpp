@@ -1,0 +1,13 @@
+#include "baton/core/expected_list.h"
+
+namespace baton {
+
+std::string expected_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return out;
+}
+
+}  // namespace baton
