@@ -180,6 +180,9 @@ std::vector<Option> make_options() {
       "With --augment: the largest move, 0 to 8 pixels (default 2)")
       .check(Check::kRange, 0, 8)
       .resume(kRecorded);
+  add("--test-set", "test_set", &C::test_set,
+      "cnn, resnet, mlp: the test set's accuracy at the end (on or off, default on; off ends "
+      "the run after its last step)");
   add("--seed", "seed", &C::seed, "Seed of weights and data")
       .check(Check::kUint64)
       .resume(kAllowed);

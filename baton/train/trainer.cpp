@@ -578,7 +578,7 @@ void train(const TrainConfig& c, const comm::RankEnv& ctx) {
   // set's forwards add theirs.
   RankMemory steps_peak;
   take_allocator_peak(steps_peak, device);
-  const double accuracy = test_accuracy(pipeline, *data, c);
+  const double accuracy = c.test_set ? test_accuracy(pipeline, *data, c) : -1;
   const RankMemory mine =
       rank_memory(ctx.rank, pipeline, *optimizer, totals, predicted, steps_peak);
   progress.finish(totals.loss, accuracy, gather_memory(comm, mine));

@@ -69,6 +69,17 @@ median, low, high = (float(m.group(i)) for i in (1, 2, 3))
 assert low <= median <= high and low <= last <= high, (low, median, last, high)
 PY
 grep -q "test accuracy" "$tmp/mlp.out" || fail "no accuracy line"
+# --test-set off: the same steps, and no test-set pass after them.
+timeout 300 "$baton" train --config "$tmp/mlp.toml" --nproc 2 --threads 1 --metrics "$tmp/on.jsonl" \
+  > "$tmp/on.out" 2>&1 || fail "mlp run: $(tail -5 "$tmp/on.out")"
+timeout 300 "$baton" train --config "$tmp/mlp.toml" --nproc 2 --threads 1 --metrics "$tmp/off.jsonl" \
+  --test-set off > "$tmp/off.out" 2>&1 || fail "mlp --test-set off: $(tail -5 "$tmp/off.out")"
+grep -q "test accuracy" "$tmp/on.out" || fail "no accuracy line by default: $(tail -3 "$tmp/on.out")"
+! grep -q "test accuracy" "$tmp/off.out" || fail "--test-set off printed an accuracy"
+grep -q '"test_accuracy"' "$tmp/on.jsonl" || fail "no test_accuracy in the final line"
+! grep -q '"test_accuracy"' "$tmp/off.jsonl" || fail "--test-set off wrote a test_accuracy"
+[ "$(grep -o '"loss":[^,]*' "$tmp/on.jsonl")" = "$(grep -o '"loss":[^,]*' "$tmp/off.jsonl")" ] \
+  || fail "--test-set off changed the losses"
 
 # Chimera: replicated stages on 2 ranks train and agree.
 timeout 300 "$baton" train --model mlp --layers 4 --hidden 16 --in-features 8 --pp 2 --nproc 2 \
