@@ -98,6 +98,11 @@ for z in (1, 3):
             a, b = pred["predicted"][part], run["predicted"][part]
             print(f"zero {z} rank {run['rank']} {part}: simulate {a:.0f} / run's prediction {b:.0f}")
             assert abs(a - b) <= 0.01 * b, (z, run["rank"], part, a, b)
+        # The weights at the peak, by the allocator's category: under ZeRO-3
+        # the shard (held all along) beside the gathered stage, as predicted.
+        a, b = run["measured"]["parameters"], run["predicted"]["parameters"]
+        print(f"zero {z} rank {run['rank']} parameters at the peak: allocator {a:.0f} / predicted {b:.0f}")
+        assert abs(a - b) <= 0.01 * b, (z, run["rank"], a, b)
         measured = run["measured_peak_bytes"] - run["measured"].get("other", 0)
         ratio = pred["predicted_peak_bytes"] / measured
         print(f"zero {z} rank {run['rank']}: peak / allocator less other {ratio:.3f}")
