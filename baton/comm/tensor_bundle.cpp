@@ -15,30 +15,55 @@ bool bundled_alone(const at::Tensor& t) {
   return !t.defined() || (t.scalar_type() == at::kByte && t.dim() == 1);
 }
 
+// A bundle's header words, each tensor's offset in it, and its bytes.
+struct Layout {
+  std::vector<std::int64_t> header;
+  std::vector<std::int64_t> offsets;
+  std::int64_t total = 0;
+};
+
+Layout layout_of(const std::vector<at::Tensor>& tensors) {
+  Layout l;
+  l.header = {kBundleMagic, static_cast<std::int64_t>(tensors.size())};
+  for (const auto& t : tensors) {
+    l.header.push_back(t.defined() ? 1 : 0);
+    if (!t.defined()) continue;
+    l.header.push_back(static_cast<std::int64_t>(t.scalar_type()));
+    l.header.push_back(t.dim());
+    for (auto size : t.sizes()) l.header.push_back(size);
+  }
+  l.total = aligned(static_cast<std::int64_t>(l.header.size()) * 8);
+  for (const auto& t : tensors) {
+    l.offsets.push_back(l.total);
+    if (t.defined()) l.total += aligned(static_cast<std::int64_t>(t.numel()) * t.element_size());
+  }
+  return l;
+}
+
 }  // namespace
 
 bool is_bundle(const at::Tensor& t) {
   return t.scalar_type() == at::kByte && t.dim() == 1;
 }
 
+bool bundles(const std::vector<at::Tensor>& tensors) {
+  return !(tensors.size() == 1 && !bundled_alone(tensors.front()));
+}
+
+std::int64_t message_bytes(const std::vector<at::Tensor>& tensors) {
+  if (!bundles(tensors)) return tensors.front().numel() * tensors.front().element_size();
+  return layout_of(tensors).total;
+}
+
 at::Tensor pack_tensors(const std::vector<at::Tensor>& tensors) {
-  if (tensors.size() == 1 && !bundled_alone(tensors.front())) return tensors.front();
-  std::vector<std::int64_t> header{kBundleMagic, static_cast<std::int64_t>(tensors.size())};
+  if (!bundles(tensors)) return tensors.front();
   at::Device device = at::kCPU;
-  for (const auto& t : tensors) {
-    header.push_back(t.defined() ? 1 : 0);
-    if (!t.defined()) continue;
-    device = t.device();
-    header.push_back(static_cast<std::int64_t>(t.scalar_type()));
-    header.push_back(t.dim());
-    for (auto size : t.sizes()) header.push_back(size);
-  }
-  std::int64_t total = aligned(static_cast<std::int64_t>(header.size()) * 8);
-  std::vector<std::int64_t> offsets;
-  for (const auto& t : tensors) {
-    offsets.push_back(total);
-    if (t.defined()) total += aligned(static_cast<std::int64_t>(t.numel()) * t.element_size());
-  }
+  for (const auto& t : tensors)
+    if (t.defined()) device = t.device();
+  Layout layout = layout_of(tensors);
+  std::vector<std::int64_t>& header = layout.header;  // from_blob takes a mutable pointer
+  const std::vector<std::int64_t>& offsets = layout.offsets;
+  const std::int64_t total = layout.total;
   at::Tensor bundle = at::empty({total}, at::TensorOptions().dtype(at::kByte).device(device));
   const auto header_bytes = static_cast<std::int64_t>(header.size()) * 8;
   at::Tensor words = at::from_blob(header.data(), {header_bytes}, at::kByte);

@@ -28,6 +28,15 @@ inline constexpr std::int64_t kBundleMagic = 0x62756e646c65;  // "bundle"
 // which must be the same for every defined tensor).
 at::Tensor pack_tensors(const std::vector<at::Tensor>& tensors);
 
+// The bytes of pack_tensors(tensors), from the tensors' sizes and dtypes
+// alone (meta tensors will do): a bundle's header and its aligned tensors, or
+// the one tensor sent as itself.
+std::int64_t message_bytes(const std::vector<at::Tensor>& tensors);
+
+// Whether pack_tensors(tensors) makes a bundle (a copy) rather than sending
+// the one tensor as itself.
+bool bundles(const std::vector<at::Tensor>& tensors);
+
 // Whether a received message is a bundle (else it is the one tensor sent).
 bool is_bundle(const at::Tensor& message);
 

@@ -31,8 +31,11 @@ json layer_json(const sim::LayerMemory& l) {
           {"input_bytes", l.input_bytes},
           {"output_bytes", l.output_bytes},
           {"output_wire_bytes", l.output_wire_bytes},
+          {"output_message_bytes", l.output_message_bytes},
+          {"output_gradient_message_bytes", l.output_gradient_message_bytes},
           {"forward_extra", l.forward_extra},
           {"backward_extra", l.backward_extra},
+          {"weight_cast_bytes", l.weight_cast_bytes},
           {"weight_stash_bytes", l.weight_stash_bytes}};
 }
 
@@ -56,8 +59,12 @@ sim::LayerMemory parse_layer(const json& l, const std::string& where, const std:
   out.input_bytes = profile_number(l, "input_bytes", where, path);
   out.output_bytes = profile_number(l, "output_bytes", where, path);
   out.output_wire_bytes = profile_number(l, "output_wire_bytes", where, path);
+  out.output_message_bytes = profile_number(l, "output_message_bytes", where, path);
+  out.output_gradient_message_bytes =
+      profile_number(l, "output_gradient_message_bytes", where, path);
   out.forward_extra = profile_number(l, "forward_extra", where, path);
   out.backward_extra = profile_number(l, "backward_extra", where, path);
+  out.weight_cast_bytes = profile_number(l, "weight_cast_bytes", where, path);
   out.weight_stash_bytes = profile_number(l, "weight_stash_bytes", where, path);
   return out;
 }

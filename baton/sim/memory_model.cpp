@@ -27,6 +27,14 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
   // A later stage's input arrives as the stage before handed it on.
   s.input_bytes = first > 0 ? wire(model.layers[first - 1]) : in.input_bytes;
   s.output_bytes = last ? 0 : wire(out);
+  if (first > 0) {
+    s.input_message = model.layers[first - 1].output_message_bytes;
+    s.input_gradient_message = model.layers[first - 1].output_gradient_message_bytes;
+  }
+  if (!last) {
+    s.output_message = out.output_message_bytes;
+    s.output_gradient_message = out.output_gradient_message_bytes;
+  }
   double peak_forward = 0, peak_backward = 0;
   for (int i = first; i < end; ++i) {
     const LayerMemory& l = layer(i);
@@ -38,6 +46,7 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     if (i + 1 < end && l.keeps_output && layer(i + 1).keeps_input) s.stash -= l.output_bytes;
     peak_backward = std::max(peak_backward, l.backward_extra);
     s.weight_stash += l.weight_stash_bytes;
+    s.weight_casts += l.weight_cast_bytes;
   }
   // The input is held outside the stash (a received buffer, the data, the
   // previous stage's output).
@@ -92,7 +101,9 @@ class Walk {
   }
 
   double message_bytes(const Action& a) const {
-    return a.kind == ActionKind::RECV_F ? stage(a.stage).input_bytes : stage(a.stage).output_bytes;
+    const StageMemory& s = stage(a.stage);
+    if (a.kind == ActionKind::RECV_F) return s.input_message > 0 ? s.input_message : s.input_bytes;
+    return s.output_gradient_message > 0 ? s.output_gradient_message : s.output_bytes;
   }
 
   bool on_arrival(const Action& a) const {
@@ -137,6 +148,8 @@ class Walk {
 
   void forward(const Action& a, bool recomputed) {
     const StageMemory& s = stage(a.stage);
+    // The stage's first F of the step casts its weights (cached to the step's end).
+    if (cast_.insert(a.stage).second) held_.activations += s.weight_casts;
     const double kept = recomputed ? s.output_bytes : s.stash;
     MemoryPrediction extra;
     extra.activations = kept + s.forward_extra;
@@ -197,15 +210,25 @@ class Walk {
   }
 
   // A message the transport copies out at once is not held by its send;
-  // any other is, until the step ends.
+  // any other is, until the step ends. A bundle is a copy of its tensors
+  // (a buffer): the tensors go on as without a send (an output until its B,
+  // an input gradient not at all), and the copy is held instead.
   void send(const Action& a) {
     const StageMemory& s = stage(a.stage);
-    if (a.kind == ActionKind::SEND_F && s.output_bytes > fixed_.sends_copied_up_to)
-      sent_.insert({a.stage, a.microbatch});
-    if (a.kind == ActionKind::SEND_B) {
-      handed_.erase({a.stage, a.microbatch});
-      if (s.input_bytes <= fixed_.sends_copied_up_to) held_.gradients -= s.input_bytes;
+    const bool forward = a.kind == ActionKind::SEND_F;
+    const double bundle = forward ? s.output_message : s.input_gradient_message;
+    if (!forward) handed_.erase({a.stage, a.microbatch});
+    if (bundle > 0) {
+      MemoryPrediction copy;  // beside its tensors while it is packed
+      copy.buffers = bundle;
+      consider(copy);
+      if (!forward) held_.gradients -= s.input_bytes;
+      if (bundle > fixed_.sends_copied_up_to) held_.buffers += bundle;
+      return;
     }
+    if (forward && s.output_bytes > fixed_.sends_copied_up_to)
+      sent_.insert({a.stage, a.microbatch});
+    if (!forward && s.input_bytes <= fixed_.sends_copied_up_to) held_.gradients -= s.input_bytes;
   }
 
   // The step's end: under ZeRO the gradient shards are cut beside the whole
@@ -267,6 +290,7 @@ class Walk {
   MemoryPrediction held_, peak_;
   std::map<std::pair<int, int>, double> stash_, handed_, arrived_;
   std::set<std::pair<int, int>> sent_;
+  std::set<int> cast_;  // stages whose weights are cast this step
   bool gradients_back_ = false;
   double version_ = 0;
   double most_ = 0;  // the most held since most_since_last()

@@ -28,8 +28,19 @@ struct LayerMemory {
   // compute dtype (bf16, fp16), as the executor casts a boundary; 0: as
   // output_bytes.
   double output_wire_bytes = 0;
+  // The messages a stage ending here sends forward (the output on the wire)
+  // and receives back (its gradient), where the executor packs several
+  // tensors into one bundle, a copy with a header (comm/tensor_bundle.h),
+  // as llama's hidden states with their positions; 0: the one tensor crosses
+  // as itself.
+  double output_message_bytes = 0;
+  double output_gradient_message_bytes = 0;
   double forward_extra = 0;   // most bytes above the forward's end during it (temporaries)
   double backward_extra = 0;  // most bytes above the backward's start during it
+  // Under bf16 or fp16: its weights cast to the compute dtype, made at the
+  // step's first use and cached until the step ends (one autocast region a
+  // step), shared by the micro-batches; not in graph_bytes.
+  double weight_cast_bytes = 0;
   // Of what the graph keeps, what a split backward's I leaves for its W (the
   // inputs and output gradients of layers that defer their weight gradients).
   double weight_stash_bytes = 0;
@@ -51,8 +62,16 @@ struct StageMemory {
   double forward_extra = 0;   // most beyond the stash during the F
   double backward_extra = 0;  // most beyond what is held at the B's start during it
   double weight_stash = 0;    // held from a split backward's I until its W
+  double weight_casts = 0;    // held from the stage's first F of a step until its end
   double input_bytes = 0;     // its input (a received message when the stage before is elsewhere)
   double output_bytes = 0;    // its output (a sent message; the gradient received for it)
+  // Bundles (LayerMemory::output_message_bytes; 0: the tensor as itself):
+  // the messages that carry its input (RECV_F) and its input's gradient
+  // (SEND_B), and its output (SEND_F) and the output's gradient (RECV_B).
+  double input_message = 0;
+  double input_gradient_message = 0;
+  double output_message = 0;
+  double output_gradient_message = 0;
 };
 
 // Layers [first, end) as one stage; `last`: the stage computes the loss.

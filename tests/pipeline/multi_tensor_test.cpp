@@ -438,6 +438,27 @@ TEST(TensorBundle, RoundTripsEveryTensorKindInOneMessage) {
   EXPECT_EQ(comm::unpack_tensors(comm::pack_tensors({}), "rank 0").size(), 0u);
 }
 
+// message_bytes, which the memory model reads, is what pack_tensors sends,
+// from sizes and dtypes alone (meta tensors).
+TEST(TensorBundle, MessageBytesAreThePackedMessagesFromShapesAlone) {
+  const Tensors parts{torch::randn({3, 5}), torch::arange(6, torch::kLong).view({2, 3}),
+                      torch::Tensor(), torch::randn({2, 2}).to(torch::kBFloat16),
+                      torch::zeros({0, 3})};
+  Tensors shapes;
+  for (const auto& t : parts)
+    shapes.push_back(t.defined() ? torch::empty(t.sizes(), t.options().device(torch::kMeta))
+                                 : torch::Tensor());
+  EXPECT_TRUE(comm::bundles(parts));
+  EXPECT_EQ(comm::message_bytes(shapes), comm::pack_tensors(parts).numel());
+  const torch::Tensor one = torch::randn({4, 7});
+  EXPECT_FALSE(comm::bundles({one}));
+  EXPECT_EQ(comm::message_bytes({one}), 4 * 7 * 4);
+  const Tensors lone{torch::arange(5, torch::kByte)};
+  EXPECT_TRUE(comm::bundles(lone));
+  EXPECT_EQ(comm::message_bytes(lone), comm::pack_tensors(lone).numel());
+  EXPECT_EQ(comm::message_bytes({torch::Tensor()}), comm::pack_tensors({torch::Tensor()}).numel());
+}
+
 TEST(TensorBundle, AMalformedBundleIsOneLineNamingThePeer) {
   expect_one_line(
       error_of([] { comm::unpack_tensors(torch::zeros({64}, torch::kByte), "rank 3"); }),

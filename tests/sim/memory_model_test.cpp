@@ -175,6 +175,59 @@ TEST(MemoryModel, MessagesCopiedOutAtTheSendAreNotHeld) {
   EXPECT_DOUBLE_EQ(predict_rank_memory(s, 1, {s0, s1}, fixed, none).gradients, 1000 + 20 + 20);
 }
 
+// A boundary of several tensors crosses as a bundle, a copy (llama's hidden
+// states with their positions): the send holds the copy, not the output,
+// which its B frees; a sent input gradient is the copy's, not the
+// gradient's. Receives take the bundles' sizes.
+TEST(MemoryModel, ABundledBoundaryIsACopyTheSendHolds) {
+  TwoStages t;
+  const auto& [s, s0, s1] = std::tie(t.s, t.s0, t.s1);
+  s0.output_message = 12, s0.output_gradient_message = 11;
+  s1.input_message = 12, s1.input_gradient_message = 11;
+  const std::vector<bool> none(3, false);
+  // Rank 0 at B1: the stashes of micro-batches 1 and 2 (200, no sent output
+  // kept), three posted gradient bundles (33) and three sent bundles (36).
+  const MemoryPrediction r0 = predict_rank_memory(s, 0, {s0, s1}, t.fixed, none);
+  EXPECT_DOUBLE_EQ(r0.activations, 200);
+  EXPECT_DOUBLE_EQ(r0.buffers, 33 + 36);
+  EXPECT_DOUBLE_EQ(r0.peak, 1000 + 1005 + 2000 + 200 + 69);
+  // Rank 1 at B2: three posted input bundles (36) and two sent gradient
+  // bundles (22); no sent gradient is held as a gradient.
+  const MemoryPrediction r1 = predict_rank_memory(s, 1, {s0, s1}, t.fixed, none);
+  EXPECT_DOUBLE_EQ(r1.gradients, 1000 + 20);
+  EXPECT_DOUBLE_EQ(r1.buffers, 36 + 22);
+  EXPECT_DOUBLE_EQ(r1.peak, 1000 + 1020 + 2000 + 50 + 58);
+  // Copied out at the send, a bundle lives only while it is packed: rank 0's
+  // most is SEND_F2's moment (the stashes of 1 and 2, the posted 33, the copy).
+  t.fixed.sends_copied_up_to = 12;
+  const MemoryPrediction inline_r0 = predict_rank_memory(s, 0, {s0, s1}, t.fixed, none);
+  EXPECT_DOUBLE_EQ(inline_r0.buffers, 33 + 12);
+  EXPECT_DOUBLE_EQ(inline_r0.peak, 1000 + 1000 + 2000 + 200 + 45);
+}
+
+// Under bf16 each weight is cast once a step (one autocast region, its cache
+// shared by the micro-batches): a stage's casts are its layers', held from
+// its first F to the step's end, once however many micro-batches it runs.
+TEST(MemoryModel, WeightCastsAreHeldOnceAStepFromTheStagesFirstForward) {
+  ModelMemory model;
+  model.layers = {layer(10, false, true, 1, 2), layer(20, true, false, 2, 3)};
+  model.layers[0].weight_cast_bytes = 4;
+  model.layers[1].weight_cast_bytes = 6;
+  EXPECT_DOUBLE_EQ(stage_memory(model, 0, 2, false).weight_casts, 10);
+  EXPECT_DOUBLE_EQ(stage_memory(model, 1, 2, true).weight_casts, 6);
+  TwoStages t;
+  t.s0.weight_casts = 7;
+  const std::vector<bool> none(3, false);
+  MemoryTrace trace;
+  const MemoryPrediction r0 = predict_rank_memory(t.s, 0, {t.s0, t.s1}, t.fixed, none, 0, &trace);
+  // At B1 as without casts (210 of activations), and the casts once.
+  EXPECT_DOUBLE_EQ(r0.activations, 210 + 7);
+  EXPECT_DOUBLE_EQ(r0.peak, 1000 + 1005 + 2000 + 217 + 30);
+  // From the first F on (4130 + 7) to the step's end (4060 + 7).
+  EXPECT_DOUBLE_EQ(trace.during.front(), 4137);
+  EXPECT_DOUBLE_EQ(trace.optimizer_step, 4060 + 7);
+}
+
 // A message received on arrival (inline over shared memory; every message
 // on a GPU) exists from its RECV until its micro-batch's B uses it up, not
 // from the step's start to its end.
