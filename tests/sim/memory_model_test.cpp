@@ -65,23 +65,6 @@ TEST(MemoryModel, EachLayersKeptBytesSumToTheStagesStash) {
   for (double k : kept) EXPECT_GE(k, 0);
 }
 
-// A chained backward frees each layer's saved tensors once it has run: the
-// last layer's temporaries come on top of the whole stash, an earlier
-// layer's beside the layers before it and the held output only.
-TEST(MemoryModel, AnEarlierLayersBackwardComesAfterTheLaterGraphsAreFreed) {
-  ModelMemory m;
-  m.layers = {layer(10, false, false, 1, 5, 60), layer(20, false, false, 5, 5, 300),
-              layer(100, false, false, 5, 5, 10)};
-  const StageMemory s = stage_memory(m, 0, 3, /*last=*/false);
-  EXPECT_DOUBLE_EQ(s.stash, 10 + 20 + 100 + 5);
-  // Layer 2 first: 135 + 10. Layer 1: layer 0's graph (10), the output (5)
-  // and its 300: 315, 180 above the stash. Layer 0: 5 + 60.
-  EXPECT_DOUBLE_EQ(s.backward_extra, 180);
-  // Its temporaries at 100: layer 1's backward holds 115, under 135 + 10.
-  m.layers[1].backward_extra = 100;
-  EXPECT_DOUBLE_EQ(stage_memory(m, 0, 3, false).backward_extra, 10);
-}
-
 // A stage that starts at layer i > 0 runs it on its input as received (in
 // the compute dtype): its figures replace layer i's there, and only there.
 TEST(MemoryModel, ALaterStagesFirstLayerTakesItsFiguresOnTheReceivedInput) {
@@ -93,9 +76,7 @@ TEST(MemoryModel, ALaterStagesFirstLayerTakesItsFiguresOnTheReceivedInput) {
   m.stage_inputs[1] = layer(26, false, false, 4, 8, 11);
   const StageMemory later = stage_memory(m, 1, 3, /*last=*/false);
   EXPECT_DOUBLE_EQ(later.stash, 26 + 20 + 2);  // + the output held until the B
-  // Layer 1's 11 come after layer 2's graph and its own are freed: 11 + 2
-  // (the output) under the whole stash (48) and layer 2's 7 on top of it.
-  EXPECT_DOUBLE_EQ(later.backward_extra, 7);
+  EXPECT_DOUBLE_EQ(later.backward_extra, 11);
   // Inside a stage layer 1 is its chained self.
   const StageMemory whole = stage_memory(m, 0, 3, /*last=*/false);
   EXPECT_DOUBLE_EQ(whole.stash, 4 + 10 + 20 + 2);
