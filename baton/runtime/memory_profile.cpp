@@ -158,16 +158,19 @@ sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision 
   return m;
 }
 
-// The bytes of the bundles a stage boundary carrying `x` crosses in
-// (executor.cpp): forward, its floating tensors in the compute dtype; back,
-// a gradient for each of those and none for the rest. 0: not a bundle.
-struct Messages {
-  double output = 0;
-  double gradient = 0;
+// A stage boundary carrying `x` as the executor hands it on (executor.cpp):
+// its floating tensors in the compute dtype. Its bytes, and the bundles it
+// crosses in, forward and back (a gradient for each floating tensor, none
+// for the rest); 0: not a bundle.
+struct Boundary {
+  double wire = 0;
+  double output_message = 0;
+  double gradient_message = 0;
 };
 
-Messages messages_of(const nn::Tensors& x, Precision precision) {
-  std::vector<at::Tensor> forward, back;
+Boundary boundary_of(const nn::Tensors& x, Precision precision) {
+  Boundary b;
+  std::vector<at::Tensor> forward, back;  // shapes only (meta tensors)
   for (const auto& t : x) {
     if (!t.defined()) {
       forward.emplace_back();
@@ -178,13 +181,13 @@ Messages messages_of(const nn::Tensors& x, Precision precision) {
     const auto dtype =
         floating && precision != Precision::Fp32 ? compute_dtype(precision) : t.scalar_type();
     at::Tensor shape = at::empty(t.sizes(), at::TensorOptions().dtype(dtype).device(at::kMeta));
+    b.wire += static_cast<double>(shape.numel()) * static_cast<double>(shape.element_size());
     forward.push_back(shape);
     back.push_back(floating ? shape : at::Tensor());
   }
-  Messages m;
-  if (comm::bundles(forward)) m.output = static_cast<double>(comm::message_bytes(forward));
-  if (comm::bundles(back)) m.gradient = static_cast<double>(comm::message_bytes(back));
-  return m;
+  if (comm::bundles(forward)) b.output_message = static_cast<double>(comm::message_bytes(forward));
+  if (comm::bundles(back)) b.gradient_message = static_cast<double>(comm::message_bytes(back));
+  return b;
 }
 
 }  // namespace
@@ -219,21 +222,12 @@ sim::ModelMemory measure_model_memory(const nn::ModelSpec& model, const nn::Tens
       AutocastScope autocast(precision, torch::kCPU);
       x = call(x);
     }
-    // As a stage hands it on (executor.cpp): floating tensors in the compute dtype.
-    double wire = 0;
-    for (const auto& t : x) {
-      if (!t.defined()) continue;
-      const bool cast = precision != Precision::Fp32 && t.is_floating_point();
-      wire += static_cast<double>(t.numel()) *
-              (cast ? c10::elementSize(compute_dtype(precision)) : t.element_size());
-    }
-    memory.layers.back().output_wire_bytes = wire;
-    memory.stage_inputs.back().output_wire_bytes = wire;
-    // The messages a boundary here would cross in, where they are bundles.
-    const Messages messages = messages_of(x, precision);
+    // As a stage hands it on, and the messages a boundary here crosses in.
+    const Boundary boundary = boundary_of(x, precision);
     for (sim::LayerMemory* l : {&memory.layers.back(), &memory.stage_inputs.back()}) {
-      l->output_message_bytes = messages.output;
-      l->output_gradient_message_bytes = messages.gradient;
+      l->output_wire_bytes = boundary.wire;
+      l->output_message_bytes = boundary.output_message;
+      l->output_gradient_message_bytes = boundary.gradient_message;
     }
     previous = nn::LayerSlot{{}, layer.index, layer.name};
   }
