@@ -85,7 +85,8 @@ TEST(ProfiledMemory, AMissingFieldIsNamed) {
 
 // The categories are the peak's (sim::MemoryPrediction): with Adam the peak
 // is the optimizer's step, its two moments and temporaries the size of the
-// largest parameter tensor twice on top of the state.
+// largest parameter tensor twice on top of the state, and the receive buffers
+// the transport still holds.
 TEST(ProfiledMemory, EachRankHoldsItsOwnLayersState) {
   // 5 layers over 2 stages: layers 0-2 (60 000 parameter bytes, the largest
   // tensor 15 000), 3-4 (90 000, the largest 25 000).
@@ -97,7 +98,11 @@ TEST(ProfiledMemory, EachRankHoldsItsOwnLayersState) {
   EXPECT_EQ(ranks[0].gradients, 60000);
   EXPECT_EQ(ranks[0].optimizer, 2 * 60000 + 2 * 15000);
   EXPECT_EQ(ranks[1].optimizer, 2 * 90000 + 2 * 25000);
-  EXPECT_EQ(ranks[1].peak, 90000 + 90000 + 2 * 90000 + 2 * 25000);
+  // Plus the four posted receives' buffers (100 bytes each, one per
+  // micro-batch's tag): the transport keeps them through the optimizer's step
+  // for the next step's messages (comm/buffer_cache.h).
+  EXPECT_EQ(ranks[1].peak, 90000 + 90000 + 2 * 90000 + 2 * 25000 + 4 * 100);
+  EXPECT_EQ(ranks[1].buffers, 4 * 100);
 }
 
 // With SGD (no state) the peak is the activations': rank 0's stage (layers
