@@ -35,6 +35,7 @@ json layer_json(const sim::LayerMemory& l) {
           {"output_gradient_message_bytes", l.output_gradient_message_bytes},
           {"forward_extra", l.forward_extra},
           {"backward_extra", l.backward_extra},
+          {"backward_peak_bytes", l.backward_peak_bytes},
           {"weight_cast_bytes", l.weight_cast_bytes},
           {"weight_stash_bytes", l.weight_stash_bytes}};
 }
@@ -64,6 +65,7 @@ sim::LayerMemory parse_layer(const json& l, const std::string& where, const std:
       profile_number(l, "output_gradient_message_bytes", where, path);
   out.forward_extra = profile_number(l, "forward_extra", where, path);
   out.backward_extra = profile_number(l, "backward_extra", where, path);
+  out.backward_peak_bytes = profile_number(l, "backward_peak_bytes", where, path);
   out.weight_cast_bytes = profile_number(l, "weight_cast_bytes", where, path);
   out.weight_stash_bytes = profile_number(l, "weight_stash_bytes", where, path);
   return out;
@@ -149,26 +151,19 @@ std::vector<sim::MemoryPrediction> profiled_rank_memory(
     std::set<int> held;  // the stages rank r computes
     for (const schedule::Action& a : schedule.actions[r])
       if (a.kind == schedule::ActionKind::F) held.insert(a.stage);
-    sim::StaticMemory fixed;
-    double largest = 0;
+    double whole = 0, largest = 0;
     for (const int s : held) {
       for (int i = cut.first_layer(s); i < cut.end_layer(s); ++i) {
-        fixed.parameters += memory.parameter_bytes[i];
+        whole += memory.parameter_bytes[i];
         largest = std::max(largest, memory.largest_parameter_bytes[i]);
       }
     }
-    fixed.gradients = fixed.parameters;
     // What the optimizer steps: the stages' parameters, or a replica's shards.
     const bool sharded = replicas.zero > 0 && replicas.dp > 1;
-    const double stepped = sharded ? fixed.parameters / replicas.dp : fixed.parameters;
-    if (sharded) {
-      largest /= replicas.dp;
-      fixed.gradient_shards = stepped;
-    }
-    // ZeRO-3: the shards at rest, and every stage gathered whole at the
-    // peak, as the ranks' own prediction counts it (train/trainer.cpp).
-    if (sharded && replicas.zero == 3) fixed.parameters += stepped;
-    fixed.optimizer = memory.optimizer_state_per_parameter_byte * stepped;
+    if (sharded) largest /= replicas.dp;
+    sim::StaticMemory fixed =
+        sim::replica_static(whole, sharded ? whole / replicas.dp : whole, replicas.zero,
+                            replicas.dp, memory.optimizer_state_per_parameter_byte);
     fixed.gradients_freed = memory.gradients_freed;
     fixed.sends_copied_up_to = memory.sends_copied_up_to;
     fixed.receives_on_arrival_up_to = memory.receives_on_arrival_up_to;

@@ -1,6 +1,8 @@
 #include "baton/runtime/memory_profile.h"
 
 #include <torch/autograd.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/variable.h>
 
 #include <functional>
 
@@ -42,23 +44,15 @@ Fresh fresh(const nn::Tensors& x) {
 }
 
 // A backward from `out`'s recorded tensors, seeded with ones.
-struct Backward {
+void run_backward(const nn::Tensors& out) {
   std::vector<torch::Tensor> roots, seeds;
-  explicit Backward(const nn::Tensors& out) {
-    for (const auto& y : out) {
-      if (y.defined() && y.requires_grad()) {
-        roots.push_back(y);
-        seeds.push_back(torch::ones_like(y));
-      }
+  for (const auto& y : out) {
+    if (y.defined() && y.requires_grad()) {
+      roots.push_back(y);
+      seeds.push_back(torch::ones_like(y));
     }
   }
-  void run() {
-    if (!roots.empty()) torch::autograd::backward(roots, seeds);
-  }
-};
-
-void run_backward(const nn::Tensors& out) {
-  Backward(out).run();
+  if (!roots.empty()) torch::autograd::backward(roots, seeds);
 }
 
 // The layers of `module` (itself included) that can defer their weight gradients.
@@ -133,12 +127,47 @@ sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision 
     m.graph_bytes = std::max(0.0, graph_only - base);
   }
   {
+    // On the gradient coming in, held all through the backward (as a stage
+    // holds the gradient it received); the output and input dropped, as
+    // where only the graph saved them.
     Fresh in = fresh(x);
-    Backward backward(under_autocast(in.values));  // its seeds exist before it runs
+    torch::autograd::edge_list roots;
+    std::vector<torch::Tensor> seeds;
+    for (const auto& y : under_autocast(in.values)) {
+      if (!y.defined() || !y.requires_grad()) continue;
+      roots.push_back(torch::autograd::impl::gradient_edge(y));
+      seeds.push_back(torch::ones_like(y));
+    }
+    in.values.clear();
     const double before = held();
     comm::reset_memory_peak();
-    backward.run();
+    if (!roots.empty()) {
+      torch::autograd::Engine::get_default_engine().execute(roots, seeds, /*keep_graph=*/false,
+                                                            /*create_graph=*/false,
+                                                            /*accumulate_grad=*/true);
+    }
     m.backward_extra = std::max(0.0, peak() - before);
+  }
+  {
+    // As a layer inside a stage runs its backward: from what was held before
+    // its forward, with its graph, the gradient coming in as the layer after
+    // it made it (a tensor only the engine holds, freed once used: the
+    // gradient of y * 1), its temporaries and its input's gradient.
+    const double base = held();
+    Fresh in = fresh(x);
+    torch::Tensor root;
+    {
+      nn::Tensors out = under_autocast(in.values);
+      in.values.clear();
+      for (const auto& y : out) {
+        if (!y.defined() || !y.requires_grad()) continue;
+        const torch::Tensor part = y.mul(1.0).sum();
+        root = root.defined() ? root + part : part;
+      }
+    }
+    comm::reset_memory_peak();
+    if (root.defined()) root.backward();
+    m.backward_peak_bytes = std::max(0.0, peak() - base);
   }
   if (!split.empty()) {
     // I with the weight gradients deferred, as zero-bubble schedules run it:

@@ -35,35 +35,59 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     s.output_message = out.output_message_bytes;
     s.output_gradient_message = out.output_gradient_message_bytes;
   }
-  double peak_forward = 0, peak_backward = 0;
+  double peak_forward = 0;
+  // The running stash before and after each layer's graph joins it.
+  std::vector<double> before, after;
   for (int i = first; i < end; ++i) {
     const LayerMemory& l = layer(i);
     // The forward's temporaries come on top of what the layers before kept.
     peak_forward = std::max(peak_forward, s.stash + l.output_bytes + l.forward_extra);
+    before.push_back(s.stash);
     s.stash += l.graph_bytes;
+    after.push_back(s.stash);
     // A boundary inside the stage saved by both layers is one tensor (one
     // saved by neither is freed once the next layer has run).
     if (i + 1 < end && l.keeps_output && layer(i + 1).keeps_input) s.stash -= l.output_bytes;
-    peak_backward = std::max(peak_backward, l.backward_extra);
     s.weight_stash += l.weight_stash_bytes;
     s.weight_casts += l.weight_cast_bytes;
   }
   // The input is held outside the stash (a received buffer, the data, the
   // previous stage's output).
-  if (in.keeps_input) s.stash -= in.input_bytes;
+  const double outside = in.keeps_input ? in.input_bytes : 0;
+  s.stash -= outside;
+  // What the stash holds besides its layers' graphs, all through the B.
+  double held_output = 0;
   if (last) {
     // The loss's graph; the last layer's output lives on only if one of them saved it.
     s.stash += model.loss.graph_bytes;
     if (out.keeps_output && model.loss.keeps_input) s.stash -= out.output_bytes;
-    peak_backward = std::max(peak_backward, model.loss.backward_extra);
     peak_forward = std::max(peak_forward, s.stash + model.loss.forward_extra);
   } else if (wire(out) != out.output_bytes) {
-    s.stash += wire(out);  // the executor holds the cast output until the B
+    held_output = wire(out);  // the executor holds the cast output until the B
   } else if (!out.keeps_output) {
-    s.stash += out.output_bytes;  // the executor holds the output until the B
+    held_output = out.output_bytes;  // the executor holds the output until the B
+  }
+  s.stash += held_output;
+  // The B's peak, layer by layer from the last. The loss's backward (the
+  // last stage), or the stage's last layer's on the gradient it received
+  // (held all through the B, by the walk), runs on the whole stash.
+  s.backward_extra = last ? model.loss.backward_extra : out.backward_extra;
+  s.backward_freed = 0;
+  const int inside_end = last ? end : end - 1;
+  for (int i = first; i < inside_end; ++i) {
+    // Layer i's backward: the layers before it keep their graphs (a
+    // boundary both saved once: its share is in layer i's figure), layer i
+    // holds its backward_peak_bytes (its graph with the input it saved, held
+    // outside when it is the stage's input), and the layers after it have
+    // freed theirs, and on the last stage the loss its own.
+    const int k = i - first;
+    const double rise = before[k] + layer(i).backward_peak_bytes - outside + held_output - s.stash;
+    if (rise > s.backward_extra + s.backward_freed) {
+      s.backward_freed = after[k] - outside + held_output - s.stash;
+      s.backward_extra = rise - s.backward_freed;  // its temporaries and gradients
+    }
   }
   s.forward_extra = std::max(0.0, peak_forward - s.stash);
-  s.backward_extra = peak_backward;
   return s;
 }
 
@@ -172,9 +196,10 @@ class Walk {
     }
     const bool input_part = a.kind != ActionKind::W;  // B or I
     if (input_part) {
-      // A recomputed micro-batch runs its F again first: its stash exists for the B.
+      // A recomputed micro-batch runs its F again first: its stash exists
+      // for the B, which frees the later layers' graphs as it goes.
       MemoryPrediction extra;
-      extra.activations = recomputed ? s.stash - s.output_bytes : 0;
+      extra.activations = (recomputed ? s.stash - s.output_bytes : 0) + s.backward_freed;
       extra.gradients = s.backward_extra;
       consider(extra);
       // Its received input and output gradient, held since they arrived, are used up.
@@ -304,6 +329,17 @@ class Walk {
 };
 
 }  // namespace
+
+StaticMemory replica_static(double whole, double stepped, int zero, int dp,
+                            double optimizer_state_per_parameter_byte) {
+  StaticMemory fixed;
+  const bool sharded = zero > 0 && dp > 1;
+  fixed.parameters = whole + (sharded && zero == 3 ? stepped : 0);
+  fixed.gradients = whole;
+  fixed.optimizer = optimizer_state_per_parameter_byte * stepped;
+  if (sharded) fixed.gradient_shards = stepped;
+  return fixed;
+}
 
 MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int rank,
                                      const std::vector<StageMemory>& stages,

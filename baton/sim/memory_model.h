@@ -6,9 +6,11 @@
 // layers' graphs save (each boundary inside the stage once), the stage's
 // output (the executor holds it until the B), and on the last stage what
 // the loss saves. Its input is held anyway (a received buffer, the data, or
-// the previous stage's output), so it is not counted again. A B adds, for a
-// moment, its backward's temporaries (the input gradients of the layer in
-// flight) and leaves the input gradient to send.
+// the previous stage's output), so it is not counted again. A B runs its
+// layers last to first: while layer i's backward runs, the layers after it
+// have freed their graphs, and layer i holds its graph, the gradient coming
+// in, its temporaries and its input's gradient; the B's peak is the most of
+// these over its layers. It leaves the input gradient to send.
 #pragma once
 
 #include <vector>
@@ -35,8 +37,18 @@ struct LayerMemory {
   // as itself.
   double output_message_bytes = 0;
   double output_gradient_message_bytes = 0;
-  double forward_extra = 0;   // most bytes above the forward's end during it (temporaries)
-  double backward_extra = 0;  // most bytes above the backward's start during it
+  double forward_extra = 0;  // most bytes above the forward's end during it (temporaries)
+  // Most bytes above the backward's start during it, with the gradient
+  // coming in held throughout (as a stage holds the gradient it received)
+  // and the output only where the graph saved it.
+  double backward_extra = 0;
+  // Most bytes held during its backward above what was held before its
+  // forward, as a layer inside a stage runs it: its graph (freed as the
+  // backward goes), the gradient coming in (freed once used), its
+  // temporaries and its input's gradient. The layers after it in the stage
+  // have freed their graphs by then (a conv's peak comes once the pooling
+  // and activation after it have let go of theirs).
+  double backward_peak_bytes = 0;
   // Under bf16 or fp16: its weights cast to the compute dtype, made at the
   // step's first use and cached until the step ends (one autocast region a
   // step), shared by the micro-batches; not in graph_bytes.
@@ -58,13 +70,18 @@ struct ModelMemory {
 
 // One stage's micro-batch, in bytes.
 struct StageMemory {
-  double stash = 0;           // held from the F's end until the B
-  double forward_extra = 0;   // most beyond the stash during the F
-  double backward_extra = 0;  // most beyond what is held at the B's start during it
-  double weight_stash = 0;    // held from a split backward's I until its W
-  double weight_casts = 0;    // held from the stage's first F of a step until its end
-  double input_bytes = 0;     // its input (a received message when the stage before is elsewhere)
-  double output_bytes = 0;    // its output (a sent message; the gradient received for it)
+  double stash = 0;          // held from the F's end until the B
+  double forward_extra = 0;  // most beyond the stash during the F
+  // A B's most beyond what is held at its start, in two parts: what its
+  // layers' temporaries and gradients add (backward_extra), and the graphs
+  // the layers after the one in flight have freed by then (backward_freed,
+  // at most 0), taken from the stash.
+  double backward_extra = 0;
+  double backward_freed = 0;
+  double weight_stash = 0;  // held from a split backward's I until its W
+  double weight_casts = 0;  // held from the stage's first F of a step until its end
+  double input_bytes = 0;   // its input (a received message when the stage before is elsewhere)
+  double output_bytes = 0;  // its output (a sent message; the gradient received for it)
   // Bundles (LayerMemory::output_message_bytes; 0: the tensor as itself):
   // the messages that carry its input (RECV_F) and its input's gradient
   // (SEND_B), and its output (SEND_F) and the output's gradient (RECV_B).
@@ -110,6 +127,17 @@ struct StaticMemory {
   // reduced, held beside them for a moment (runtime/zero.h).
   double gradient_shards = 0;
 };
+
+// A replica's parameters, gradients and optimizer state under ZeRO
+// (runtime/zero.h), the one rule the ranks' prediction and the profile's
+// (plan/profile_memory.h) share. `whole`: its stages' weights as the step
+// uses them (under ZeRO-3 every stage gathered at once, as the walk finds
+// at the peak for every schedule) and their gradients during the step;
+// `stepped`: what its optimizer steps, a 1/dp shard under ZeRO with dp > 1.
+// ZeRO-3 keeps the shards at rest beside the gathered weights; from ZeRO-1
+// on the gradient shards are cut beside the whole gradients at the step's end.
+StaticMemory replica_static(double whole, double stepped, int zero, int dp,
+                            double optimizer_state_per_parameter_byte);
 
 // A rank's peak, by the allocator's categories (comm/memory_counter.h).
 struct MemoryPrediction {

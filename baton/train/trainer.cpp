@@ -220,34 +220,27 @@ sim::MemoryPrediction predict_rank_memory(const TrainConfig& c, const nn::ModelS
     stage_kept.push_back(recompute == runtime::Recompute::Always ? stages.back().input_bytes
                                                                  : stages.back().stash);
   }
-  sim::StaticMemory fixed;
   double largest = 0, stepped = 0;  // what the optimizer steps (its shards under --zero)
   for (const auto& p : pipeline.parameters()) {
     stepped += bytes_of(p);
     largest = std::max(largest, bytes_of(p));
   }
+  // The stages' weights as the step uses them. ZeRO-3: gathered whole from
+  // their UNSHARD to their RESHARD, dp shards each (exact up to the padding).
+  // Else the layers' weights (ZeRO-1/2 shards are views of them), each
+  // storage once.
+  double whole = 0;
   if (c.zero == 3 && c.dp > 1) {
-    // The shards at rest, and the rank's stages gathered whole from their
-    // UNSHARD to their RESHARD (dp shards each, exact up to the padding): all
-    // of them at once at the peak, as the simulator's walk finds for every
-    // schedule (Sharding.EveryStageOfARankIsGatheredAtOnceAtItsPeak).
-    fixed.parameters = stepped + c.dp * stepped;
-    fixed.gradients = c.dp * stepped;
+    whole = c.dp * stepped;
   } else {
-    // The layers' weights (ZeRO-1/2 shards are views of them), and their
-    // gradients whole during the step (ZeRO-2 keeps shards only at rest).
     std::set<const void*> seen;
     for (const auto& p : pipeline.held_parameters())
-      if (seen.insert(p.storage().unsafeGetStorageImpl()).second) fixed.parameters += bytes_of(p);
-    fixed.gradients = fixed.parameters;
+      if (seen.insert(p.storage().unsafeGetStorageImpl()).second) whole += bytes_of(p);
   }
-  fixed.other = device.is_cpu() ? other : other - at_rest + library_bytes;
   const double per_byte = optimizer_state_per_parameter_byte(c.optimizer);
-  fixed.optimizer = per_byte * stepped;
+  sim::StaticMemory fixed = sim::replica_static(whole, stepped, c.zero, c.dp, per_byte);
+  fixed.other = device.is_cpu() ? other : other - at_rest + library_bytes;
   fixed.gradients_freed = TORCH_VERSION_MAJOR >= 2;  // zero_grad sets them to none
-  // The optimizer's gradients are the shards' (runtime/zero.h), dropped at
-  // each step's start and cut beside the whole gradients at its end.
-  if (c.zero > 0 && c.dp > 1) fixed.gradient_shards = stepped;
   const MessageTerms messages = message_terms(c, device);
   fixed.sends_copied_up_to = messages.sends_copied_up_to;
   fixed.receives_on_arrival_up_to = messages.receives_on_arrival_up_to;

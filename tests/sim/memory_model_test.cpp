@@ -71,19 +71,60 @@ TEST(MemoryModel, ALaterStagesFirstLayerTakesItsFiguresOnTheReceivedInput) {
   ModelMemory m;
   m.layers = {layer(4, false, false, 4, 8), layer(10, false, false, 8, 8, 5),
               layer(20, false, false, 8, 2, 7)};
+  m.layers[1].backward_peak_bytes = 40;
   // Layer 1 on a bf16 input keeps an fp32 copy of it (16 more) and works harder.
   m.stage_inputs = m.layers;
   m.stage_inputs[1] = layer(26, false, false, 4, 8, 11);
+  m.stage_inputs[1].backward_peak_bytes = 60;
   const StageMemory later = stage_memory(m, 1, 3, /*last=*/false);
   EXPECT_DOUBLE_EQ(later.stash, 26 + 20 + 2);  // + the output held until the B
-  EXPECT_DOUBLE_EQ(later.backward_extra, 11);
-  // Inside a stage layer 1 is its chained self.
+  // Layer 1's backward, once layer 2 has freed its 20: 60 beside the held
+  // output (2), against the 48 held at the B's start.
+  EXPECT_DOUBLE_EQ(later.backward_extra + later.backward_freed, 60 + 2 - 48);
+  EXPECT_DOUBLE_EQ(later.backward_freed, -20);
+  // Inside a stage layer 1 is its chained self: 40 beside layer 0's graph (4).
   const StageMemory whole = stage_memory(m, 0, 3, /*last=*/false);
   EXPECT_DOUBLE_EQ(whole.stash, 4 + 10 + 20 + 2);
-  EXPECT_DOUBLE_EQ(whole.backward_extra, 7);
+  EXPECT_DOUBLE_EQ(whole.backward_extra + whole.backward_freed, 4 + 40 + 2 - 36);
   // Without the received figures (fp32), layer 1 as chained.
   m.stage_inputs.clear();
   EXPECT_DOUBLE_EQ(stage_memory(m, 1, 3, false).stash, 10 + 20 + 2);
+}
+
+// A B runs its layers last to first, each freeing its graph once done: an
+// earlier layer's backward peaks beside the graphs before it and its own,
+// not the whole stash (the cnn's conv peaks once the pooling after it has
+// let go of its indices). The stage's last layer runs on the whole stash
+// with the gradient it received; the last stage's loss likewise.
+TEST(MemoryModel, AnEarlierLayersBackwardPeaksOnceTheLaterGraphsAreFreed) {
+  ModelMemory m;
+  // Layer 0 keeps its input (4) and its output (8), which layer 1 keeps too;
+  // layer 1 keeps 30 more. Layer 0's backward holds its 12, the gradient
+  // coming in (8) and its temporaries (20): 40 at its peak.
+  m.layers = {layer(4 + 8, true, true, 4, 8), layer(8 + 30, true, false, 8, 2, 3)};
+  m.layers[0].backward_peak_bytes = 40;
+  m.loss = layer(5, false, false, 2, 1, 6);
+  const StageMemory s = stage_memory(m, 0, 2, /*last=*/false);
+  // 12 + 38 - 8 (shared) - 4 (the input, outside) + 2 (the output held) = 40.
+  EXPECT_DOUBLE_EQ(s.stash, 40);
+  // Layer 0: 40 less its input (outside) beside the output held (2) is 38,
+  // under the 40 held at the start; layer 1's 3 on the whole stash wins.
+  EXPECT_DOUBLE_EQ(s.backward_extra, 3);
+  EXPECT_DOUBLE_EQ(s.backward_freed, 0);
+  // Layer 0 working harder: 60 at its peak, so 60 - 4 + 2 = 58, 18 above the
+  // start, once layer 1's 30 of its own are freed.
+  m.layers[0].backward_peak_bytes = 60;
+  const StageMemory harder = stage_memory(m, 0, 2, /*last=*/false);
+  EXPECT_DOUBLE_EQ(harder.backward_extra + harder.backward_freed, 18);
+  EXPECT_DOUBLE_EQ(harder.backward_freed, -30);
+  // As the last stage, the loss's graph (5) is freed too before layer 1's B.
+  m.layers[1].backward_peak_bytes = 38 + 2 + 50;
+  const StageMemory last = stage_memory(m, 0, 2, /*last=*/true);
+  EXPECT_DOUBLE_EQ(last.stash, 12 + 38 - 8 - 4 + 5);
+  // Layer 1: layer 0's 12 (less the shared 8: in layer 1's figure) and 90,
+  // less the input (4): 90, against the 43 held at the start.
+  EXPECT_DOUBLE_EQ(last.backward_extra + last.backward_freed, 4 + 90 - 4 - 43);
+  EXPECT_DOUBLE_EQ(last.backward_freed, -5);
 }
 
 // 1F1B on two ranks, three micro-batches: stage 0 keeps 100 and sends 10,
@@ -350,6 +391,30 @@ TEST(MemoryModel, A2BWRankHoldsTheCarriedStashesAndASecondWeightVersion) {
   s.updates = schedule::WeightUpdates::kPerMicrobatchUnstashed;
   EXPECT_DOUBLE_EQ(predict_rank_memory(s, 0, {only}, fixed, {false, false}).peak,
                    1000 + 1005 + 2000 + 200);
+}
+
+// A replica's state under ZeRO (runtime/zero.h), by hand: 1000 bytes of
+// weights over dp 4, Adam's two moments a stepped byte.
+TEST(MemoryModel, AReplicasStateByZeroStage) {
+  const StaticMemory none = replica_static(1000, 1000, 0, 4, 2);
+  EXPECT_DOUBLE_EQ(none.parameters, 1000);
+  EXPECT_DOUBLE_EQ(none.gradients, 1000);
+  EXPECT_DOUBLE_EQ(none.optimizer, 2000);
+  EXPECT_DOUBLE_EQ(none.gradient_shards, 0);
+  for (int zero : {1, 2}) {
+    const StaticMemory z = replica_static(1000, 250, zero, 4, 2);
+    EXPECT_DOUBLE_EQ(z.parameters, 1000);  // the shards are views of the weights
+    EXPECT_DOUBLE_EQ(z.gradients, 1000);   // whole during the step
+    EXPECT_DOUBLE_EQ(z.optimizer, 500);
+    EXPECT_DOUBLE_EQ(z.gradient_shards, 250);
+  }
+  // ZeRO-3: the shard at rest beside the gathered weights.
+  const StaticMemory three = replica_static(1000, 250, 3, 4, 2);
+  EXPECT_DOUBLE_EQ(three.parameters, 1250);
+  EXPECT_DOUBLE_EQ(three.optimizer, 500);
+  // dp 1 shards nothing.
+  EXPECT_DOUBLE_EQ(replica_static(1000, 1000, 3, 1, 2).parameters, 1000);
+  EXPECT_DOUBLE_EQ(replica_static(1000, 1000, 3, 1, 2).gradient_shards, 0);
 }
 
 }  // namespace
