@@ -344,6 +344,21 @@ TEST(MemoryModel, ASplitBackwardsIKeepsOnlyWhatItsWNeeds) {
   EXPECT_DOUBLE_EQ(p.peak, 180);
 }
 
+// The W keeps the output gradients its I made as well as inputs from the
+// stash, which can be more than the stash: the last stage's W keeps the
+// logits' gradient the loss gave it (gpt zb-h1 p = 4, rank 3).
+TEST(MemoryModel, AWStashCanExceedTheStashItCameFrom) {
+  const schedule::Schedule s = schedule::parse_schedule("0F0 0I0 0F1 0I1 0F2 0I2 0W0 0W1 0W2\n");
+  StageMemory last;
+  last.stash = 100;
+  last.weight_stash = 130;
+  last.backward_extra = 40;
+  // I2: two W stashes (260), its own stash (100) and its temporaries (40).
+  const MemoryPrediction p =
+      predict_rank_memory(s, 0, {last}, StaticMemory{}, {false, false, false});
+  EXPECT_DOUBLE_EQ(p.peak, 2 * 130 + 100 + 40);
+}
+
 TEST(MemoryModel, GradientsFreedBetweenStepsComeBackAtTheFirstBackward) {
   const schedule::Schedule s = schedule::parse_schedule("0F0 0F1 0B0 0B1\n");
   StageMemory only;
