@@ -104,8 +104,16 @@ def main():
             continue
         by = lambda i: " < ".join(s for s, _ in sorted(peaks.items(), key=lambda kv: kv[1][i]))
         predicted, measured = by(0), by(1)
-        print(f"{' '.join(map(str, key))}: predicted {predicted}; measured {measured}: "
-              f"{'same order' if predicted == measured else 'ORDER DIFFERS'}")
+        # Two schedules whose measured peaks are within 1% of each other are
+        # a tie (mlp's peak is the optimizer's step under every flushing
+        # schedule, a few kB apart): a pair the prediction orders the other
+        # way is a difference only where the measured peaks are further apart.
+        crossed = [(a, b) for a in peaks for b in peaks
+                   if peaks[a][1] < peaks[b][1] * 0.99 and peaks[a][0] > peaks[b][0]]
+        verdict = ("same order" if predicted == measured else
+                   "same order up to ties within 1%" if not crossed else
+                   "ORDER DIFFERS: " + ", ".join(f"{a} < {b} measured" for a, b in crossed))
+        print(f"{' '.join(map(str, key))}: predicted {predicted}; measured {measured}: {verdict}")
     within = lambda t: sum(abs(r - 1) <= t for r in ratios)
     print(f"{len(ratios)} rank figures: {within(0.05)} within 5%, {within(0.10)} within 10%")
     print(f"worst |predicted / measured - 1|: {worst:.3f} (target 0.05); "
