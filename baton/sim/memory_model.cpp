@@ -36,15 +36,14 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     s.output_gradient_message = out.output_gradient_message_bytes;
   }
   double peak_forward = 0;
-  // The running stash before and after each layer's graph joins it.
-  std::vector<double> before, after;
+  // The running stash before each layer's graph joins it.
+  std::vector<double> before;
   for (int i = first; i < end; ++i) {
     const LayerMemory& l = layer(i);
     // The forward's temporaries come on top of what the layers before kept.
     peak_forward = std::max(peak_forward, s.stash + l.output_bytes + l.forward_extra);
     before.push_back(s.stash);
     s.stash += l.graph_bytes;
-    after.push_back(s.stash);
     // A boundary inside the stage saved by both layers is one tensor (one
     // saved by neither is freed once the next layer has run).
     if (i + 1 < end && l.keeps_output && layer(i + 1).keeps_input) s.stash -= l.output_bytes;
@@ -83,7 +82,7 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     const int k = i - first;
     const double rise = before[k] + layer(i).backward_peak_bytes - outside + held_output - s.stash;
     if (rise > s.backward_extra + s.backward_freed) {
-      s.backward_freed = after[k] - outside + held_output - s.stash;
+      s.backward_freed = before[k] + layer(i).graph_bytes - outside + held_output - s.stash;
       s.backward_extra = rise - s.backward_freed;  // its temporaries and gradients
     }
   }
