@@ -3,9 +3,21 @@
 #include <algorithm>
 #include <set>
 
+#include "baton/comm/memory_counter.h"
 #include "baton/core/error.h"
 
 namespace baton::runtime {
+
+namespace {
+
+// The versions are weights and the buffers gradients, in the counting
+// allocator's categories as in the model's (sim/memory_model.h): charged
+// where they are made, whatever scope the caller is in.
+using Charged = comm::MemoryCategoryScope;
+constexpr comm::MemoryCategory kWeights = comm::MemoryCategory::kParameters;
+constexpr comm::MemoryCategory kGradientBuffers = comm::MemoryCategory::kGradients;
+
+}  // namespace
 
 WeightVersions::WeightVersions(std::vector<std::vector<torch::Tensor>> stage_parameters,
                                Updates updates, const PipeMarePlan& pipemare)
@@ -18,11 +30,15 @@ WeightVersions::WeightVersions(std::vector<std::vector<torch::Tensor>> stage_par
     Group g;
     for (auto& p : params) {
       g.module.push_back(p);
-      // A tensor of its own (own version counter), holding the same values.
-      g.master.push_back(p.detach().clone().set_requires_grad(p.requires_grad()));
-      p.set_data(g.master.back().detach());
+      {
+        // A tensor of its own (own version counter), holding the same values.
+        Charged weights(kWeights);
+        g.master.push_back(p.detach().clone().set_requires_grad(p.requires_grad()));
+        p.set_data(g.master.back().detach());
+      }
       // The gradient buffers each policy uses: the current step's (PerStep), or
       // the one micro-batch's (PerMicrobatch*).
+      Charged gradients(kGradientBuffers);
       (updates_ == Updates::PerStep ? g.grad_current : g.grad).push_back(torch::zeros_like(p));
     }
     g.stashed.resize(g.module.size());
@@ -99,6 +115,7 @@ void WeightVersions::move_masters_if_shared(Group& g) {
       g.current.use_count() == 1)
     return;
   torch::NoGradGuard no_grad;
+  Charged weights(kWeights);
   std::vector<torch::Tensor> free;
   if (!g.pool.empty()) {
     free = std::move(g.pool.back());
@@ -156,13 +173,16 @@ void WeightVersions::end_step(bool carry_next, bool previous_whole) {
       torch::Tensor spare = master.grad();
       master.mutable_grad() = previous_whole ? g.grad_previous[i] : torch::Tensor();
       g.grad_previous[i] = g.grad_current[i];
-      if (!spare.defined() || spare.is_same(g.grad_previous[i]) || spare.is_same(master.grad()))
+      if (!spare.defined() || spare.is_same(g.grad_previous[i]) || spare.is_same(master.grad())) {
+        Charged gradients(kGradientBuffers);
         spare = torch::empty_like(master);
+      }
       g.grad_current[i] = spare.zero_();
       if (carry_next) {
         // This step's version stays where its graphs read it; the master moves
         // to a copy (into the storage of the version stashed a step ago, whose
         // backwards have run), which the caller's optimizer may step in place.
+        Charged weights(kWeights);
         torch::Tensor free = g.stashed[i].defined() ? g.stashed[i] : torch::empty_like(master);
         g.stashed[i] = master.detach();
         master.set_data(free.copy_(g.stashed[i]));

@@ -152,15 +152,23 @@ class Walk {
     stash_[cell] = kept;
   }
 
-  // PipeDream-2BW's second weight version (runtime/weight_versions.h): the
-  // previous step's weights, which the carried backwards read.
-  void hold_version(double bytes) {
-    held_.parameters += bytes;
-    version_ = bytes;
-  }
-  void drop_version() {
-    held_.parameters -= version_;
-    version_ = 0;
+  // Weight versions (runtime/weight_versions.h): their gradient buffers
+  // live from step to step, never freed by zero_grad. Under PipeDream-2BW
+  // (`per_step`) a rank holds beside each weight and its gradient two more
+  // gradient buffers (the current and the previous step's; the masters' own,
+  // freed between steps where zero_grad sets it to none, comes back at the
+  // step's end for the optimizer), and where it carries backwards (`carries`)
+  // a second weight version all through: the previous step's, which they
+  // read, kept after them for the next step's copy.
+  void hold_versions(bool per_step, bool carries) {
+    persistent_gradients_ = true;
+    if (!per_step) {
+      held_.gradients = fixed_.gradients;
+      return;
+    }
+    per_step_ = true;
+    if (carries) held_.parameters += fixed_.parameters;
+    held_.gradients = (fixed_.gradients_freed ? 2 : 3) * fixed_.gradients;
   }
 
   // A message held from its arrival (StaticMemory::receives_on_arrival_up_to)
@@ -189,7 +197,7 @@ class Walk {
     const std::pair<int, int> cell{a.stage, a.microbatch};
     // Gradients freed between steps come back whole at the rank's first B
     // (its stages' first B's, at most a few actions apart).
-    if (fixed_.gradients_freed && !gradients_back_) {
+    if (fixed_.gradients_freed && !gradients_back_ && !persistent_gradients_) {
       held_.gradients += fixed_.gradients;
       gradients_back_ = true;
     }
@@ -267,16 +275,18 @@ class Walk {
   // state and what lives outside the step. Without a flush, the stashes of
   // the micro-batches whose backwards the next step runs stay, and under
   // 2BW the weights they read stay too, beside the master that steps
-  // (`version` bytes).
-  void optimizer_step(double extra, double version) {
+  // (held all along, hold_versions).
+  void optimizer_step(double extra) {
     MemoryPrediction slice;
     slice.gradients = fixed_.gradient_shards;
     consider(slice);
     const MemoryPrediction held = held_;
     held_ = MemoryPrediction{};
     for (const auto& [cell, kept] : stash_) held_.activations += kept;
-    held_.parameters = held.parameters + (stash_.empty() ? 0 : version);
-    held_.gradients = fixed_.gradient_shards > 0 ? fixed_.gradient_shards : fixed_.gradients;
+    held_.parameters = held.parameters;
+    held_.gradients = per_step_                    ? 3 * fixed_.gradients
+                      : fixed_.gradient_shards > 0 ? fixed_.gradient_shards
+                                                   : fixed_.gradients;
     held_.optimizer = held.optimizer;
     held_.other = held.other;
     // A posted receive's buffer is the transport's, kept for the next step's
@@ -326,7 +336,7 @@ class Walk {
   std::set<int> cast_;  // stages whose weights are cast this step
   double posted_ = 0;   // the receive buffers posted at the step's start
   bool gradients_back_ = false;
-  double version_ = 0;
+  bool persistent_gradients_ = false, per_step_ = false;
   double most_ = 0;  // the most held since most_since_last()
 };
 
@@ -360,9 +370,9 @@ MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int ran
   }
   // Without a flush a backward listed before its F is the previous step's
   // micro-batch's (Schedule::carries): its stash is held from the start, and
-  // under 2BW (per-step updates) the previous weights until the last such.
+  // the weight versions all through (hold_versions).
   std::set<std::pair<int, int>> forwarded;
-  int last_carried = -1;
+  bool carried = false;
   for (int i = 0; schedule.carries && i < static_cast<int>(actions.size()); ++i) {
     const Action& a = actions[i];
     const bool backward =
@@ -370,11 +380,10 @@ MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int ran
     if (a.kind == ActionKind::F) forwarded.insert({a.stage, a.microbatch});
     if (!backward || forwarded.count({a.stage, a.microbatch}) > 0) continue;
     walk.carry_in(a, again(a.microbatch));
-    last_carried = i;
+    carried = true;
   }
-  const double version =
-      schedule.updates == schedule::WeightUpdates::kPerStep ? fixed.parameters : 0;
-  if (last_carried >= 0) walk.hold_version(version);
+  if (schedule.carries)
+    walk.hold_versions(schedule.updates == schedule::WeightUpdates::kPerStep, carried);
   walk.most_since_last();  // the trace's first action starts from what is held now
   for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
     const Action& a = actions[i];
@@ -402,10 +411,9 @@ MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int ran
       default:
         break;
     }
-    if (i == last_carried) walk.drop_version();
     if (trace) trace->during.push_back(walk.most_since_last());
   }
-  walk.optimizer_step(optimizer_extra, schedule.carries ? version : 0);
+  walk.optimizer_step(optimizer_extra);
   if (trace) trace->optimizer_step = walk.most_since_last();
   return walk.peak();
 }

@@ -161,8 +161,10 @@ struct MemoryTrace {
 // the optimizer's step (`optimizer_extra` beyond the static bytes, e.g.
 // Adam's temporaries). A schedule without a flush is walked at steady
 // state: the micro-batches whose backwards it carries hold their stashes
-// over the step boundary, and under per-step updates (2BW) their weights
-// too, a second copy of `fixed.parameters`. `trace`, when given, receives
+// over the step boundary; the weight versions' gradient buffers are never
+// freed, and under per-step updates (2BW) a rank holds all through a second
+// copy of `fixed.parameters` (the previous step's weights) and two more
+// gradient buffers (runtime/weight_versions.h). `trace`, when given, receives
 // the walk action by action.
 MemoryPrediction predict_rank_memory(const schedule::Schedule& schedule, int rank,
                                      const std::vector<StageMemory>& stages,
