@@ -414,8 +414,8 @@ TEST(MemoryModel, A2BWRankHoldsTheCarriedStashesASecondWeightVersionAndThreeGrad
   StaticMemory freed = fixed;
   freed.gradients_freed = true;
   MemoryTrace trace;
-  const MemoryPrediction without = predict_rank_memory(s, 0, {only}, freed, {false, false}, 0,
-                                                       &trace);
+  const MemoryPrediction without =
+      predict_rank_memory(s, 0, {only}, freed, {false, false}, 0, &trace);
   ASSERT_EQ(trace.during.size(), 4u);
   EXPECT_DOUBLE_EQ(trace.during[1], 2000 + 2005 + 2000 + 200);
   EXPECT_DOUBLE_EQ(trace.optimizer_step, 2000 + 3000 + 2000 + 100);
