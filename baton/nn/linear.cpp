@@ -1,6 +1,8 @@
 #include "baton/nn/linear.h"
 
 #include "baton/core/error.h"
+#include "baton/nn/autocast_state.h"
+#include "baton/nn/recompute_region.h"
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
@@ -58,14 +60,17 @@ void accumulate_weight_grads(const torch::Tensor& input, const torch::Tensor& gr
 // about 2.5 us a forward, as much as the GEMM itself at that size.
 // Edges: 0 input, 1 weight, 2 bias (invalid without a bias). The weight and
 // bias gradients are accumulated in place, or stashed for the W pass; autograd
-// gets none to add.
+// gets none to add. With `gelu` (LinearImpl::forward_gelu) the product's input
+// is gelu(input): the node keeps `input` and runs the GELU again, and edge 0
+// takes the gradient through the GELU, as GeluBackward's gelu_backward does.
 class DeferrableLinearBackward : public torch::autograd::Node {
  public:
   DeferrableLinearBackward(const torch::Tensor& input, const torch::Tensor& weight,
-                           c10::intrusive_ptr<detail::WeightGradStash> stash)
+                           c10::intrusive_ptr<detail::WeightGradStash> stash, bool gelu = false)
       : input_(input, /*is_output=*/false),
         weight_(weight, /*is_output=*/false),
-        stash_(std::move(stash)) {}
+        stash_(std::move(stash)),
+        gelu_(gelu) {}
 
   std::string name() const override { return "baton::nn::LinearBackward"; }
 
@@ -83,16 +88,18 @@ class DeferrableLinearBackward : public torch::autograd::Node {
       return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    const torch::Tensor input = input_.unpack();
+    const torch::Tensor saved = input_.unpack();
     const torch::Tensor weight = weight_.unpack();
     torch::Tensor grad_input;
     if (task_should_compute_output(0)) {
       // Autocast ran the forward in the compute dtype; the backward follows it.
       grad_input = grad_output.matmul(weight.to(grad_output.scalar_type()));
+      if (gelu_) grad_input = at::gelu_backward(grad_input, saved);
     }
     if (!task_should_compute_output({{1, 3}})) {
       return {grad_input, torch::Tensor(), torch::Tensor()};
     }
+    const torch::Tensor input = gelu_ ? torch::gelu(saved) : saved;
     {
       std::lock_guard<std::mutex> lock(stash_->mutex);
       if (stash_->defer) {
@@ -108,6 +115,7 @@ class DeferrableLinearBackward : public torch::autograd::Node {
   torch::autograd::SavedVariable input_;
   torch::autograd::SavedVariable weight_;
   c10::intrusive_ptr<detail::WeightGradStash> stash_;
+  bool gelu_;
 };
 
 // LibTorch 1.13 holds autograd nodes by std::shared_ptr, 2.x by
@@ -197,6 +205,25 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
   }
   const NodePtr node = make_node<DeferrableLinearBackward>(input, weight, stash_);
   node->set_next_edges(torch::autograd::collect_next_edges(input, weight, bias));
+  torch::autograd::set_history(out, node);
+  return out;
+}
+
+torch::Tensor LinearImpl::forward_gelu(const torch::Tensor& pre) {
+  const bool recomputes =
+      selective_recompute_on() && torch::autograd::compute_requires_grad(pre, weight, bias) &&
+      !AutocastState::capture().cpu_enabled && !AutocastState::capture().cuda_enabled;
+  if (!recomputes) return forward(torch::gelu(pre));
+  BATON_CHECK(pre.dim() >= 1 && pre.size(-1) == options.in_features(),
+              "[nn.Linear] input's last dimension must be in_features ", options.in_features(),
+              ": got shape ", pre.sizes());
+  torch::Tensor out;
+  {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    out = linear_product(torch::gelu(pre), weight, bias);
+  }
+  const NodePtr node = make_node<DeferrableLinearBackward>(pre, weight, stash_, /*gelu=*/true);
+  node->set_next_edges(torch::autograd::collect_next_edges(pre, weight, bias));
   torch::autograd::set_history(out, node);
   return out;
 }

@@ -64,6 +64,14 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl>, public DeferredWeigh
 
   // input [*, in_features] -> [*, out_features].
   torch::Tensor forward(const torch::Tensor& input);
+  // forward(torch::gelu(pre)), an MLP's second product. Under selective
+  // recomputation (nn/recompute_region.h), with a graph and without autocast,
+  // the node keeps `pre` in place of gelu(pre), which the GELU's own node
+  // keeps anyway, and runs the GELU again in its backward: an elementwise op
+  // over 4h values a token, for 4h values a token less kept. The outputs and
+  // gradients are the plain composition's bit for bit (the same gelu and
+  // gelu_backward calls as GeluBackward's).
+  torch::Tensor forward_gelu(const torch::Tensor& pre);
 
   // While on, every backward through this module stashes its weight-gradient
   // work under `key` (e.g. the micro-batch) instead of doing it. The flag is

@@ -84,7 +84,8 @@ torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x) {
   BATON_CHECK(x.dim() == 3, "[nn.TransformerBlock] input must be [batch, time, hidden]: got ",
               x.sizes());
   auto h = x + attention(layer_norm_fp32(ln1, x));
-  return h + fc2(torch::gelu(fc1(layer_norm_fp32(ln2, h))));
+  // Under selective recomputation fc2 keeps fc1's output, not the GELU's.
+  return h + fc2->forward_gelu(fc1(layer_norm_fp32(ln2, h)));
 }
 
 LmHeadImpl::LmHeadImpl(int64_t hidden, int64_t vocab) {

@@ -2,6 +2,7 @@
 
 #include "baton/core/error.h"
 #include "baton/nn/chain.h"
+#include "baton/nn/recompute_region.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -285,6 +286,49 @@ TEST(LinearTest, CloneHasItsOwnStash) {
   clone->set_defer_weight_grad(true);
   EXPECT_FALSE(original->defer_weight_grad());
   EXPECT_TRUE(torch::equal(original->weight, clone->weight));
+}
+
+// forward_gelu under selective recomputation keeps the GELU's input and runs
+// it again in the backward: the output, the input's gradient and the weight
+// gradients are torch::gelu then forward's bit for bit, with the weight
+// gradients deferred to a W pass as well; without selective recomputation
+// (or without a graph) it is that composition as written.
+TEST(LinearTest, ForwardGeluRecomputesTheGeluAndGivesThePlainGradientsBitForBit) {
+  torch::manual_seed(11);
+  Linear plain(16, 5);
+  const auto pre0 = torch::randn({3, 4, 16});
+  auto run = [&](Linear& layer, bool selective, bool defer) {
+    layer->zero_grad();
+    const torch::Tensor pre = pre0.clone().requires_grad_(true);
+    torch::Tensor out;
+    {
+      const SelectiveRecomputeScope scope(selective);
+      out = layer->forward_gelu(pre);
+    }
+    layer->set_defer_weight_grad(defer, 0);
+    (out * out).sum().backward();
+    layer->set_defer_weight_grad(false, 0);
+    EXPECT_EQ(layer->run_weight_backward(0), defer ? 1 : 0);
+    return std::vector<torch::Tensor>{out.detach(), pre.grad(), layer->weight.grad().clone(),
+                                      layer->bias.grad().clone()};
+  };
+  const auto want = run(plain, false, false);
+  // The same layer, so that the weights are the same tensors.
+  const std::vector<std::vector<torch::Tensor>> got = {run(plain, true, false),
+                                                       run(plain, true, true)};
+  for (const auto& g : got) {
+    ASSERT_EQ(g.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_TRUE(g[i].defined()) << i;
+      EXPECT_TRUE(torch::equal(want[i], g[i])) << "tensor " << i << " differs";
+    }
+  }
+  // As written: the same values as gelu then forward.
+  {
+    torch::NoGradGuard no_grad;
+    const SelectiveRecomputeScope scope(true);
+    EXPECT_TRUE(torch::equal(plain->forward_gelu(pre0), plain->forward(torch::gelu(pre0))));
+  }
 }
 
 TEST(LinearTest, RejectsAnInputOfTheWrongWidth) {
