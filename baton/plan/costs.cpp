@@ -129,7 +129,8 @@ sim::CostModel stage_costs(const ModelShape& shape, const Cluster& cluster, cons
   const double tp_allreduce = allreduce_seconds(boundary, c.t, tp.gbps, tp.latency_us);
   const double state =
       state_bytes_per_parameter(c.d, c.zero, cluster.optimizer_bytes_per_parameter);
-  // Selective recomputation runs the attention core's forward again in I.
+  // Selective recomputation runs the attention core's forward again in I
+  // (and the GELU, elementwise: not charged).
   const double core =
       c.selective ? attention_core_flops(shape, c.microbatch) / c.t / flops_per_s : 0;
 

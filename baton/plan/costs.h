@@ -63,7 +63,8 @@ struct Config {
   // Transformer blocks of each of the p v stages; empty: l / (p v) each.
   std::vector<int> stage_layers;
   // Selective recomputation (Korthikanti's; baton's --recompute selective):
-  // attention's s^2 core recomputed in the backward; never with `recompute`.
+  // attention's s^2 core and the MLP's GELU recomputed in the backward;
+  // never with `recompute`.
   bool selective = false;
 };
 
@@ -124,7 +125,8 @@ double dp_exposed_seconds(const ModelShape& shape, const Cluster& cluster, const
 
 // Working memory beyond what the simulator counts: with recomputation, one
 // layer's full activations while it is recomputed; with selective
-// recomputation, one layer's attention core (5 a s^2 b / t).
+// recomputation, one layer's attention core and GELU output (5 a s^2 b / t +
+// 8 s b h / t).
 double working_bytes(const ModelShape& shape, const Config& config);
 
 // The tied embedding's exchange once per step: its fp16 gradient (V h / t x 2

@@ -44,7 +44,7 @@ double layer_activation_bytes(const ModelShape& m, double b, int t, bool recompu
                               bool selective) {
   const double s = m.seq, h = m.hidden, a = m.heads;
   if (recompute) return 2.0 * s * b * h;
-  if (selective) return s * b * h * (10.0 + 24.0 / t);
+  if (selective) return s * b * h * (10.0 + 16.0 / t);
   return s * b * h * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
 }
 

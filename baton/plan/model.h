@@ -57,7 +57,9 @@ double head_parameters(const ModelShape& shape);
 // 34 s b h + 5 a s^2 b. With full recomputation only the layer's input,
 // 2 s b h (Korthikanti section 4.1).
 // Selective recomputation drops the attention core's 5 a s / (h t) term
-// (Korthikanti eq. 6 without sequence parallelism): s b h (10 + 24 / t).
+// (Korthikanti eq. 6 without sequence parallelism: s b h (10 + 24 / t)) and,
+// as baton's runs it (nn/linear.h's forward_gelu), the GELU's output, 8 s b h
+// / t of the MLP's 19 s b h: s b h (10 + 16 / t).
 double layer_activation_bytes(const ModelShape& shape, double microbatch, int tensor_parallel,
                               bool recompute, bool selective = false);
 // The attention core's forward FLOPs of one layer (QK^T and the weighted

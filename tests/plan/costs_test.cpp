@@ -90,17 +90,17 @@ TEST(PlanCosts, StageTimesAreTheLayersWorkPlusTwoAllReducesEachWay) {
               2 * layers_per_stage * (layer + elementwise + 2 * allreduce), 1e-15);
 
   // Selective (Korthikanti): I runs the attention core's forward again, 4 b
-  // s^2 h FLOPs a layer over t, and a layer keeps s b h (10 + 24 / t) bytes,
-  // without the core's 5 a s^2 b / t.
+  // s^2 h FLOPs a layer over t, and a layer keeps s b h (10 + 16 / t) bytes,
+  // without the core's 5 a s^2 b / t or the GELU's output, 8 s b h / t.
   config.recompute = false;
   config.selective = true;
   const sim::CostModel selective = stage_costs(kShape, c, config);
   const double core = 4 * b * s * s * h / 4 / rate;
   EXPECT_NEAR(selective.stages[0].input_backward,
               layers_per_stage * (layer + elementwise + 2 * allreduce + core), 1e-15);
-  EXPECT_NEAR(selective.stages[0].activation_bytes, layers_per_stage * s * b * h * (10 + 24.0 / 4),
+  EXPECT_NEAR(selective.stages[0].activation_bytes, layers_per_stage * s * b * h * (10 + 16.0 / 4),
               1);
-  EXPECT_NEAR(working_bytes(kShape, config), 5.0 * 16 * s * s * b / 4, 1);
+  EXPECT_NEAR(working_bytes(kShape, config), 5.0 * 16 * s * s * b / 4 + 8.0 * s * b * h / 4, 1);
 }
 
 // Bytes per parameter at the peak by ZeRO stage, as baton holds them: the
