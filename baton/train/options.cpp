@@ -190,7 +190,7 @@ std::vector<Option> make_options() {
       .resume(kRecorded);
   add("--recompute", "recompute", &C::recompute,
       "Recompute activations in the backward: never | except_last | always | selective (gpt, "
-      "llama: attention's scores and softmax only)")
+      "llama: attention's scores and softmax; gpt's GELU too)")
       .resume(kRecorded);
   add("--pipemare-warmup", "pipemare_warmup", &C::pipemare_warmup,
       "--schedule pipemare: steps over which each stage's learning rate rises from 1/(delay+1) "
