@@ -190,40 +190,39 @@ void LinearImpl::pretty_print(std::ostream& stream) const {
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& input) {
+  if (!torch::autograd::compute_requires_grad(input, weight, bias)) {
+    check_width(input);
+    return linear_product(input, weight, bias);
+  }
+  return recorded_product(input, /*gelu=*/false);
+}
+
+torch::Tensor LinearImpl::forward_gelu(const torch::Tensor& pre) {
+  if (!selective_recompute_on() || !torch::autograd::compute_requires_grad(pre, weight, bias)) {
+    return forward(torch::gelu(pre));
+  }
+  const AutocastState autocast = AutocastState::capture();
+  if (autocast.cpu_enabled || autocast.cuda_enabled) return forward(torch::gelu(pre));
+  return recorded_product(pre, /*gelu=*/true);
+}
+
+void LinearImpl::check_width(const torch::Tensor& input) const {
   BATON_CHECK(input.dim() >= 1 && input.size(-1) == options.in_features(),
               "[nn.Linear] input's last dimension must be in_features ", options.in_features(),
               ": got shape ", input.sizes());
-  if (!torch::autograd::compute_requires_grad(input, weight, bias)) {
-    return linear_product(input, weight, bias);
-  }
+}
+
+torch::Tensor LinearImpl::recorded_product(const torch::Tensor& kept, bool gelu) {
+  check_width(kept);
   torch::Tensor out;
   {
     // Below autograd, as ATen's generated code runs an op's kernel; autocast,
     // which sits above autograd, still applies.
     at::AutoDispatchBelowADInplaceOrView below_autograd;
-    out = linear_product(input, weight, bias);
+    out = linear_product(gelu ? torch::gelu(kept) : kept, weight, bias);
   }
-  const NodePtr node = make_node<DeferrableLinearBackward>(input, weight, stash_);
-  node->set_next_edges(torch::autograd::collect_next_edges(input, weight, bias));
-  torch::autograd::set_history(out, node);
-  return out;
-}
-
-torch::Tensor LinearImpl::forward_gelu(const torch::Tensor& pre) {
-  const bool recomputes =
-      selective_recompute_on() && torch::autograd::compute_requires_grad(pre, weight, bias) &&
-      !AutocastState::capture().cpu_enabled && !AutocastState::capture().cuda_enabled;
-  if (!recomputes) return forward(torch::gelu(pre));
-  BATON_CHECK(pre.dim() >= 1 && pre.size(-1) == options.in_features(),
-              "[nn.Linear] input's last dimension must be in_features ", options.in_features(),
-              ": got shape ", pre.sizes());
-  torch::Tensor out;
-  {
-    at::AutoDispatchBelowADInplaceOrView below_autograd;
-    out = linear_product(torch::gelu(pre), weight, bias);
-  }
-  const NodePtr node = make_node<DeferrableLinearBackward>(pre, weight, stash_, /*gelu=*/true);
-  node->set_next_edges(torch::autograd::collect_next_edges(pre, weight, bias));
+  const NodePtr node = make_node<DeferrableLinearBackward>(kept, weight, stash_, gelu);
+  node->set_next_edges(torch::autograd::collect_next_edges(kept, weight, bias));
   torch::autograd::set_history(out, node);
   return out;
 }

@@ -93,6 +93,12 @@ class LinearImpl : public torch::nn::Cloneable<LinearImpl>, public DeferredWeigh
 
  private:
   int run_weight_backward_if(bool all, int64_t key);
+  // One clear error line when `input`'s last dimension is not in_features.
+  void check_width(const torch::Tensor& input) const;
+  // The product with its own autograd node (DeferrableLinearBackward), which
+  // keeps `kept`: the product's input, or with `gelu` the GELU's input, the
+  // product then being of gelu(kept).
+  torch::Tensor recorded_product(const torch::Tensor& kept, bool gelu);
 
   c10::intrusive_ptr<detail::WeightGradStash> stash_;
 };
