@@ -25,19 +25,23 @@ double profile_number(const json& object, const char* key, const std::string& wh
 namespace {
 
 json layer_json(const sim::LayerMemory& l) {
-  return {{"graph_bytes", l.graph_bytes},
-          {"keeps_input", l.keeps_input},
-          {"keeps_output", l.keeps_output},
-          {"input_bytes", l.input_bytes},
-          {"output_bytes", l.output_bytes},
-          {"output_wire_bytes", l.output_wire_bytes},
-          {"output_message_bytes", l.output_message_bytes},
-          {"output_gradient_message_bytes", l.output_gradient_message_bytes},
-          {"forward_extra", l.forward_extra},
-          {"backward_extra", l.backward_extra},
-          {"backward_peak_bytes", l.backward_peak_bytes},
-          {"weight_cast_bytes", l.weight_cast_bytes},
-          {"weight_stash_bytes", l.weight_stash_bytes}};
+  return {
+      {"graph_bytes", l.graph_bytes},
+      {"keeps_input", l.keeps_input},
+      {"keeps_output", l.keeps_output},
+      {"input_bytes", l.input_bytes},
+      {"output_bytes", l.output_bytes},
+      {"output_wire_bytes", l.output_wire_bytes},
+      {"output_message_bytes", l.output_message_bytes},
+      {"output_gradient_message_bytes", l.output_gradient_message_bytes},
+      {"forward_extra", l.forward_extra},
+      {"backward_extra", l.backward_extra},
+      {"backward_peak_bytes", l.backward_peak_bytes},
+      {"weight_cast_bytes", l.weight_cast_bytes},
+      {"weight_stash_bytes", l.weight_stash_bytes},
+      {"weight_stash_output_gradient_bytes", l.weight_stash_output_gradient_bytes},
+      {"input_backward_extra", l.input_backward_extra.value_or(l.backward_extra)},
+      {"input_backward_peak_bytes", l.input_backward_peak_bytes.value_or(l.backward_peak_bytes)}};
 }
 
 json layers_json(const std::vector<sim::LayerMemory>& layers) {
@@ -68,6 +72,10 @@ sim::LayerMemory parse_layer(const json& l, const std::string& where, const std:
   out.backward_peak_bytes = profile_number(l, "backward_peak_bytes", where, path);
   out.weight_cast_bytes = profile_number(l, "weight_cast_bytes", where, path);
   out.weight_stash_bytes = profile_number(l, "weight_stash_bytes", where, path);
+  out.weight_stash_output_gradient_bytes =
+      profile_number(l, "weight_stash_output_gradient_bytes", where, path);
+  out.input_backward_extra = profile_number(l, "input_backward_extra", where, path);
+  out.input_backward_peak_bytes = profile_number(l, "input_backward_peak_bytes", where, path);
   return out;
 }
 

@@ -65,6 +65,22 @@ std::vector<nn::DeferredWeightGrad*> deferring(torch::nn::Module* module) {
   return out;
 }
 
+// Deferral on for `layers` while in scope (a split backward's I).
+class DeferScope {
+ public:
+  explicit DeferScope(const std::vector<nn::DeferredWeightGrad*>& layers) : layers_(layers) {
+    for (auto* layer : layers_) layer->set_defer_weight_grad(true, 0);
+  }
+  ~DeferScope() {
+    for (auto* layer : layers_) layer->set_defer_weight_grad(false, 0);
+  }
+  DeferScope(const DeferScope&) = delete;
+  DeferScope& operator=(const DeferScope&) = delete;
+
+ private:
+  const std::vector<nn::DeferredWeightGrad*>& layers_;
+};
+
 // `x` as the next stage receives it: floating tensors in the compute dtype.
 nn::Tensors as_received(const nn::Tensors& x, Precision precision) {
   nn::Tensors out;
@@ -170,18 +186,63 @@ sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision 
     m.backward_peak_bytes = std::max(0.0, peak() - base);
   }
   if (!split.empty()) {
-    // I with the weight gradients deferred, as zero-bubble schedules run it:
-    // what stays once the graph, the input and its gradient are dropped is
-    // the W's stash (its inputs and output gradients).
+    // I with the weight gradients deferred, as zero-bubble schedules run it,
+    // on the gradient coming in held throughout (the stage's last layer on
+    // the gradient it received): its peak above its start (as
+    // backward_extra); then what stays once the graph, the input and its
+    // gradient are dropped is the W's stash (its inputs and output
+    // gradients), with the gradient coming in where the W keeps that tensor.
     const double base = held();
+    double seed_bytes = 0, with_seeds = 0;
     {
-      Fresh in = fresh(x);
-      nn::Tensors out = under_autocast(in.values);
-      for (auto* layer : split) layer->set_defer_weight_grad(true, 0);
-      run_backward(out);
-      for (auto* layer : split) layer->set_defer_weight_grad(false, 0);
+      torch::autograd::edge_list roots;
+      std::vector<torch::Tensor> seeds;
+      {
+        Fresh in = fresh(x);
+        for (const auto& y : under_autocast(in.values)) {
+          if (!y.defined() || !y.requires_grad()) continue;
+          roots.push_back(torch::autograd::impl::gradient_edge(y));
+          seeds.push_back(torch::ones_like(y));
+          seed_bytes += nn::bytes_of({seeds.back()});
+        }
+        in.values.clear();
+        const double before = held();
+        comm::reset_memory_peak();
+        DeferScope defer(split);
+        if (!roots.empty()) {
+          torch::autograd::Engine::get_default_engine().execute(
+              roots, seeds, /*keep_graph=*/false, /*create_graph=*/false, /*accumulate_grad=*/true);
+        }
+        m.input_backward_extra = std::max(0.0, peak() - before);
+        roots.clear();
+      }
+      with_seeds = held();
     }
     m.weight_stash_bytes = std::max(0.0, held() - base);
+    // Dropping the seeds freed what the W did not keep of them.
+    m.weight_stash_output_gradient_bytes = std::max(0.0, seed_bytes - (with_seeds - held()));
+    for (auto* layer : split) layer->run_weight_backward(0);
+    {
+      // As a layer inside a stage runs its I (as backward_peak_bytes).
+      const double start = held();
+      Fresh in = fresh(x);
+      torch::Tensor root;
+      {
+        nn::Tensors out = under_autocast(in.values);
+        in.values.clear();
+        for (const auto& y : out) {
+          if (!y.defined() || !y.requires_grad()) continue;
+          const torch::Tensor part = y.mul(1.0).sum();
+          root = root.defined() ? root + part : part;
+        }
+      }
+      comm::reset_memory_peak();
+      {
+        DeferScope defer(split);
+        if (root.defined()) root.backward();
+      }
+      m.input_backward_peak_bytes = std::max(0.0, peak() - start);
+    }
     for (auto* layer : split) layer->run_weight_backward(0);
   }
   return m;

@@ -1,4 +1,6 @@
 #include "baton/sim/memory_model.h"
+#include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
 #include <map>
@@ -70,8 +72,18 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
   // The B's peak, layer by layer from the last. The loss's backward (the
   // last stage), or the stage's last layer's on the gradient it received
   // (held all through the B, by the walk), runs on the whole stash.
-  s.backward_extra = last ? model.loss.backward_extra : out.backward_extra;
+  // A split backward's I is walked the same way on its layers' I figures;
+  // the layers after the one in flight have left their W stashes. On a
+  // stage that sends its output, the last layer's W may keep the gradient
+  // received for it, a tensor the walk holds already.
+  const LayerMemory& head = last ? model.loss : out;
+  s.backward_extra = head.backward_extra;
+  s.input_backward_extra = head.input_backward_extra.value_or(head.backward_extra);
   s.backward_freed = 0;
+  s.input_backward_freed = 0;
+  s.weight_stash_output_gradient = last ? 0 : out.weight_stash_output_gradient_bytes;
+  s.weight_stash -= s.weight_stash_output_gradient;
+  double stashed_after = s.weight_stash;  // the W stashes of the layers after layer i
   const int inside_end = last ? end : end - 1;
   for (int i = first; i < inside_end; ++i) {
     // Layer i's backward: the layers before it keep their graphs (a
@@ -79,11 +91,21 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     // holds its backward_peak_bytes (its graph with the input it saved, held
     // outside when it is the stage's input), and the layers after it have
     // freed theirs, and on the last stage the loss its own.
+    const LayerMemory& l = layer(i);
     const int k = i - first;
-    const double rise = before[k] + layer(i).backward_peak_bytes - outside + held_output - s.stash;
+    stashed_after -= l.weight_stash_bytes;
+    const double freed = before[k] + l.graph_bytes - outside + held_output - s.stash;
+    const double rise = before[k] + l.backward_peak_bytes - outside + held_output - s.stash;
     if (rise > s.backward_extra + s.backward_freed) {
-      s.backward_freed = before[k] + layer(i).graph_bytes - outside + held_output - s.stash;
-      s.backward_extra = rise - s.backward_freed;  // its temporaries and gradients
+      s.backward_freed = freed;
+      s.backward_extra = rise - freed;  // its temporaries and gradients
+    }
+    const double input_rise = before[k] +
+                              l.input_backward_peak_bytes.value_or(l.backward_peak_bytes) +
+                              stashed_after - outside + held_output - s.stash;
+    if (input_rise > s.input_backward_extra + s.input_backward_freed) {
+      s.input_backward_freed = freed;
+      s.input_backward_extra = input_rise - freed;  // with the later layers' W stashes
     }
   }
   s.forward_extra = std::max(0.0, peak_forward - s.stash);
@@ -176,7 +198,8 @@ class Walk {
   void receive(const Action& a) {
     if (!on_arrival(a)) return;
     held_.buffers += message_bytes(a);
-    arrived_[{a.stage, a.microbatch}] += message_bytes(a);
+    auto& arrived = a.kind == ActionKind::RECV_B ? arrived_gradient_ : arrived_;
+    arrived[{a.stage, a.microbatch}] += message_bytes(a);
   }
 
   void forward(const Action& a, bool recomputed) {
@@ -202,23 +225,40 @@ class Walk {
       gradients_back_ = true;
     }
     const bool input_part = a.kind != ActionKind::W;  // B or I
+    const bool until_w = split && input_part;         // an I, its W to come
     if (input_part) {
       // A recomputed micro-batch runs its F again first: its stash exists
       // for the B, which frees the later layers' graphs as it goes.
       MemoryPrediction extra;
-      extra.activations = (recomputed ? s.stash - s.output_bytes : 0) + s.backward_freed;
-      extra.gradients = s.backward_extra;
+      extra.activations = (recomputed ? s.stash - s.output_bytes : 0) +
+                          (until_w ? s.input_backward_freed : s.backward_freed);
+      extra.gradients = until_w ? s.input_backward_extra : s.backward_extra;
       consider(extra);
-      // Its received input and output gradient, held since they arrived, are used up.
+      // Its received input and output gradient, held since they arrived, are
+      // used up; the output gradient lives on to the W where the W keeps it.
+      const bool w_keeps = until_w && s.weight_stash_output_gradient > 0;
       auto arrived = arrived_.find(cell);
       if (arrived != arrived_.end()) {
         held_.buffers -= arrived->second;
         arrived_.erase(arrived);
       }
+      arrived = arrived_gradient_.find(cell);
+      if (arrived != arrived_gradient_.end()) {
+        if (w_keeps) {
+          until_w_[cell].buffers += arrived->second;
+        } else {
+          held_.buffers -= arrived->second;
+        }
+        arrived_gradient_.erase(arrived);
+      }
       // The gradient it took from the next stage on this rank is freed.
       auto taken = handed_.find({a.stage + 1, a.microbatch});
       if (taken != handed_.end()) {
-        held_.gradients -= taken->second;
+        if (w_keeps) {
+          until_w_[cell].gradients += taken->second;
+        } else {
+          held_.gradients -= taken->second;
+        }
         handed_.erase(taken);
       }
       // Its input's gradient: sent (held by its send until the step ends)
@@ -226,6 +266,15 @@ class Walk {
       if (a.stage > 0) {
         held_.gradients += s.input_bytes;
         handed_[cell] = s.input_bytes;
+      }
+    }
+    if (!input_part) {
+      // The output gradient its W kept (above) goes with it.
+      auto kept_for_w = until_w_.find(cell);
+      if (kept_for_w != until_w_.end()) {
+        held_.buffers -= kept_for_w->second.buffers;
+        held_.gradients -= kept_for_w->second.gradients;
+        until_w_.erase(kept_for_w);
       }
     }
     auto kept = stash_.find(cell);
@@ -236,7 +285,6 @@ class Walk {
     // logits' gradient from the loss: gpt zb-h1 p = 4 rank 3 read 0.899
     // with the W's share capped at the stash).
     const double sent = sent_.count(cell) > 0 ? std::min(kept->second, s.output_bytes) : 0;
-    const bool until_w = split && input_part;
     const double stays = until_w ? s.weight_stash + sent : sent;
     held_.activations -= kept->second - stays;
     if (until_w) {
@@ -331,7 +379,13 @@ class Walk {
   const std::vector<StageMemory>& stages_;
   StaticMemory fixed_;
   MemoryPrediction held_, peak_;
-  std::map<std::pair<int, int>, double> stash_, handed_, arrived_;
+  std::map<std::pair<int, int>, double> stash_, handed_, arrived_, arrived_gradient_;
+  // What a split backward's I leaves held for its W besides its stash: the
+  // output's gradient, received (buffers) or handed on (gradients).
+  struct KeptForW {
+    double buffers = 0, gradients = 0;
+  };
+  std::map<std::pair<int, int>, KeptForW> until_w_;
   std::set<std::pair<int, int>> sent_;
   std::set<int> cast_;  // stages whose weights are cast this step
   double posted_ = 0;   // the receive buffers posted at the step's start

@@ -13,6 +13,7 @@
 // these over its layers. It leaves the input gradient to send.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "baton/schedule/schedule.h"
@@ -56,6 +57,18 @@ struct LayerMemory {
   // Of what the graph keeps, what a split backward's I leaves for its W (the
   // inputs and output gradients of layers that defer their weight gradients).
   double weight_stash_bytes = 0;
+  // Of weight_stash_bytes, the gradient coming in, where the W keeps that
+  // very tensor (a Linear last in the layer, on the output's gradient as
+  // it arrives): on a stage's last layer that gradient is the one received
+  // or handed on, not a new tensor, and it lives until the W.
+  double weight_stash_output_gradient_bytes = 0;
+  // As backward_extra and backward_peak_bytes, for a split backward's I:
+  // the weight gradients deferred, their inputs and output gradients kept
+  // as the I goes (an I's peak can pass its B's: gpt's block holds its MLP's
+  // 4h-wide gradient for the W while attention's backward runs). Unset: as
+  // the B (a layer that defers nothing).
+  std::optional<double> input_backward_extra;
+  std::optional<double> input_backward_peak_bytes;
 };
 
 struct ModelMemory {
@@ -78,7 +91,16 @@ struct StageMemory {
   // at most 0), taken from the stash.
   double backward_extra = 0;
   double backward_freed = 0;
+  // As backward_extra and backward_freed, for a split backward's I: its
+  // layers' I figures, with the W stashes the layers after the one in
+  // flight have left.
+  double input_backward_extra = 0;
+  double input_backward_freed = 0;
   double weight_stash = 0;  // held from a split backward's I until its W
+  // The gradient received (or handed on) for the output, which the W keeps
+  // (LayerMemory::weight_stash_output_gradient_bytes): held until the W,
+  // not freed by the I; not in weight_stash.
+  double weight_stash_output_gradient = 0;
   double weight_casts = 0;  // held from the stage's first F of a step until its end
   double input_bytes = 0;   // its input (a received message when the stage before is elsewhere)
   double output_bytes = 0;  // its output (a sent message; the gradient received for it)

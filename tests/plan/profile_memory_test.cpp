@@ -46,6 +46,9 @@ TEST(ProfiledMemory, ReadsBackAsWritten) {
   m.model.stage_inputs = {m.model.layers[0], m.model.layers[1]};
   m.model.layers[2].keeps_input = true;
   m.model.layers[3].weight_stash_bytes = 77;
+  m.model.layers[3].weight_stash_output_gradient_bytes = 11;
+  m.model.layers[3].input_backward_extra = 33;
+  m.model.layers[3].input_backward_peak_bytes = 44;
   m.gradients_freed = true;
   m.sends_copied_up_to = 262144;
   m.receives_on_arrival_up_to = 65535;
@@ -55,6 +58,12 @@ TEST(ProfiledMemory, ReadsBackAsWritten) {
   EXPECT_TRUE(back.model.layers[2].keeps_input);
   EXPECT_FALSE(back.model.layers[2].keeps_output);
   EXPECT_EQ(back.model.layers[3].weight_stash_bytes, 77);
+  EXPECT_EQ(back.model.layers[3].weight_stash_output_gradient_bytes, 11);
+  EXPECT_EQ(back.model.layers[3].input_backward_extra, 33);
+  EXPECT_EQ(back.model.layers[3].input_backward_peak_bytes, 44);
+  // A layer without I figures is written with its B's.
+  EXPECT_EQ(back.model.layers[0].input_backward_extra, 20);
+  EXPECT_EQ(back.model.layers[0].input_backward_peak_bytes, 0);
   EXPECT_EQ(back.model.layers[4].graph_bytes, 5000);
   EXPECT_EQ(back.model.loss.graph_bytes, 50);
   EXPECT_EQ(back.largest_parameter_bytes, m.largest_parameter_bytes);
@@ -77,6 +86,16 @@ TEST(ProfiledMemory, AMissingFieldIsNamed) {
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("p.json: layers[3] has no number \"backward_extra\""));
+  }
+  // A profile written before the I figures were measured says how to mend it.
+  json = profiled_memory_json(five_layers());
+  json["loss"].erase("input_backward_extra");
+  try {
+    parse_profiled_memory(json, "p.json");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the loss has no number \"input_backward_extra\" (write the "
+                                    "profile again with baton train --profile-out)"));
   }
   json = profiled_memory_json(five_layers());
   json["largest_parameter_bytes"].erase(0);

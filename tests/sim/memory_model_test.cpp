@@ -352,11 +352,79 @@ TEST(MemoryModel, AWStashCanExceedTheStashItCameFrom) {
   StageMemory last;
   last.stash = 100;
   last.weight_stash = 130;
-  last.backward_extra = 40;
+  last.input_backward_extra = 40;
   // I2: two W stashes (260), its own stash (100) and its temporaries (40).
   const MemoryPrediction p =
       predict_rank_memory(s, 0, {last}, StaticMemory{}, {false, false, false});
   EXPECT_DOUBLE_EQ(p.peak, 2 * 130 + 100 + 40);
+}
+
+// An I runs on its layers' I figures (weight gradients deferred, their
+// inputs and output gradients kept as it goes), beside the W stashes the
+// layers after the one in flight have left; the last layer's W keeps the
+// gradient the stage received, a tensor held already, so it is not in the
+// stage's W stash.
+TEST(MemoryModel, AnIPeaksOnItsLayersIFiguresBesideTheLaterLayersWStashes) {
+  ModelMemory m;
+  m.layers = {layer(4 + 8, true, true, 4, 8), layer(8 + 30, true, false, 8, 2, 3)};
+  m.layers[0].backward_peak_bytes = 40;
+  m.layers[0].input_backward_peak_bytes = 50;
+  m.layers[0].weight_stash_bytes = 6;
+  m.layers[1].input_backward_extra = 7;
+  m.layers[1].weight_stash_bytes = 9;  // with the gradient coming in (2)
+  m.layers[1].weight_stash_output_gradient_bytes = 2;
+  const StageMemory s = stage_memory(m, 0, 2, /*last=*/false);
+  EXPECT_DOUBLE_EQ(s.stash, 40);
+  EXPECT_DOUBLE_EQ(s.weight_stash, 6 + 9 - 2);
+  EXPECT_DOUBLE_EQ(s.weight_stash_output_gradient, 2);
+  // The B as without the I figures (AnEarlierLayersBackwardPeaks...).
+  EXPECT_DOUBLE_EQ(s.backward_extra, 3);
+  EXPECT_DOUBLE_EQ(s.backward_freed, 0);
+  // Layer 0's I: its 50 less its input (outside, 4), beside the output held
+  // (2) and layer 1's W stash less the received gradient (7): 55, 15 above
+  // the 40 at the start, once layer 1's 30 of graph are freed.
+  EXPECT_DOUBLE_EQ(s.input_backward_extra + s.input_backward_freed, 15);
+  EXPECT_DOUBLE_EQ(s.input_backward_freed, -30);
+  // As the last stage the loss's gradient is made by the I: all of layer 1's
+  // W stash counts, and its I figures are the loss's (as its B, unset).
+  m.loss = layer(5, false, false, 2, 1, 6);
+  const StageMemory last = stage_memory(m, 0, 2, /*last=*/true);
+  EXPECT_DOUBLE_EQ(last.weight_stash, 6 + 9);
+  EXPECT_DOUBLE_EQ(last.weight_stash_output_gradient, 0);
+  // Without I figures, nor W stashes, a layer's I is its B.
+  m.layers[0].input_backward_peak_bytes.reset();
+  m.layers[1].input_backward_extra.reset();
+  m.layers[0].weight_stash_bytes = m.layers[1].weight_stash_bytes = 0;
+  m.layers[1].weight_stash_output_gradient_bytes = 0;
+  const StageMemory plain = stage_memory(m, 0, 2, /*last=*/false);
+  EXPECT_DOUBLE_EQ(plain.input_backward_extra, plain.backward_extra);
+  EXPECT_DOUBLE_EQ(plain.input_backward_freed, plain.backward_freed);
+}
+
+// A received gradient the W keeps (the stage's last Linear stashes it) is
+// held from its arrival until the W, not freed by the I.
+TEST(MemoryModel, AReceivedGradientTheWKeepsIsHeldUntilTheW) {
+  const schedule::Schedule s = schedule::parse_schedule(
+      "0F0 0SEND_F0 0RECV_B0 0I0 0W0\n"
+      "1RECV_F0 1F0 1I0 1SEND_B0 1W0\n");
+  StageMemory s0, s1;
+  s0.stash = 100, s0.output_bytes = 10, s0.input_backward_extra = 5, s0.weight_stash = 30;
+  s0.weight_stash_output_gradient = 10;
+  s1.stash = 50, s1.input_bytes = 10;
+  StaticMemory fixed;
+  fixed.receives_on_arrival_up_to = 10;
+  MemoryTrace trace;
+  const MemoryPrediction p = predict_rank_memory(s, 0, {s0, s1}, fixed, {false}, 0, &trace);
+  // I0: the stash (100), the gradient that arrived (10) and the I's 5.
+  EXPECT_DOUBLE_EQ(p.peak, 115);
+  // From I0 to W0: the W stash (30), the sent output (10) and the gradient (10).
+  ASSERT_EQ(trace.during.size(), 5u);
+  EXPECT_DOUBLE_EQ(trace.during[4], 30 + 10 + 10);
+  // A W that does not keep it: the I frees it.
+  s0.weight_stash_output_gradient = 0;
+  MemoryTrace freed;
+  predict_rank_memory(s, 0, {s0, s1}, fixed, {false}, 0, &freed);
+  EXPECT_DOUBLE_EQ(freed.during[4], 30 + 10);
 }
 
 TEST(MemoryModel, GradientsFreedBetweenStepsComeBackAtTheFirstBackward) {
