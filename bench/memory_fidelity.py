@@ -4,7 +4,7 @@ predicted peak bytes (the activation model, sim/memory_model.h, from layers
 measured by the counting allocator) against the counting allocator's measured
 peak over steps 3 onwards, from the final `memory` line of --metrics.
 
-    python3 bench/memory_fidelity.py [--baton build/baton] [--quick] [--layers N]
+    python3 bench/memory_fidelity.py [--baton build/baton] [--quick] [--layers N] [--batch B]
 
 Prints one row per configuration and rank: predicted, measured, ratio; and
 the worst |ratio - 1| at the end (target: within 5%), and for each model and
@@ -51,6 +51,9 @@ def main():
                     help="seconds a run may take")
     ap.add_argument("--layers", type=int, default=None,
                     help="override the model's layers (the V schedules at p = 4 need 8)")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="override the model's batch (at least 8: m = 8; a bf16 resnet row "
+                         "at its batch of 32 takes about 15 minutes here)")
     a = ap.parse_args()
     models = a.models or (["mlp", "gpt"] if a.quick else list(MODELS))
     schedules = a.schedules or (["gpipe", "1f1b", "interleaved", "zb-h1"] if a.quick
@@ -76,6 +79,8 @@ def main():
             base = list(MODELS[model])
             if a.layers and "--layers" in base:
                 base[base.index("--layers") + 1] = str(a.layers)
+            if a.batch:
+                base[base.index("--batch") + 1] = str(a.batch)
             args = base + ["--schedule", sched, "--pp", str(pp), "--microbatches",
                                     "8", "--recompute", recompute, "--precision", precision,
                                     "--nproc", str(pp * dp)]

@@ -41,7 +41,8 @@ json layer_json(const sim::LayerMemory& l) {
       {"weight_stash_bytes", l.weight_stash_bytes},
       {"weight_stash_output_gradient_bytes", l.weight_stash_output_gradient_bytes},
       {"input_backward_extra", l.input_backward_extra.value_or(l.backward_extra)},
-      {"input_backward_peak_bytes", l.input_backward_peak_bytes.value_or(l.backward_peak_bytes)}};
+      {"input_backward_peak_bytes", l.input_backward_peak_bytes.value_or(l.backward_peak_bytes)},
+      {"cast_gradient_bytes", l.cast_gradient_bytes}};
 }
 
 json layers_json(const std::vector<sim::LayerMemory>& layers) {
@@ -76,6 +77,7 @@ sim::LayerMemory parse_layer(const json& l, const std::string& where, const std:
       profile_number(l, "weight_stash_output_gradient_bytes", where, path);
   out.input_backward_extra = profile_number(l, "input_backward_extra", where, path);
   out.input_backward_peak_bytes = profile_number(l, "input_backward_peak_bytes", where, path);
+  out.cast_gradient_bytes = profile_number(l, "cast_gradient_bytes", where, path);
   return out;
 }
 

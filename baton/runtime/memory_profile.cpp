@@ -307,6 +307,22 @@ sim::ModelMemory measure_model_memory(const nn::ModelSpec& model, const nn::Tens
         i == 0 || precision == Precision::Fp32
             ? memory.layers.back()
             : measure_call(call, as_received(x, precision), precision, split));
+    if (precision != Precision::Fp32) {
+      // The casts autograd carries gradients back through: all but those of
+      // the layers that accumulate their own weight gradients (a baton
+      // Linear casts below autograd, with no graph).
+      double own = 0;
+      for (auto* deferred : split) {
+        if (const auto* module = dynamic_cast<const torch::nn::Module*>(deferred)) {
+          for (const auto& p : module->parameters(/*recurse=*/false)) {
+            own += static_cast<double>(p.numel()) *
+                   static_cast<double>(c10::elementSize(compute_dtype(precision)));
+          }
+        }
+      }
+      for (sim::LayerMemory* l : {&memory.layers.back(), &memory.stage_inputs.back()})
+        l->cast_gradient_bytes = std::max(0.0, l->weight_cast_bytes - own);
+    }
     {
       torch::NoGradGuard no_grad;
       AutocastScope autocast(precision, torch::kCPU);

@@ -85,6 +85,20 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
   s.weight_stash -= s.weight_stash_output_gradient;
   double stashed_after = s.weight_stash;  // the W stashes of the layers after layer i
   const int inside_end = last ? end : end - 1;
+  // The cast gradients of the layers after layer i, held in a late B.
+  double cast_after = 0;
+  for (int i = first; i < end; ++i) cast_after += layer(i).cast_gradient_bytes;
+  s.cast_gradients = cast_after;
+  // A late B's end: every graph freed, every cast gradient held, and the
+  // input's gradient made.
+  const double end_freed = held_output - s.stash;
+  const double end_rise = end_freed + cast_after + (first > 0 ? s.input_bytes : 0);
+  s.late_backward_extra = s.backward_extra;
+  s.late_input_backward_extra = s.input_backward_extra;
+  if (cast_after > 0 && end_rise > s.late_backward_extra) {
+    s.late_backward_freed = s.late_input_backward_freed = end_freed;
+    s.late_backward_extra = s.late_input_backward_extra = end_rise - end_freed;
+  }
   for (int i = first; i < inside_end; ++i) {
     // Layer i's backward: the layers before it keep their graphs (a
     // boundary both saved once: its share is in layer i's figure), layer i
@@ -94,6 +108,7 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     const LayerMemory& l = layer(i);
     const int k = i - first;
     stashed_after -= l.weight_stash_bytes;
+    cast_after -= l.cast_gradient_bytes;
     const double freed = before[k] + l.graph_bytes - outside + held_output - s.stash;
     const double rise = before[k] + l.backward_peak_bytes - outside + held_output - s.stash;
     if (rise > s.backward_extra + s.backward_freed) {
@@ -106,6 +121,14 @@ StageMemory stage_memory(const ModelMemory& model, int first, int end, bool last
     if (input_rise > s.input_backward_extra + s.input_backward_freed) {
       s.input_backward_freed = freed;
       s.input_backward_extra = input_rise - freed;  // with the later layers' W stashes
+    }
+    if (rise + cast_after > s.late_backward_extra + s.late_backward_freed) {
+      s.late_backward_freed = freed;
+      s.late_backward_extra = rise + cast_after - freed;
+    }
+    if (input_rise + cast_after > s.late_input_backward_extra + s.late_input_backward_freed) {
+      s.late_input_backward_freed = freed;
+      s.late_input_backward_extra = input_rise + cast_after - freed;
     }
   }
   s.forward_extra = std::max(0.0, peak_forward - s.stash);
@@ -205,7 +228,10 @@ class Walk {
   void forward(const Action& a, bool recomputed) {
     const StageMemory& s = stage(a.stage);
     // The stage's first F of the step casts its weights (cached to the step's end).
-    if (cast_.insert(a.stage).second) held_.activations += s.weight_casts;
+    if (cast_.insert(a.stage).second) {
+      held_.activations += s.weight_casts;
+      if (!recomputed) cast_by_[a.stage] = a.microbatch;
+    }
     const double kept = recomputed ? s.output_bytes : s.stash;
     MemoryPrediction extra;
     extra.activations = kept + s.forward_extra;
@@ -229,10 +255,17 @@ class Walk {
     if (input_part) {
       // A recomputed micro-batch runs its F again first: its stash exists
       // for the B, which frees the later layers' graphs as it goes.
+      // Unless its own F made the stage's casts, the cast gradients wait
+      // for the B's end (LayerMemory::cast_gradient_bytes).
+      const auto caster = cast_by_.find(a.stage);
+      const bool late =
+          s.cast_gradients > 0 && (caster == cast_by_.end() || caster->second != a.microbatch);
       MemoryPrediction extra;
       extra.activations = (recomputed ? s.stash - s.output_bytes : 0) +
-                          (until_w ? s.input_backward_freed : s.backward_freed);
-      extra.gradients = until_w ? s.input_backward_extra : s.backward_extra;
+                          (until_w ? (late ? s.late_input_backward_freed : s.input_backward_freed)
+                                   : (late ? s.late_backward_freed : s.backward_freed));
+      extra.gradients = until_w ? (late ? s.late_input_backward_extra : s.input_backward_extra)
+                                : (late ? s.late_backward_extra : s.backward_extra);
       consider(extra);
       // Its received input and output gradient, held since they arrived, are
       // used up; the output gradient lives on to the W where the W keeps it.
@@ -387,8 +420,9 @@ class Walk {
   };
   std::map<std::pair<int, int>, KeptForW> until_w_;
   std::set<std::pair<int, int>> sent_;
-  std::set<int> cast_;  // stages whose weights are cast this step
-  double posted_ = 0;   // the receive buffers posted at the step's start
+  std::set<int> cast_;          // stages whose weights are cast this step
+  std::map<int, int> cast_by_;  // the micro-batch whose F (with a graph) made a stage's casts
+  double posted_ = 0;           // the receive buffers posted at the step's start
   bool gradients_back_ = false;
   bool persistent_gradients_ = false, per_step_ = false;
   double most_ = 0;  // the most held since most_since_last()

@@ -69,6 +69,15 @@ struct LayerMemory {
   // the B (a layer that defers nothing).
   std::optional<double> input_backward_extra;
   std::optional<double> input_backward_peak_bytes;
+  // Under bf16 or fp16: of weight_cast_bytes, the casts whose gradients
+  // autograd's engine carries back to the fp32 weights (autocast's cached
+  // casts with a graph, as a convolution's; a baton Linear accumulates its
+  // own and has none). The engine runs the nodes it has ready newest first,
+  // and a cast's node is as old as the F that made it: in a B whose
+  // micro-batch did not make the casts, every layer's cast gradients wait
+  // until the B's end (resnet bf16 p = 2 rank 1: 100 MB above the step's
+  // first B).
+  double cast_gradient_bytes = 0;
 };
 
 struct ModelMemory {
@@ -96,6 +105,15 @@ struct StageMemory {
   // flight have left.
   double input_backward_extra = 0;
   double input_backward_freed = 0;
+  // Its layers' cast gradients (LayerMemory::cast_gradient_bytes); and the
+  // B's and the I's figures in a micro-batch whose F did not make the
+  // stage's weight casts, when there are any: the cast gradients of the
+  // layers done held on to the B's end.
+  double cast_gradients = 0;
+  double late_backward_extra = 0;
+  double late_backward_freed = 0;
+  double late_input_backward_extra = 0;
+  double late_input_backward_freed = 0;
   double weight_stash = 0;  // held from a split backward's I until its W
   // The gradient received (or handed on) for the output, which the W keeps
   // (LayerMemory::weight_stash_output_gradient_bytes): held until the W,

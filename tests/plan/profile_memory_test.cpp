@@ -49,6 +49,7 @@ TEST(ProfiledMemory, ReadsBackAsWritten) {
   m.model.layers[3].weight_stash_output_gradient_bytes = 11;
   m.model.layers[3].input_backward_extra = 33;
   m.model.layers[3].input_backward_peak_bytes = 44;
+  m.model.layers[3].cast_gradient_bytes = 55;
   m.gradients_freed = true;
   m.sends_copied_up_to = 262144;
   m.receives_on_arrival_up_to = 65535;
@@ -61,6 +62,7 @@ TEST(ProfiledMemory, ReadsBackAsWritten) {
   EXPECT_EQ(back.model.layers[3].weight_stash_output_gradient_bytes, 11);
   EXPECT_EQ(back.model.layers[3].input_backward_extra, 33);
   EXPECT_EQ(back.model.layers[3].input_backward_peak_bytes, 44);
+  EXPECT_EQ(back.model.layers[3].cast_gradient_bytes, 55);
   // A layer without I figures is written with its B's.
   EXPECT_EQ(back.model.layers[0].input_backward_extra, 20);
   EXPECT_EQ(back.model.layers[0].input_backward_peak_bytes, 0);

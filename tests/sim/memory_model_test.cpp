@@ -427,6 +427,51 @@ TEST(MemoryModel, AReceivedGradientTheWKeepsIsHeldUntilTheW) {
   EXPECT_DOUBLE_EQ(freed.during[4], 30 + 10);
 }
 
+// Under bf16 the engine runs a cast's node after every newer node: in a B
+// whose micro-batch did not make the casts (a late B) the cast gradients of
+// the layers done wait until the B's end.
+TEST(MemoryModel, ALateBHoldsTheCastGradientsOfTheLayersDoneUntilItsEnd) {
+  ModelMemory m;
+  m.layers = {layer(4 + 8, true, true, 4, 8), layer(8 + 30, true, false, 8, 2, 3)};
+  m.layers[0].backward_peak_bytes = 40;
+  m.layers[0].cast_gradient_bytes = 10;
+  m.layers[1].cast_gradient_bytes = 20;
+  const StageMemory s = stage_memory(m, 0, 2, /*last=*/false);
+  // The B as before (AnEarlierLayersBackwardPeaks...): layer 1's 3.
+  EXPECT_DOUBLE_EQ(s.backward_extra + s.backward_freed, 3);
+  // Late: layer 0's 40 less its input (4), beside the output held (2) and
+  // layer 1's cast gradients (20): 58, 18 above the 40 at the start.
+  EXPECT_DOUBLE_EQ(s.late_backward_extra + s.late_backward_freed, 18);
+  EXPECT_DOUBLE_EQ(s.late_backward_freed, -30);
+  EXPECT_DOUBLE_EQ(s.late_input_backward_extra + s.late_input_backward_freed, 18);
+  EXPECT_DOUBLE_EQ(s.cast_gradients, 30);
+  // Larger casts on layer 0: the B's end, all graphs freed (40 less the output
+  // held, 2) and all cast gradients (70) held: 32 above the start.
+  m.layers[0].cast_gradient_bytes = 50;
+  const StageMemory heavy = stage_memory(m, 0, 2, /*last=*/false);
+  EXPECT_DOUBLE_EQ(heavy.late_backward_extra + heavy.late_backward_freed, 32);
+  EXPECT_DOUBLE_EQ(heavy.late_backward_freed, -38);
+
+  // The walk: F0 makes the casts (5), so B0 is on time and B1 late.
+  StageMemory only;
+  only.stash = 100, only.weight_casts = 5, only.cast_gradients = 5, only.backward_extra = 3;
+  only.late_backward_extra = 150;
+  const auto peak = [&](const char* text, std::vector<bool> recomputed) {
+    return predict_rank_memory(schedule::parse_schedule(text), 0, {only}, StaticMemory{},
+                               recomputed)
+        .peak;
+  };
+  // B0: 205 + 3; B1 after B0 freed its 100: 105 + 150.
+  EXPECT_DOUBLE_EQ(peak("0F0 0F1 0B0 0B1\n", {false, false}), 255);
+  // B1 first: 205 + 150.
+  EXPECT_DOUBLE_EQ(peak("0F0 0F1 0B1 0B0\n", {false, false}), 355);
+  // F0 recomputed (made without a graph): both B's are late.
+  EXPECT_DOUBLE_EQ(peak("0F0 0F1 0B0 0B1\n", {true, false}), 5 + 100 + 100 + 150);
+  // Without cast gradients to wait for, no B is late.
+  only.cast_gradients = 0;
+  EXPECT_DOUBLE_EQ(peak("0F0 0F1 0B1 0B0\n", {false, false}), 208);
+}
+
 TEST(MemoryModel, GradientsFreedBetweenStepsComeBackAtTheFirstBackward) {
   const schedule::Schedule s = schedule::parse_schedule("0F0 0F1 0B0 0B1\n");
   StageMemory only;
