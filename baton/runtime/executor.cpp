@@ -410,6 +410,7 @@ void Executor::compute_forward(Step& step, const Action& a) {
     step.input[c].clear();
   } else if (recomputes(mb)) {
     torch::NoGradGuard no_grad;
+    const CastCacheOff no_cache;  // the casts are cached by a forward with a graph
     step.output[c] = stage_forward(step, a, nullptr);
     if (last) count_loss(step, step.output[c].front());
     bytes = nn::bytes_of(step.input[c]);

@@ -57,6 +57,14 @@ AutocastScope::~AutocastScope() {
   set_autocast_dtype(device_, was_dtype_);
 }
 
+CastCacheOff::CastCacheOff() : was_enabled_(at::autocast::is_autocast_cache_enabled()) {
+  at::autocast::set_autocast_cache_enabled(false);
+}
+
+CastCacheOff::~CastCacheOff() {
+  at::autocast::set_autocast_cache_enabled(was_enabled_);
+}
+
 void LossScaler::update(bool finite) {
   if (!finite) {
     scale_ /= 2;

@@ -54,6 +54,23 @@ class AutocastScope {
   torch::ScalarType was_dtype_ = torch::kFloat;
 };
 
+// While alive, autocast makes its casts afresh and caches none: a forward
+// without a graph (a recomputed micro-batch's first F) would otherwise cache
+// weight casts without history for the step, and LibTorch 1.13 would then
+// give the weights behind them (a convolution's) no gradients in the
+// recomputed forwards that use them (2.x caches no cast made without a
+// graph).
+class CastCacheOff {
+ public:
+  CastCacheOff();
+  ~CastCacheOff();
+  CastCacheOff(const CastCacheOff&) = delete;
+  CastCacheOff& operator=(const CastCacheOff&) = delete;
+
+ private:
+  bool was_enabled_;
+};
+
 // fp16's dynamic loss scale: the loss is multiplied by scale() before the
 // backward; after each step, update(finite) halves it when a gradient
 // overflowed (the step is then skipped) and doubles it after

@@ -227,17 +227,23 @@ class Walk {
 
   void forward(const Action& a, bool recomputed) {
     const StageMemory& s = stage(a.stage);
-    // The stage's first F of the step casts its weights (cached to the step's end).
-    if (cast_.insert(a.stage).second) {
-      held_.activations += s.weight_casts;
-      if (!recomputed) cast_by_[a.stage] = a.microbatch;
-    }
+    // The stage's first F of the step with a graph casts its weights
+    // (cached to the step's end); a recomputed F's casts are its own, and
+    // its B's F caches them (runtime::CastCacheOff).
+    if (!recomputed) cast(a);
     const double kept = recomputed ? s.output_bytes : s.stash;
     MemoryPrediction extra;
     extra.activations = kept + s.forward_extra;
     consider(extra);
     held_.activations += kept;
     stash_[{a.stage, a.microbatch}] = kept;
+  }
+
+  // The stage's weight casts, made by `a`'s F when none are cached yet.
+  void cast(const Action& a) {
+    if (!cast_.insert(a.stage).second) return;
+    held_.activations += stage(a.stage).weight_casts;
+    cast_by_[a.stage] = a.microbatch;
   }
 
   // A B, or a split backward's I or W (`split`: the schedule splits them).
@@ -255,6 +261,7 @@ class Walk {
     if (input_part) {
       // A recomputed micro-batch runs its F again first: its stash exists
       // for the B, which frees the later layers' graphs as it goes.
+      if (recomputed) cast(a);  // its F again, with a graph
       // Unless its own F made the stage's casts, the cast gradients wait
       // for the B's end (LayerMemory::cast_gradient_bytes).
       const auto caster = cast_by_.find(a.stage);

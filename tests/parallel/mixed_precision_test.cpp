@@ -129,6 +129,42 @@ TEST(MixedPrecision, Bf16OnTheFullGridFollowsOneProcess) {
   }
 }
 
+// A recomputed micro-batch's first F runs without a graph inside the step's
+// autocast region. Had it cached the weight casts, LibTorch 1.13 would have
+// handed the recomputed forwards casts without history, and the
+// convolutions' weights no gradients (the losses drifted from never's by the
+// second step). Recomputation changes no value: the losses equal never's.
+TEST(MixedPrecision, Bf16RecomputationTrainsTheConvolutionsAsWithout) {
+  at::set_num_threads(1);
+  const auto losses = [](const char* recompute) {
+    std::vector<std::vector<double>> out(2);
+    comm::run_local_group(2, kTimeout, [&](comm::Communicator& comm) {
+      Pipeline pipe(nn::fashion_cnn(), nullptr,
+                    PipelineOptions()
+                        .microbatches(4)
+                        .pp(2)
+                        .precision("bf16")
+                        .recompute(recompute)
+                        .communicator(comm));
+      torch::optim::SGD sgd(pipe.parameters(), torch::optim::SGDOptions(kLr));
+      torch::Generator gen = at::detail::createCPUGenerator(7);
+      for (int step = 0; step < 3; ++step) {
+        const torch::Tensor x = torch::rand({8, 1, 28, 28}, gen);
+        const torch::Tensor y = torch::randint(0, 10, {8}, gen, torch::kLong);
+        sgd.zero_grad();
+        out[comm.rank()].push_back(pipe.step(x, y));
+        sgd.step();
+      }
+    });
+    return out;
+  };
+  const auto never = losses("never");
+  const auto always = losses("always");
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(always[r], never[r]) << "rank " << r;
+  // The weights learn: the losses move.
+  EXPECT_NE(never[1].front(), never[1].back());
+}
+
 TEST(MixedPrecision, Fp16ScalesTheLossOrIsRefusedWhereTheCpuCannot) {
   at::set_num_threads(1);
   const PipelineOptions options = PipelineOptions().microbatches(4).precision("fp16");

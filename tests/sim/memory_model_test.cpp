@@ -465,8 +465,11 @@ TEST(MemoryModel, ALateBHoldsTheCastGradientsOfTheLayersDoneUntilItsEnd) {
   EXPECT_DOUBLE_EQ(peak("0F0 0F1 0B0 0B1\n", {false, false}), 255);
   // B1 first: 205 + 150.
   EXPECT_DOUBLE_EQ(peak("0F0 0F1 0B1 0B0\n", {false, false}), 355);
-  // F0 recomputed (made without a graph): both B's are late.
+  // F0 recomputed (without a graph, caching no casts): F1 makes them, so B0
+  // is late, on F1's stash and the casts.
   EXPECT_DOUBLE_EQ(peak("0F0 0F1 0B0 0B1\n", {true, false}), 5 + 100 + 100 + 150);
+  // Both recomputed: B0's F makes the casts (on time, 5 + 100 + 3), B1 is late.
+  EXPECT_DOUBLE_EQ(peak("0F0 0F1 0B0 0B1\n", {true, true}), 5 + 100 + 150);
   // Without cast gradients to wait for, no B is late.
   only.cast_gradients = 0;
   EXPECT_DOUBLE_EQ(peak("0F0 0F1 0B1 0B0\n", {false, false}), 208);
