@@ -1,6 +1,4 @@
 #include "baton/sim/memory_model.h"
-#include <cstdio>
-#include <cstdlib>
 
 #include <algorithm>
 #include <map>
