@@ -164,11 +164,12 @@ sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision 
     }
     m.backward_extra = std::max(0.0, peak() - before);
   }
-  {
-    // As a layer inside a stage runs its backward: from what was held before
-    // its forward, with its graph, the gradient coming in as the layer after
-    // it made it (a tensor only the engine holds, freed once used: the
-    // gradient of y * 1), its temporaries and its input's gradient.
+  // As a layer inside a stage runs its backward (with `deferred`'s weight
+  // gradients deferred: an I): from what was held before its forward, with
+  // its graph, the gradient coming in as the layer after it made it (a
+  // tensor only the engine holds, freed once used: the gradient of y * 1),
+  // its temporaries and its input's gradient.
+  const auto inside_peak = [&](const std::vector<nn::DeferredWeightGrad*>& deferred) {
     const double base = held();
     Fresh in = fresh(x);
     torch::Tensor root;
@@ -182,9 +183,13 @@ sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision 
       }
     }
     comm::reset_memory_peak();
-    if (root.defined()) root.backward();
-    m.backward_peak_bytes = std::max(0.0, peak() - base);
-  }
+    {
+      DeferScope defer(deferred);
+      if (root.defined()) root.backward();
+    }
+    return std::max(0.0, peak() - base);
+  };
+  m.backward_peak_bytes = inside_peak({});
   if (!split.empty()) {
     // I with the weight gradients deferred, as zero-bubble schedules run it,
     // on the gradient coming in held throughout (the stage's last layer on
@@ -222,27 +227,7 @@ sim::LayerMemory measure_call(const Call& call, const nn::Tensors& x, Precision 
     // Dropping the seeds freed what the W did not keep of them.
     m.weight_stash_output_gradient_bytes = std::max(0.0, seed_bytes - (with_seeds - held()));
     for (auto* layer : split) layer->run_weight_backward(0);
-    {
-      // As a layer inside a stage runs its I (as backward_peak_bytes).
-      const double start = held();
-      Fresh in = fresh(x);
-      torch::Tensor root;
-      {
-        nn::Tensors out = under_autocast(in.values);
-        in.values.clear();
-        for (const auto& y : out) {
-          if (!y.defined() || !y.requires_grad()) continue;
-          const torch::Tensor part = y.mul(1.0).sum();
-          root = root.defined() ? root + part : part;
-        }
-      }
-      comm::reset_memory_peak();
-      {
-        DeferScope defer(split);
-        if (root.defined()) root.backward();
-      }
-      m.input_backward_peak_bytes = std::max(0.0, peak() - start);
-    }
+    m.input_backward_peak_bytes = inside_peak(split);
     for (auto* layer : split) layer->run_weight_backward(0);
   }
   return m;
